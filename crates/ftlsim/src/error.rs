@@ -1,0 +1,68 @@
+//! The crate's one error type.
+//!
+//! Every variant is something a user can act on: a bad configuration key, a
+//! bad trace line, an I/O failure, or a violated physical rule / invariant
+//! (which always means a bug in an FTL, never bad input). The CLI prints the
+//! `Display` form as its one-line reason; the Python binding maps each variant
+//! to its own exception class.
+
+use std::path::PathBuf;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A configuration key is unknown, missing, of the wrong type or out of range.
+    #[error("config: {key}: {reason}")]
+    Config { key: String, reason: String },
+
+    /// A trace line could not be parsed or is not acceptable.
+    #[error("{file}:{line}: {reason}")]
+    Trace { file: String, line: u64, reason: String },
+
+    /// A synthetic workload specification is malformed.
+    #[error("workload: {key}: {reason}")]
+    Workload { key: String, reason: String },
+
+    /// A request addresses sectors beyond the device under the `error` policy.
+    #[error(
+        "{source_name}: request {request} addresses sectors {start}..{end} beyond the device's {capacity} sectors (use --out-of-range wrap|scale)"
+    )]
+    OutOfRange { source_name: String, request: u64, start: u64, end: u64, capacity: u64 },
+
+    /// The NAND array refused an operation: an FTL asked for something impossible.
+    #[error("NAND physics violated: {0}")]
+    Physics(String),
+
+    /// An FTL's internal invariant failed: a bug, reported instead of a wrong number.
+    #[error("invariant violated in {ftl}: {reason}")]
+    Invariant { ftl: &'static str, reason: String },
+
+    /// The device cannot accept more data: every block is full of valid pages.
+    #[error("device full: {0}")]
+    DeviceFull(String),
+
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+
+    /// Anything the user asked for that does not exist (an FTL, a preset, a format).
+    #[error("{what} '{name}' does not exist; available: {available}")]
+    Unknown { what: &'static str, name: String, available: String },
+
+    #[error("interrupted")]
+    Interrupted,
+}
+
+impl Error {
+    pub fn config(key: impl Into<String>, reason: impl Into<String>) -> Error {
+        Error::Config { key: key.into(), reason: reason.into() }
+    }
+
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
+        Error::Io { path: path.into(), source }
+    }
+
+    pub fn invariant(ftl: &'static str, reason: impl Into<String>) -> Error {
+        Error::Invariant { ftl, reason: reason.into() }
+    }
+}

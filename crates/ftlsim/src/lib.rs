@@ -1,0 +1,7 @@
+//! ftlsim: a trace-driven SSD simulator for flash translation layer research.
+
+pub mod error;
+pub mod trace;
+pub mod units;
+
+pub use error::{Error, Result};
