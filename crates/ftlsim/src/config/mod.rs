@@ -1,0 +1,513 @@
+//! Typed configuration: one TOML document per simulated drive.
+//!
+//! A config is a preset (a TOML file under `presets/`, compiled in) or a path
+//! to a TOML file, plus `--set key.path=value` overrides applied to the TOML
+//! tree before it is deserialized. Unknown keys are rejected with their full
+//! path; every value is validated with a reason naming the key. Raw values
+//! live here; derived, checked constants (page counts, nanosecond timings) are
+//! computed by [`crate::nand::Geometry`] and [`crate::nand::Timing`].
+
+mod presets;
+
+pub use presets::{preset_names, preset_source};
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// A complete, validated drive configuration.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Short name of the drive (the preset's name).
+    #[serde(default)]
+    pub name: String,
+    /// Where the numbers come from (datasheet, paper table).
+    #[serde(default)]
+    pub source: String,
+    pub geometry: GeometryConfig,
+    pub timing: TimingConfig,
+    /// (physical − logical) / logical capacity.
+    #[serde(default = "defaults::overprovisioning")]
+    pub overprovisioning: f64,
+    #[serde(default)]
+    pub nand: NandConfig,
+    #[serde(default)]
+    pub host: HostConfig,
+    #[serde(default)]
+    pub gc: GcConfig,
+    #[serde(default)]
+    pub ftl: FtlConfig,
+    #[serde(default)]
+    pub report: ReportConfig,
+    /// Seed for every random choice of the run (victim sampling, workloads).
+    #[serde(default = "defaults::seed")]
+    pub seed: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GeometryConfig {
+    pub channels: u32,
+    #[serde(default = "defaults::one")]
+    pub chips_per_channel: u32,
+    #[serde(default = "defaults::one")]
+    pub dies_per_chip: u32,
+    #[serde(default = "defaults::one")]
+    pub planes_per_die: u32,
+    pub blocks_per_plane: u32,
+    pub pages_per_block: u32,
+    /// Page size in bytes (a multiple of 512).
+    pub page_size: u32,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TimingConfig {
+    /// Array read time tR, µs.
+    pub read_us: f64,
+    /// Array program time tPROG, µs.
+    pub program_us: f64,
+    /// Block erase time tBERS, µs.
+    pub erase_us: f64,
+    /// Channel bus transfer time per byte, ns.
+    pub bus_ns_per_byte: f64,
+    /// Fixed command/address cycle overhead per flash operation, ns.
+    #[serde(default)]
+    pub command_ns: f64,
+    /// Planes of a die work in parallel (multi-plane) instead of queueing on the die.
+    #[serde(default)]
+    pub plane_parallel: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NandConfig {
+    /// Program/erase cycles a block survives; an erase beyond it is refused.
+    #[serde(default = "defaults::endurance")]
+    pub endurance: u32,
+    /// Keep page payloads (bytes), moved by GC and returned by reads.
+    #[serde(default)]
+    pub store_payloads: bool,
+    /// Record a per-page program sequence number in OOB (for crash recovery).
+    /// Defaults to on when payloads are stored.
+    #[serde(default)]
+    pub record_sequence: Option<bool>,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum HostMode {
+    /// Requests arrive at their trace timestamps (optionally scaled).
+    Open,
+    /// A fixed number of requests are outstanding; the next is issued when one completes.
+    Closed,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum OutOfRange {
+    Error,
+    Wrap,
+    Scale,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum UnwrittenReads {
+    /// Serve from flash as if the drive held data there (placed at no cost).
+    Place,
+    /// Return zeros without touching flash.
+    Zero,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HostConfig {
+    /// Arrival model; a synthetic workload's `iodepth`/`rate` overrides it.
+    #[serde(default = "defaults::host_mode")]
+    pub mode: HostMode,
+    #[serde(default = "defaults::queue_depth")]
+    pub queue_depth: u32,
+    /// Multiplies trace inter-arrival times (0.5 = replay twice as fast).
+    #[serde(default = "defaults::one_f64")]
+    pub time_scale: f64,
+    /// Host interface transfer time per byte, ns (e.g. 0.25 for 4 GB/s).
+    #[serde(default = "defaults::host_ns_per_byte")]
+    pub link_ns_per_byte: f64,
+    #[serde(default = "defaults::out_of_range")]
+    pub out_of_range: OutOfRange,
+    #[serde(default = "defaults::unwritten_reads")]
+    pub unwritten_reads: UnwrittenReads,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum VictimPolicy {
+    Greedy,
+    CostBenefit,
+    Fifo,
+    Random,
+    DChoices,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GcConfig {
+    #[serde(default = "defaults::policy")]
+    pub policy: VictimPolicy,
+    /// Fraction of each plane's spare (over-provisioned) blocks kept free:
+    /// foreground GC runs while fewer are free.
+    #[serde(default = "defaults::gc_threshold")]
+    pub threshold: f64,
+    /// Lower bound on the free blocks kept per plane, whatever the threshold.
+    #[serde(default = "defaults::min_free_blocks")]
+    pub min_free_blocks: u32,
+    /// Candidates sampled by the d-choices policy.
+    #[serde(default = "defaults::d_choices")]
+    pub d: u32,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FtlConfig {
+    /// FTL scheme; `--ftl` overrides it.
+    #[serde(default = "defaults::ftl_name")]
+    pub name: String,
+    /// Act on TRIM commands (off: acknowledge and ignore them).
+    #[serde(default = "defaults::yes")]
+    pub trim: bool,
+    /// Order in which consecutive page allocations rotate over the parallel
+    /// units, fastest-varying first.
+    #[serde(default = "defaults::stripe_order")]
+    pub stripe_order: Vec<StripeUnit>,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum StripeUnit {
+    Channel,
+    Chip,
+    Die,
+    Plane,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ReportConfig {
+    /// Width of a time-series window in simulated ms (0 = no time series).
+    #[serde(default)]
+    pub window_ms: f64,
+}
+
+mod defaults {
+    use super::*;
+    pub fn overprovisioning() -> f64 {
+        0.07
+    }
+    pub fn seed() -> u64 {
+        1
+    }
+    pub fn one() -> u32 {
+        1
+    }
+    pub fn one_f64() -> f64 {
+        1.0
+    }
+    pub fn yes() -> bool {
+        true
+    }
+    pub fn endurance() -> u32 {
+        100_000
+    }
+    pub fn host_mode() -> HostMode {
+        HostMode::Open
+    }
+    pub fn queue_depth() -> u32 {
+        32
+    }
+    pub fn host_ns_per_byte() -> f64 {
+        0.25
+    }
+    pub fn out_of_range() -> OutOfRange {
+        OutOfRange::Error
+    }
+    pub fn unwritten_reads() -> UnwrittenReads {
+        UnwrittenReads::Place
+    }
+    pub fn policy() -> VictimPolicy {
+        VictimPolicy::Greedy
+    }
+    pub fn gc_threshold() -> f64 {
+        0.05
+    }
+    pub fn min_free_blocks() -> u32 {
+        2
+    }
+    pub fn d_choices() -> u32 {
+        8
+    }
+    pub fn ftl_name() -> String {
+        "page".into()
+    }
+    pub fn stripe_order() -> Vec<StripeUnit> {
+        vec![StripeUnit::Channel, StripeUnit::Chip, StripeUnit::Die, StripeUnit::Plane]
+    }
+}
+
+macro_rules! default_from_serde {
+    ($($t:ty),*) => {$(
+        impl Default for $t {
+            fn default() -> Self {
+                // Every field has a serde default, so an empty table is a complete value.
+                toml::from_str("").expect("all fields have defaults")
+            }
+        }
+    )*};
+}
+default_from_serde!(NandConfig, HostConfig, GcConfig, FtlConfig, ReportConfig);
+
+impl NandConfig {
+    pub fn records_sequence(&self) -> bool {
+        self.record_sequence.unwrap_or(self.store_payloads)
+    }
+}
+
+impl Config {
+    /// Loads a preset by name or a TOML file by path, applies `key=value`
+    /// overrides, and validates the result.
+    pub fn load(preset_or_path: &str, overrides: &[String]) -> Result<Config> {
+        let (text, origin) = match preset_source(preset_or_path) {
+            Some(text) => (text.to_string(), format!("preset '{preset_or_path}'")),
+            None => {
+                let path = Path::new(preset_or_path);
+                if !path.exists() {
+                    return Err(Error::Unknown {
+                        what: "preset or config file",
+                        name: preset_or_path.into(),
+                        available: preset_names().join(", "),
+                    });
+                }
+                let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+                (text, path.display().to_string())
+            }
+        };
+        Self::from_toml_str(&text, &origin, overrides)
+    }
+
+    /// Parses TOML text (`origin` names it in errors), applies overrides, validates.
+    pub fn from_toml_str(text: &str, origin: &str, overrides: &[String]) -> Result<Config> {
+        let mut tree: toml::Table =
+            toml::from_str(text).map_err(|e| Error::config(origin, format!("invalid TOML: {e}")))?;
+        for kv in overrides {
+            apply_override(&mut tree, kv)?;
+        }
+        Self::from_table(tree)
+    }
+
+    /// Deserializes and validates an already-built TOML tree.
+    pub fn from_table(tree: toml::Table) -> Result<Config> {
+        let de = toml::Value::Table(tree);
+        let cfg: Config = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            Error::config(if path == "." { "(top level)".into() } else { path }, e.into_inner().to_string())
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Physical pages of the device.
+    pub fn physical_pages(&self) -> u64 {
+        let g = &self.geometry;
+        [g.channels, g.chips_per_channel, g.dies_per_chip, g.planes_per_die, g.blocks_per_plane, g.pages_per_block]
+            .iter()
+            .map(|&v| v as u64)
+            .product()
+    }
+
+    /// Logical pages exported to the host: physical / (1 + overprovisioning).
+    pub fn logical_pages(&self) -> u64 {
+        (self.physical_pages() as f64 / (1.0 + self.overprovisioning)).floor() as u64
+    }
+
+    /// Logical capacity in 512 B sectors.
+    pub fn logical_sectors(&self) -> u64 {
+        self.logical_pages() * (self.geometry.page_size / 512) as u64
+    }
+
+    /// The resolved config as TOML (what `ftlsim config show` prints).
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).expect("config serializes")
+    }
+
+    /// Checks every value for range and consistency, naming the bad key.
+    pub fn validate(&self) -> Result<()> {
+        let g = &self.geometry;
+        for (key, v) in [
+            ("geometry.channels", g.channels),
+            ("geometry.chips_per_channel", g.chips_per_channel),
+            ("geometry.dies_per_chip", g.dies_per_chip),
+            ("geometry.planes_per_die", g.planes_per_die),
+            ("geometry.blocks_per_plane", g.blocks_per_plane),
+            ("geometry.pages_per_block", g.pages_per_block),
+        ] {
+            if v == 0 {
+                return Err(Error::config(key, "must be at least 1"));
+            }
+        }
+        if g.pages_per_block > u16::MAX as u32 {
+            return Err(Error::config("geometry.pages_per_block", "must be at most 65535"));
+        }
+        if g.page_size == 0 || g.page_size % 512 != 0 {
+            return Err(Error::config(
+                "geometry.page_size",
+                format!("{} is not a positive multiple of 512 bytes", g.page_size),
+            ));
+        }
+        let pages = self.physical_pages();
+        if pages >= u32::MAX as u64 {
+            return Err(Error::config(
+                "geometry",
+                format!("{pages} physical pages exceed the 2^32 - 1 a 32-bit PPN addresses; use larger pages"),
+            ));
+        }
+        let t = &self.timing;
+        for (key, v) in [
+            ("timing.read_us", t.read_us),
+            ("timing.program_us", t.program_us),
+            ("timing.erase_us", t.erase_us),
+            ("timing.bus_ns_per_byte", t.bus_ns_per_byte),
+            ("timing.command_ns", t.command_ns),
+            ("host.link_ns_per_byte", self.host.link_ns_per_byte),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(Error::config(key, format!("{v} is not a finite, non-negative time")));
+            }
+        }
+        if !(self.overprovisioning.is_finite() && self.overprovisioning > 0.0 && self.overprovisioning <= 10.0) {
+            return Err(Error::config(
+                "overprovisioning",
+                format!("{} must be in (0, 10]: (physical - logical) / logical", self.overprovisioning),
+            ));
+        }
+        if !(self.host.time_scale.is_finite() && self.host.time_scale >= 0.0) {
+            return Err(Error::config("host.time_scale", "must be a finite, non-negative factor"));
+        }
+        if self.host.queue_depth == 0 {
+            return Err(Error::config("host.queue_depth", "must be at least 1"));
+        }
+        if !(self.gc.threshold.is_finite() && (0.0..=1.0).contains(&self.gc.threshold)) {
+            return Err(Error::config("gc.threshold", format!("{} must be a fraction in [0, 1]", self.gc.threshold)));
+        }
+        if self.gc.min_free_blocks < 1 {
+            return Err(Error::config("gc.min_free_blocks", "GC needs at least 1 free block to copy into"));
+        }
+        if self.gc.d == 0 {
+            return Err(Error::config("gc.d", "must be at least 1"));
+        }
+        if self.nand.endurance == 0 {
+            return Err(Error::config("nand.endurance", "must be at least 1 erase cycle"));
+        }
+        if !(self.report.window_ms.is_finite() && self.report.window_ms >= 0.0) {
+            return Err(Error::config("report.window_ms", "must be a finite, non-negative duration"));
+        }
+        let order = &self.ftl.stripe_order;
+        let mut seen = order.clone();
+        seen.sort_by_key(|u| *u as u8);
+        seen.dedup();
+        if seen.len() != order.len() || order.len() != 4 {
+            return Err(Error::config("ftl.stripe_order", "must name each of channel, chip, die, plane exactly once"));
+        }
+        if self.logical_pages() == 0 {
+            return Err(Error::config("overprovisioning", "leaves no logical capacity"));
+        }
+        Ok(())
+    }
+}
+
+/// Applies one `a.b.c=value` override to the TOML tree. The value is parsed
+/// as a TOML value (number, bool, array, quoted string) and falls back to a
+/// bare string, so `--set gc.policy=fifo` works unquoted.
+fn apply_override(tree: &mut toml::Table, kv: &str) -> Result<()> {
+    let (key, raw) = kv.split_once('=').ok_or_else(|| Error::config(kv, "an override must be KEY=VALUE"))?;
+    let key = key.trim();
+    if key.is_empty() || key.split('.').any(|p| p.is_empty()) {
+        return Err(Error::config(kv, "empty key path"));
+    }
+    let raw = raw.trim();
+    let value = match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
+        Ok(mut t) => t.remove("v").expect("parsed key"),
+        Err(_) => toml::Value::String(raw.to_string()),
+    };
+    let parts: Vec<&str> = key.split('.').collect();
+    let mut node = tree;
+    for (i, part) in parts[..parts.len() - 1].iter().enumerate() {
+        let entry = node.entry(part.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        node = match entry {
+            toml::Value::Table(t) => t,
+            _ => return Err(Error::config(parts[..=i].join("."), "is a value, not a table")),
+        };
+    }
+    node.insert(parts[parts.len() - 1].to_string(), value);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_loads_and_validates() {
+        for name in preset_names() {
+            let cfg = Config::load(name, &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(cfg.name, *name);
+            assert!(!cfg.source.is_empty(), "{name} must cite its source");
+        }
+    }
+
+    #[test]
+    fn overrides_apply_and_are_typed() {
+        let cfg = Config::load(
+            "k9lag08u0m-4ch",
+            &["geometry.channels=8".into(), "gc.policy=fifo".into(), "overprovisioning=0.25".into()],
+        )
+        .unwrap();
+        assert_eq!(cfg.geometry.channels, 8);
+        assert_eq!(cfg.gc.policy, VictimPolicy::Fifo);
+        assert_eq!(cfg.overprovisioning, 0.25);
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let err = Config::load("k9lag08u0m-4ch", &["geometry.chanels=8".into()]).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("geometry") && msg.contains("chanels"), "{msg}");
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let err = Config::load("k9lag08u0m-4ch", &["geometry.channels=abc".into()]).unwrap_err();
+        assert!(err.to_string().contains("geometry.channels"), "{err}");
+        let err = Config::load("k9lag08u0m-4ch", &["geometry.page_size=1000".into()]).unwrap_err();
+        assert!(err.to_string().contains("geometry.page_size"), "{err}");
+        let err = Config::load("k9lag08u0m-4ch", &["gc.policy=lru".into()]).unwrap_err();
+        assert!(err.to_string().contains("gc.policy"), "{err}");
+        let err = Config::load("k9lag08u0m-4ch", &["overprovisioning=-1".into()]).unwrap_err();
+        assert!(err.to_string().contains("overprovisioning"), "{err}");
+        let err = Config::load("k9lag08u0m-4ch", &["novalue".into()]).unwrap_err();
+        assert!(err.to_string().contains("KEY=VALUE"), "{err}");
+    }
+
+    #[test]
+    fn unknown_preset_lists_the_available_ones() {
+        let err = Config::load("no-such-drive", &[]).unwrap_err().to_string();
+        assert!(err.contains("k9lag08u0m-4ch"), "{err}");
+    }
+
+    #[test]
+    fn shown_config_round_trips() {
+        let cfg = Config::load("hat-table4", &[]).unwrap();
+        let again = Config::from_toml_str(&cfg.to_toml(), "shown", &[]).unwrap();
+        assert_eq!(cfg, again);
+    }
+}

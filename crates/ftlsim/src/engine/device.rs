@@ -1,0 +1,257 @@
+//! The device API: flash operations with timing, counted by cause.
+//!
+//! Resources: one bus per channel, and one array unit per die (or per plane
+//! when `timing.plane_parallel` is set), plus the host link. Each keeps the
+//! time it is next free. A read occupies its unit for tR and then the bus for
+//! the page transfer (the unit stays busy until its page register drains); a
+//! program moves the page over the bus and then occupies the unit for tPROG;
+//! an erase occupies the unit for tBERS.
+
+use crate::error::Result;
+use crate::nand::{Geometry, NandArray, Payload, Timing};
+use crate::units::{BlockId, Lpn, Ppn, SimTime};
+use serde::Serialize;
+
+/// Why a flash operation happened; every counter is split by it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cause {
+    /// Serving a host command.
+    Host,
+    /// Garbage collection.
+    Gc,
+    /// Reading or writing the FTL's own mapping tables.
+    Mapping,
+    /// Hybrid-FTL log-block merges.
+    Merge,
+    /// Data-cache write-back.
+    Cache,
+    /// Data placed at no cost: preconditioning, or reads of never-written pages.
+    Placement,
+}
+
+pub const CAUSES: [Cause; 6] = [Cause::Host, Cause::Gc, Cause::Mapping, Cause::Merge, Cause::Cache, Cause::Placement];
+
+impl Cause {
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::Host => "host",
+            Cause::Gc => "gc",
+            Cause::Mapping => "mapping",
+            Cause::Merge => "merge",
+            Cause::Cache => "cache",
+            Cause::Placement => "placement",
+        }
+    }
+}
+
+/// Flash operation counts, indexed by `Cause as usize`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FlashCounters {
+    pub reads: [u64; 6],
+    pub programs: [u64; 6],
+    pub erases: [u64; 6],
+    /// Blocks whose first page was programmed (N_pb in the TRIM paper).
+    pub blocks_opened: u64,
+}
+
+impl FlashCounters {
+    /// Total over the causes that cost time (placement excluded).
+    pub fn timed(counts: &[u64; 6]) -> u64 {
+        counts.iter().sum::<u64>() - counts[Cause::Placement as usize]
+    }
+}
+
+pub struct Device {
+    pub array: NandArray,
+    timing: Timing,
+    channel_free: Vec<SimTime>,
+    unit_free: Vec<SimTime>,
+    host_free: SimTime,
+    /// Planes per array unit: 1 with plane parallelism, planes_per_die without.
+    planes_per_unit: u32,
+    pub counters: FlashCounters,
+}
+
+impl Device {
+    pub fn new(array: NandArray, timing: Timing) -> Device {
+        let geo = array.geometry();
+        let planes_per_unit = if timing.plane_parallel { 1 } else { geo.planes_per_die };
+        Device {
+            channel_free: vec![SimTime::ZERO; geo.channels as usize],
+            unit_free: vec![SimTime::ZERO; (geo.planes / planes_per_unit) as usize],
+            host_free: SimTime::ZERO,
+            planes_per_unit,
+            counters: FlashCounters::default(),
+            timing,
+            array,
+        }
+    }
+
+    #[inline]
+    pub fn geometry(&self) -> &Geometry {
+        self.array.geometry()
+    }
+
+    pub fn timing(&self) -> &Timing {
+        &self.timing
+    }
+
+    #[inline]
+    fn resources(&self, block: BlockId) -> (usize, usize) {
+        let geo = self.array.geometry();
+        let plane = geo.plane_of(block);
+        (geo.channel_of(plane) as usize, (plane.0 / self.planes_per_unit) as usize)
+    }
+
+    /// Reads a page; returns when its data has crossed the channel.
+    #[inline]
+    pub fn read(&mut self, ppn: Ppn, not_before: SimTime, cause: Cause) -> Result<SimTime> {
+        self.array.read(ppn)?;
+        self.counters.reads[cause as usize] += 1;
+        let (ch, unit) = self.resources(self.geometry().block_of(ppn));
+        let t = &self.timing;
+        let sensed = not_before.max(self.unit_free[unit]) + t.command + t.read;
+        let done = sensed.max(self.channel_free[ch]) + t.page_transfer;
+        self.channel_free[ch] = done;
+        self.unit_free[unit] = done;
+        Ok(done)
+    }
+
+    /// Programs a page with `lpn` in OOB; returns when the program finishes.
+    #[inline]
+    pub fn program(
+        &mut self,
+        ppn: Ppn,
+        lpn: Lpn,
+        not_before: SimTime,
+        cause: Cause,
+        payload: Payload<'_>,
+    ) -> Result<SimTime> {
+        self.array.program(ppn, lpn, payload)?;
+        self.count_program(ppn, cause);
+        let (ch, unit) = self.resources(self.geometry().block_of(ppn));
+        let t = &self.timing;
+        let start = not_before.max(self.channel_free[ch]).max(self.unit_free[unit]);
+        let transferred = start + t.command + t.page_transfer;
+        self.channel_free[ch] = transferred;
+        let done = transferred + t.program;
+        self.unit_free[unit] = done;
+        Ok(done)
+    }
+
+    /// Erases a block; returns when the erase finishes.
+    pub fn erase(&mut self, block: BlockId, not_before: SimTime, cause: Cause) -> Result<SimTime> {
+        self.array.erase(block)?;
+        self.counters.erases[cause as usize] += 1;
+        let (_, unit) = self.resources(block);
+        let done = not_before.max(self.unit_free[unit]) + self.timing.command + self.timing.erase;
+        self.unit_free[unit] = done;
+        Ok(done)
+    }
+
+    /// Programs a page at no cost in time (preconditioning, placed reads).
+    pub fn place(&mut self, ppn: Ppn, lpn: Lpn, payload: Payload<'_>) -> Result<()> {
+        self.array.program(ppn, lpn, payload)?;
+        self.count_program(ppn, Cause::Placement);
+        Ok(())
+    }
+
+    #[inline]
+    fn count_program(&mut self, ppn: Ppn, cause: Cause) {
+        self.counters.programs[cause as usize] += 1;
+        if cause != Cause::Placement && self.geometry().page_in_block(ppn) == 0 {
+            self.counters.blocks_opened += 1;
+        }
+    }
+
+    /// Moves `bytes` over the host link; returns when the transfer ends.
+    pub fn host_transfer(&mut self, bytes: u64, not_before: SimTime) -> SimTime {
+        let done = not_before.max(self.host_free) + self.timing.host_transfer(bytes);
+        self.host_free = done;
+        done
+    }
+
+    /// Forgets all timeline state and counters (after preconditioning), so
+    /// the measured run starts at time zero on an idle drive.
+    pub fn reset_time_and_counters(&mut self) {
+        self.channel_free.fill(SimTime::ZERO);
+        self.unit_free.fill(SimTime::ZERO);
+        self.host_free = SimTime::ZERO;
+        self.counters = FlashCounters::default();
+    }
+
+    /// The latest time any resource is busy until.
+    pub fn busy_until(&self) -> SimTime {
+        let ch = self.channel_free.iter().max().copied().unwrap_or_default();
+        let unit = self.unit_free.iter().max().copied().unwrap_or_default();
+        ch.max(unit).max(self.host_free)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{GeometryConfig, TimingConfig};
+    use crate::units::Nanos;
+
+    fn device(plane_parallel: bool) -> Device {
+        let geo = Geometry::new(&GeometryConfig {
+            channels: 2,
+            chips_per_channel: 1,
+            dies_per_chip: 1,
+            planes_per_die: 2,
+            blocks_per_plane: 4,
+            pages_per_block: 4,
+            page_size: 2048,
+        });
+        let timing = Timing::new(
+            &TimingConfig {
+                read_us: 20.0,
+                program_us: 200.0,
+                erase_us: 1500.0,
+                bus_ns_per_byte: 25.0,
+                command_ns: 0.0,
+                plane_parallel,
+            },
+            2048,
+            1.0,
+        );
+        Device::new(NandArray::new(geo, 10, false, false), timing)
+    }
+
+    const XFER: u64 = 25 * 2048;
+
+    #[test]
+    fn same_die_queues_other_channel_overlaps() {
+        let mut d = device(false);
+        // Blocks 0..4 are plane 0 (channel 0); 4..8 plane 1 (same die); 8.. channel 1.
+        let a = d.program(Ppn(0), Lpn(0), SimTime::ZERO, Cause::Host, Payload::None).unwrap();
+        assert_eq!(a, SimTime(XFER + 200_000));
+        let b = d.program(Ppn(16), Lpn(1), SimTime::ZERO, Cause::Host, Payload::None).unwrap();
+        assert_eq!(b, a + Nanos(XFER + 200_000), "plane 1 shares the die: queues");
+        let c = d.program(Ppn(32), Lpn(2), SimTime::ZERO, Cause::Host, Payload::None).unwrap();
+        assert_eq!(c, a, "channel 1 is independent: overlaps");
+    }
+
+    #[test]
+    fn plane_parallel_overlaps_array_time_but_shares_the_bus() {
+        let mut d = device(true);
+        let a = d.program(Ppn(0), Lpn(0), SimTime::ZERO, Cause::Host, Payload::None).unwrap();
+        let b = d.program(Ppn(16), Lpn(1), SimTime::ZERO, Cause::Host, Payload::None).unwrap();
+        assert_eq!(b, a + Nanos(XFER), "only the bus transfer serializes");
+    }
+
+    #[test]
+    fn read_then_erase_timing_and_counters() {
+        let mut d = device(false);
+        d.program(Ppn(0), Lpn(0), SimTime::ZERO, Cause::Host, Payload::None).unwrap();
+        let r = d.read(Ppn(0), SimTime(1_000_000), Cause::Gc).unwrap();
+        assert_eq!(r, SimTime(1_000_000 + 20_000 + XFER));
+        let e = d.erase(BlockId(0), SimTime::ZERO, Cause::Gc).unwrap();
+        assert_eq!(e, r + Nanos(1_500_000));
+        assert_eq!(d.counters.reads[Cause::Gc as usize], 1);
+        assert_eq!(d.counters.erases[Cause::Gc as usize], 1);
+        assert_eq!(d.counters.blocks_opened, 1);
+    }
+}

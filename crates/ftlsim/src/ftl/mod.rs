@@ -1,0 +1,167 @@
+//! Flash translation layers: one trait, one module per scheme.
+//!
+//! An FTL turns host reads, writes and trims of logical sectors into flash
+//! operations on the [`Device`], which times them. It owns its mapping
+//! tables and calls the shared [`pool::BlockPool`] for block allocation and
+//! victim selection rather than keeping its own. Every FTL keeps the same
+//! contract, checked by one conformance suite against a plain block device:
+//! what was written and not trimmed reads back; trimmed or never-written
+//! sectors read as zeros.
+
+pub mod page;
+pub mod pool;
+
+use crate::config::Config;
+use crate::engine::Device;
+use crate::error::{Error, Result};
+use crate::units::{Lpn, Sector, SimTime};
+use serde::Serialize;
+
+/// Names accepted by `--ftl`.
+pub const FTL_NAMES: &[&str] = &["page"];
+
+/// FTL-side counters for the report.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FtlStats {
+    pub gc_invocations: u64,
+    pub gc_pages_copied: u64,
+    /// Reads of never-written pages served by placing data first (no cost).
+    pub placed_reads: u64,
+    /// Pages whose mapping a TRIM removed.
+    pub trimmed_pages: u64,
+    /// Partial-page writes that read the old page first.
+    pub rmw_reads: u64,
+}
+
+/// A host command's address range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    pub start: Sector,
+    pub sectors: u64,
+}
+
+pub trait Ftl: Send {
+    fn name(&self) -> &'static str;
+
+    /// Reads the span; fills `out` (span-sized) when payloads are stored.
+    /// Returns when the last flash read completes.
+    fn read(&mut self, dev: &mut Device, span: Span, now: SimTime, out: Option<&mut [u8]>) -> Result<SimTime>;
+
+    /// Writes the span; `data` (span-sized) when payloads are stored.
+    /// `ready` is when the data has arrived over the host link.
+    fn write(
+        &mut self,
+        dev: &mut Device,
+        span: Span,
+        now: SimTime,
+        ready: SimTime,
+        data: Option<&[u8]>,
+    ) -> Result<SimTime>;
+
+    /// Forgets the whole pages the span covers.
+    fn trim(&mut self, dev: &mut Device, span: Span, now: SimTime) -> Result<SimTime>;
+
+    fn flush(&mut self, _dev: &mut Device, now: SimTime) -> Result<SimTime> {
+        Ok(now)
+    }
+
+    fn stats(&self) -> FtlStats;
+
+    fn reset_stats(&mut self);
+
+    /// Modelled controller RAM of the FTL's tables, bytes.
+    fn mapping_ram_bytes(&self) -> u64;
+
+    /// Blocks holding at least one valid page (N_vb).
+    fn blocks_with_valid_data(&self) -> u64;
+
+    /// Checks every internal invariant against the device (slow; tests).
+    fn check_invariants(&self, dev: &Device) -> Result<()>;
+}
+
+/// Builds the FTL named `name` for a validated config.
+pub fn build(name: &str, cfg: &Config, dev: &Device) -> Result<Box<dyn Ftl>> {
+    match name {
+        "page" => Ok(Box::new(page::PageFtl::new(cfg, dev))),
+        _ => Err(Error::Unknown { what: "FTL", name: name.into(), available: FTL_NAMES.join(", ") }),
+    }
+}
+
+/// The part of one logical page a host command touches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageChunk {
+    pub lpn: Lpn,
+    /// First sector of the chunk within its page.
+    pub first_sector: u32,
+    pub sectors: u32,
+    /// Byte offset of the chunk in the command's buffer.
+    pub buf_offset: usize,
+}
+
+impl PageChunk {
+    pub fn is_full_page(&self, sectors_per_page: u32) -> bool {
+        self.sectors == sectors_per_page
+    }
+
+    pub fn byte_range(&self) -> std::ops::Range<usize> {
+        self.first_sector as usize * 512..(self.first_sector + self.sectors) as usize * 512
+    }
+
+    pub fn buf_range(&self) -> std::ops::Range<usize> {
+        self.buf_offset..self.buf_offset + self.sectors as usize * 512
+    }
+}
+
+/// Splits a span into per-page chunks. The caller has checked the span lies
+/// inside the logical space, so every LPN fits in 32 bits.
+pub fn page_chunks(span: Span, sectors_per_page: u32) -> impl Iterator<Item = PageChunk> {
+    let spp = sectors_per_page as u64;
+    let end = span.start.0 + span.sectors;
+    let mut sector = span.start.0;
+    std::iter::from_fn(move || {
+        if sector >= end {
+            return None;
+        }
+        let lpn = sector / spp;
+        let first = sector % spp;
+        let n = (spp - first).min(end - sector);
+        let chunk = PageChunk {
+            lpn: Lpn(lpn as u32),
+            first_sector: first as u32,
+            sectors: n as u32,
+            buf_offset: ((sector - span.start.0) * 512) as usize,
+        };
+        sector += n;
+        Some(chunk)
+    })
+}
+
+/// The LPNs a span covers completely (TRIM works on whole pages only).
+pub fn whole_pages(span: Span, sectors_per_page: u32) -> std::ops::Range<u32> {
+    let spp = sectors_per_page as u64;
+    let first = span.start.0.div_ceil(spp);
+    let end = (span.start.0 + span.sectors) / spp;
+    first as u32..end.max(first) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_split_at_page_boundaries() {
+        let c: Vec<_> = page_chunks(Span { start: Sector(6), sectors: 12 }, 8).collect();
+        assert_eq!(c.len(), 3);
+        assert_eq!((c[0].lpn, c[0].first_sector, c[0].sectors, c[0].buf_offset), (Lpn(0), 6, 2, 0));
+        assert_eq!((c[1].lpn, c[1].first_sector, c[1].sectors, c[1].buf_offset), (Lpn(1), 0, 8, 1024));
+        assert_eq!((c[2].lpn, c[2].first_sector, c[2].sectors), (Lpn(2), 0, 2));
+        assert!(c[1].is_full_page(8) && !c[0].is_full_page(8));
+    }
+
+    #[test]
+    fn whole_pages_excludes_partial_ends() {
+        assert_eq!(whole_pages(Span { start: Sector(6), sectors: 12 }, 8), 1..2);
+        assert_eq!(whole_pages(Span { start: Sector(8), sectors: 16 }, 8), 1..3);
+        assert_eq!(whole_pages(Span { start: Sector(1), sectors: 3 }, 8), 1..1);
+    }
+}

@@ -1,0 +1,343 @@
+//! `page`: the classic page-mapping FTL, with TRIM as described by Kim, Kim,
+//! Lee and Won, "FTL Design for TRIM Command".
+//!
+//! Any LPN maps to any PPN. The forward map (LPN → PPN, 4 B per logical
+//! page) lives in controller RAM; the backward map (PPN → LPN) is the OOB
+//! LPN array the NAND model already keeps. TRIM updates the forward map at
+//! once and the backward map lazily: a physical page is valid exactly when
+//! the forward map still points at it, so GC, checking that, never copies a
+//! trimmed page, and the per-block valid counts GC ranks victims by are
+//! decremented at trim time.
+//!
+//! Writes rotate over the planes in the configured stripe order, one active
+//! block per plane shared by host writes and GC copies. When a plane's free
+//! blocks fall below its reserve (`gc.threshold` of its spare blocks, at
+//! least `gc.min_free_blocks`), foreground GC reclaims victims chosen by the
+//! shared [`BlockPool`] policy, copying valid pages within the plane, until
+//! the reserve is restored. Partial-page writes read the old page first
+//! (read-modify-write).
+//!
+//! Simplifications: no separate GC write frontier, no wear levelling beyond
+//! the pool's oldest-erased-first free queue, GC copies go through the bus
+//! (no copy-back).
+
+use super::pool::{BlockPool, BlockState};
+use super::{Ftl, FtlStats, PageChunk, Span, page_chunks, whole_pages};
+use crate::config::{Config, StripeUnit, UnwrittenReads, VictimPolicy};
+use crate::engine::{Cause, Device};
+use crate::error::{Error, Result};
+use crate::nand::{Geometry, Payload};
+use crate::units::{BlockId, Lpn, PlaneId, Ppn, SimTime};
+
+/// Forward-map value of a logical page never written (and never trimmed).
+const NEVER: u32 = u32::MAX;
+/// Forward-map value of a trimmed logical page.
+const TRIMMED: u32 = u32::MAX - 1;
+const NO_BLOCK: u32 = u32::MAX;
+
+#[inline]
+fn is_mapped(v: u32) -> bool {
+    v < TRIMMED
+}
+
+pub struct PageFtl {
+    geo: Geometry,
+    fwd: Vec<u32>,
+    pool: BlockPool,
+    /// Active block of each plane, or `NO_BLOCK`.
+    active: Vec<u32>,
+    stripe: Vec<PlaneId>,
+    cursor: usize,
+    /// Free blocks per plane GC keeps in hand.
+    reserve: u32,
+    policy: VictimPolicy,
+    trim_enabled: bool,
+    unwritten: UnwrittenReads,
+    /// One page of bytes, for assembling payloads of partial writes.
+    scratch: Vec<u8>,
+    stats: FtlStats,
+}
+
+impl PageFtl {
+    pub fn new(cfg: &Config, dev: &Device) -> PageFtl {
+        let geo = dev.geometry().clone();
+        let logical = cfg.logical_pages() as usize;
+        let data_blocks_per_plane = (logical as u64).div_ceil(geo.pages_per_block as u64 * geo.planes as u64);
+        let spare = (geo.blocks_per_plane as u64).saturating_sub(data_blocks_per_plane);
+        let reserve = ((cfg.gc.threshold * spare as f64).ceil() as u32).max(cfg.gc.min_free_blocks);
+        PageFtl {
+            fwd: vec![NEVER; logical],
+            pool: BlockPool::new(&geo, &cfg.gc, cfg.seed),
+            active: vec![NO_BLOCK; geo.planes as usize],
+            stripe: stripe_sequence(&geo, &cfg.ftl.stripe_order),
+            cursor: 0,
+            reserve,
+            policy: cfg.gc.policy,
+            trim_enabled: cfg.ftl.trim,
+            unwritten: cfg.host.unwritten_reads,
+            scratch: if dev.array.stores_payloads() { vec![0; geo.page_size as usize] } else { Vec::new() },
+            stats: FtlStats::default(),
+            geo,
+        }
+    }
+
+    /// Free blocks per plane that GC keeps in hand.
+    pub fn reserve_blocks(&self) -> u32 {
+        self.reserve
+    }
+
+    /// The next programmable page of `plane`, opening a block if needed.
+    /// Host allocations first let GC restore the plane's reserve; GC's own
+    /// copies draw on that reserve. `None`: the plane has no room left.
+    fn next_page(&mut self, dev: &mut Device, plane: PlaneId, now: SimTime, for_gc: bool) -> Result<Option<Ppn>> {
+        let mut collected = for_gc;
+        loop {
+            let a = self.active[plane.idx()];
+            if a != NO_BLOCK {
+                let written = dev.array.written_pages(BlockId(a));
+                if written < self.geo.pages_per_block {
+                    return Ok(Some(self.geo.ppn(BlockId(a), written)));
+                }
+                self.pool.close(BlockId(a), now);
+                self.active[plane.idx()] = NO_BLOCK;
+            }
+            if !collected {
+                collected = true;
+                self.collect(dev, plane, now)?;
+                continue;
+            }
+            return Ok(self.pool.take_free(plane).map(|b| {
+                self.active[plane.idx()] = b.0;
+                self.geo.ppn(b, 0)
+            }));
+        }
+    }
+
+    /// A page for host data: the next plane in stripe order with room.
+    fn alloc_host_page(&mut self, dev: &mut Device, now: SimTime) -> Result<Ppn> {
+        for _ in 0..self.stripe.len() {
+            let plane = self.stripe[self.cursor];
+            self.cursor = (self.cursor + 1) % self.stripe.len();
+            if let Some(ppn) = self.next_page(dev, plane, now, false)? {
+                return Ok(ppn);
+            }
+        }
+        Err(Error::DeviceFull("page FTL: no plane has a free page and GC cannot reclaim one".into()))
+    }
+
+    /// Foreground GC: reclaims victims until the plane's reserve is restored.
+    fn collect(&mut self, dev: &mut Device, plane: PlaneId, now: SimTime) -> Result<()> {
+        let ppb = self.geo.pages_per_block;
+        // FIFO may legitimately rewrite full blocks; bound its work per call.
+        let mut budget = self.geo.blocks_per_plane;
+        while self.pool.free_count(plane) < self.reserve && budget > 0 {
+            budget -= 1;
+            let Some(victim) = self.pool.select_victim(plane, now) else { break };
+            if self.pool.valid(victim) >= ppb && self.policy != VictimPolicy::Fifo {
+                break; // policies other than FIFO reached a plane full of live data
+            }
+            self.reclaim(dev, victim, now)?;
+        }
+        Ok(())
+    }
+
+    fn reclaim(&mut self, dev: &mut Device, victim: BlockId, now: SimTime) -> Result<()> {
+        self.stats.gc_invocations += 1;
+        let plane = self.geo.plane_of(victim);
+        let mut reads_done = now;
+        for page in 0..dev.array.written_pages(victim) {
+            let src = self.geo.ppn(victim, page);
+            let Some(lpn) = dev.array.oob_lpn(src) else { continue };
+            if self.fwd[lpn.idx()] != src.0 {
+                continue; // stale or trimmed: the lazy backward map says so
+            }
+            let read = dev.read(src, now, Cause::Gc)?;
+            reads_done = reads_done.max(read);
+            let dst = self
+                .next_page(dev, plane, now, true)?
+                .ok_or_else(|| Error::invariant("page", format!("GC of {victim} found no free page in its plane")))?;
+            dev.program(dst, lpn, read, Cause::Gc, Payload::CopyFrom(src))?;
+            self.fwd[lpn.idx()] = dst.0;
+            self.pool.invalidate(victim, now);
+            self.pool.add_valid(self.geo.block_of(dst), now);
+            self.stats.gc_pages_copied += 1;
+        }
+        dev.erase(victim, reads_done, Cause::Gc)?;
+        self.pool.release(victim)
+    }
+
+    fn write_page(
+        &mut self,
+        dev: &mut Device,
+        c: PageChunk,
+        now: SimTime,
+        ready: SimTime,
+        data: Option<&[u8]>,
+    ) -> Result<SimTime> {
+        let old = self.fwd[c.lpn.idx()];
+        let mut start = ready;
+        if !c.is_full_page(self.geo.sectors_per_page) && is_mapped(old) {
+            start = dev.read(Ppn(old), ready, Cause::Host)?;
+            self.stats.rmw_reads += 1;
+        }
+        // Assemble the payload now: GC below may move or erase the old page.
+        if let Some(data) = data {
+            match dev.array.page_data(Ppn(old)).filter(|_| is_mapped(old)) {
+                Some(bytes) => self.scratch.copy_from_slice(bytes),
+                None => self.scratch.fill(0),
+            }
+            self.scratch[c.byte_range()].copy_from_slice(&data[c.buf_range()]);
+        }
+        if is_mapped(old) {
+            self.pool.invalidate(self.geo.block_of(Ppn(old)), now);
+        }
+        // Unmapped while GC may run, so GC does not copy the page being replaced.
+        self.fwd[c.lpn.idx()] = TRIMMED;
+        let ppn = self.alloc_host_page(dev, now)?;
+        let payload = if data.is_some() { Payload::Bytes(&self.scratch) } else { Payload::None };
+        let done = dev.program(ppn, c.lpn, start, Cause::Host, payload)?;
+        self.fwd[c.lpn.idx()] = ppn.0;
+        self.pool.add_valid(self.geo.block_of(ppn), now);
+        Ok(done)
+    }
+
+    /// Puts a never-written page on flash at no cost, as if written before the run.
+    fn place(&mut self, dev: &mut Device, lpn: Lpn, now: SimTime) -> Result<Ppn> {
+        let ppn = self.alloc_host_page(dev, now)?;
+        dev.place(ppn, lpn, Payload::None)?;
+        self.fwd[lpn.idx()] = ppn.0;
+        self.pool.add_valid(self.geo.block_of(ppn), now);
+        self.stats.placed_reads += 1;
+        Ok(ppn)
+    }
+}
+
+/// The order in which consecutive allocations visit planes: the first unit
+/// of `order` varies fastest.
+fn stripe_sequence(geo: &Geometry, order: &[StripeUnit]) -> Vec<PlaneId> {
+    let size = |u: StripeUnit| match u {
+        StripeUnit::Channel => geo.channels,
+        StripeUnit::Chip => geo.chips_per_channel,
+        StripeUnit::Die => geo.dies_per_chip,
+        StripeUnit::Plane => geo.planes_per_die,
+    };
+    (0..geo.planes)
+        .map(|i| {
+            let (mut rem, mut coord) = (i, [0u32; 4]);
+            for &u in order {
+                coord[u as usize] = rem % size(u);
+                rem /= size(u);
+            }
+            geo.plane_id(coord[0], coord[1], coord[2], coord[3])
+        })
+        .collect()
+}
+
+impl Ftl for PageFtl {
+    fn name(&self) -> &'static str {
+        "page"
+    }
+
+    fn read(&mut self, dev: &mut Device, span: Span, now: SimTime, mut out: Option<&mut [u8]>) -> Result<SimTime> {
+        let mut done = now;
+        for c in page_chunks(span, self.geo.sectors_per_page) {
+            let mut m = self.fwd[c.lpn.idx()];
+            if m == NEVER && self.unwritten == UnwrittenReads::Place {
+                m = self.place(dev, c.lpn, now)?.0;
+            }
+            if is_mapped(m) {
+                done = done.max(dev.read(Ppn(m), now, Cause::Host)?);
+            }
+            if let Some(out) = out.as_deref_mut() {
+                let dst = &mut out[c.buf_range()];
+                match dev.array.page_data(Ppn(m)).filter(|_| is_mapped(m)) {
+                    Some(page) => dst.copy_from_slice(&page[c.byte_range()]),
+                    None => dst.fill(0),
+                }
+            }
+        }
+        Ok(done)
+    }
+
+    fn write(
+        &mut self,
+        dev: &mut Device,
+        span: Span,
+        now: SimTime,
+        ready: SimTime,
+        data: Option<&[u8]>,
+    ) -> Result<SimTime> {
+        let mut done = ready;
+        for c in page_chunks(span, self.geo.sectors_per_page) {
+            done = done.max(self.write_page(dev, c, now, ready, data)?);
+        }
+        Ok(done)
+    }
+
+    fn trim(&mut self, _dev: &mut Device, span: Span, now: SimTime) -> Result<SimTime> {
+        if !self.trim_enabled {
+            return Ok(now);
+        }
+        for lpn in whole_pages(span, self.geo.sectors_per_page) {
+            let old = self.fwd[lpn as usize];
+            if is_mapped(old) {
+                self.pool.invalidate(self.geo.block_of(Ppn(old)), now);
+                self.stats.trimmed_pages += 1;
+            }
+            self.fwd[lpn as usize] = TRIMMED;
+        }
+        Ok(now)
+    }
+
+    fn stats(&self) -> FtlStats {
+        self.stats.clone()
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = FtlStats::default();
+    }
+
+    fn mapping_ram_bytes(&self) -> u64 {
+        // Forward map, backward map, and a 16-bit valid counter per block.
+        self.fwd.len() as u64 * 4 + self.geo.pages as u64 * 4 + self.geo.blocks as u64 * 2
+    }
+
+    fn blocks_with_valid_data(&self) -> u64 {
+        self.pool.blocks_with_valid_data()
+    }
+
+    fn check_invariants(&self, dev: &Device) -> Result<()> {
+        let fail = |reason: String| Err(Error::invariant("page", reason));
+        let mut valid = vec![0u32; self.geo.blocks as usize];
+        for (lpn, &m) in self.fwd.iter().enumerate() {
+            if !is_mapped(m) {
+                continue;
+            }
+            let ppn = Ppn(m);
+            match dev.array.read(ppn) {
+                Ok(l) if l.idx() == lpn => {}
+                _ => return fail(format!("LPN {lpn} maps to {ppn}, whose OOB does not hold it")),
+            }
+            valid[self.geo.block_of(ppn).idx()] += 1;
+        }
+        for b in 0..self.geo.blocks {
+            let block = BlockId(b);
+            if self.pool.valid(block) != valid[b as usize] {
+                return fail(format!(
+                    "{block}: pool counts {} valid pages, the map {}",
+                    self.pool.valid(block),
+                    valid[b as usize]
+                ));
+            }
+            if self.pool.state(block) == BlockState::Free && dev.array.written_pages(block) != 0 {
+                return fail(format!("{block} is free but not erased"));
+            }
+        }
+        for (plane, &a) in self.active.iter().enumerate() {
+            if a != NO_BLOCK && self.pool.state(BlockId(a)) != BlockState::Active {
+                return fail(format!("active block {a} of plane {plane} is not in the active state"));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,401 @@
+//! Block allocation and GC victim selection, shared by every FTL.
+//!
+//! Each plane owns its blocks. A block is `Free` (erased, in the plane's free
+//! queue), `Active` (being programmed), or `Closed` (a GC candidate). The pool
+//! keeps each block's valid-page count, and indexes closed blocks by it in
+//! per-plane, per-count intrusive lists so no policy scans all blocks:
+//!
+//! - **greedy**: the head of the lowest non-empty count list (≤ pages/block + 1 probes);
+//! - **cost-benefit** (Kawaguchi et al.; Rosenblum & Ousterhout): maximize
+//!   `age · (1 − u) / 2u` where age is the time since the block last changed.
+//!   A block moves to the tail of its list whenever its count changes, so
+//!   each list's head is its oldest block and only heads need scoring;
+//! - **fifo**: the oldest closed block (Desnoyers' LRW);
+//! - **random**: a uniformly random closed block (rejection sampling);
+//! - **d-choices** (Van Houdt): the fewest-valid of `d` random closed blocks.
+//!
+//! Free blocks are handed out oldest-erased first, which spreads erases.
+
+use crate::config::{GcConfig, VictimPolicy};
+use crate::error::{Error, Result};
+use crate::nand::Geometry;
+use crate::rng::SimRng;
+use crate::units::{BlockId, PlaneId, SimTime};
+use std::collections::VecDeque;
+
+const NIL: u32 = u32::MAX;
+/// Random-policy probes before falling back to greedy (only reached when
+/// almost no block of the plane is closed).
+const RANDOM_PROBES: u32 = 64;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockState {
+    Free,
+    Active,
+    Closed,
+}
+
+pub struct BlockPool {
+    blocks_per_plane: u32,
+    pages_per_block: u32,
+    policy: VictimPolicy,
+    d: u32,
+    rng: SimRng,
+    state: Vec<BlockState>,
+    valid: Vec<u16>,
+    last_change: Vec<SimTime>,
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    /// List heads and tails, indexed `plane * (pages_per_block + 1) + valid`.
+    heads: Vec<u32>,
+    tails: Vec<u32>,
+    free: Vec<VecDeque<BlockId>>,
+    closed: Vec<u32>,
+    /// Closed blocks in closing order (FIFO policy only), with the closing
+    /// serial that makes stale entries recognisable.
+    fifo: Vec<VecDeque<(BlockId, u32)>>,
+    close_serial: Vec<u32>,
+}
+
+impl BlockPool {
+    /// A pool with every block free.
+    pub fn new(geo: &Geometry, gc: &GcConfig, seed: u64) -> BlockPool {
+        let blocks = geo.blocks as usize;
+        let lists = geo.planes as usize * (geo.pages_per_block as usize + 1);
+        let free = (0..geo.planes)
+            .map(|p| {
+                let first = geo.first_block(PlaneId(p)).0;
+                (first..first + geo.blocks_per_plane).map(BlockId).collect()
+            })
+            .collect();
+        BlockPool {
+            blocks_per_plane: geo.blocks_per_plane,
+            pages_per_block: geo.pages_per_block,
+            policy: gc.policy,
+            d: gc.d,
+            rng: SimRng::derived(seed, 0x6763),
+            state: vec![BlockState::Free; blocks],
+            valid: vec![0; blocks],
+            last_change: vec![SimTime::ZERO; blocks],
+            prev: vec![NIL; blocks],
+            next: vec![NIL; blocks],
+            heads: vec![NIL; lists],
+            tails: vec![NIL; lists],
+            free,
+            closed: vec![0; geo.planes as usize],
+            fifo: vec![VecDeque::new(); if gc.policy == VictimPolicy::Fifo { geo.planes as usize } else { 0 }],
+            close_serial: vec![0; blocks],
+        }
+    }
+
+    #[inline]
+    fn plane_of(&self, b: BlockId) -> usize {
+        (b.0 / self.blocks_per_plane) as usize
+    }
+
+    #[inline]
+    fn list(&self, plane: usize, valid: u16) -> usize {
+        plane * (self.pages_per_block as usize + 1) + valid as usize
+    }
+
+    pub fn state(&self, b: BlockId) -> BlockState {
+        self.state[b.idx()]
+    }
+
+    #[inline]
+    pub fn valid(&self, b: BlockId) -> u32 {
+        self.valid[b.idx()] as u32
+    }
+
+    pub fn free_count(&self, plane: PlaneId) -> u32 {
+        self.free[plane.idx()].len() as u32
+    }
+
+    pub fn closed_count(&self, plane: PlaneId) -> u32 {
+        self.closed[plane.idx()]
+    }
+
+    /// Takes the oldest-erased free block of a plane and makes it active.
+    pub fn take_free(&mut self, plane: PlaneId) -> Option<BlockId> {
+        let b = self.free[plane.idx()].pop_front()?;
+        self.state[b.idx()] = BlockState::Active;
+        Some(b)
+    }
+
+    /// An active block is full (or abandoned): it becomes a GC candidate.
+    pub fn close(&mut self, b: BlockId, now: SimTime) {
+        debug_assert_eq!(self.state[b.idx()], BlockState::Active, "{b} closed twice");
+        self.state[b.idx()] = BlockState::Closed;
+        let plane = self.plane_of(b);
+        self.closed[plane] += 1;
+        self.last_change[b.idx()] = now;
+        self.link(b);
+        if let Some(q) = self.fifo.get_mut(plane) {
+            self.close_serial[b.idx()] = self.close_serial[b.idx()].wrapping_add(1);
+            q.push_back((b, self.close_serial[b.idx()]));
+        }
+    }
+
+    /// A page of `b` became valid (programmed with live data).
+    #[inline]
+    pub fn add_valid(&mut self, b: BlockId, now: SimTime) {
+        self.change_valid(b, 1, now);
+    }
+
+    /// A page of `b` became invalid (overwritten, trimmed, or copied away).
+    #[inline]
+    pub fn invalidate(&mut self, b: BlockId, now: SimTime) {
+        self.change_valid(b, -1, now);
+    }
+
+    #[inline]
+    fn change_valid(&mut self, b: BlockId, delta: i32, now: SimTime) {
+        let closed = self.state[b.idx()] == BlockState::Closed;
+        if closed {
+            self.unlink(b);
+        }
+        let v = self.valid[b.idx()] as i32 + delta;
+        assert!(
+            (0..=self.pages_per_block as i32).contains(&v),
+            "valid count of {b} would become {v}: an FTL double-counted a page"
+        );
+        self.valid[b.idx()] = v as u16;
+        if closed {
+            self.last_change[b.idx()] = now;
+            self.link(b);
+        }
+    }
+
+    /// An erased block returns to its plane's free queue. Its valid count
+    /// must have dropped to zero: erasing live data is an FTL bug.
+    pub fn release(&mut self, b: BlockId) -> Result<()> {
+        if self.valid[b.idx()] != 0 {
+            return Err(Error::invariant(
+                "block pool",
+                format!("{b} released with {} valid pages", self.valid[b.idx()]),
+            ));
+        }
+        let plane = self.plane_of(b);
+        match self.state[b.idx()] {
+            BlockState::Closed => {
+                self.unlink(b);
+                self.closed[plane] -= 1;
+            }
+            BlockState::Active => {}
+            BlockState::Free => return Err(Error::invariant("block pool", format!("{b} released twice"))),
+        }
+        self.state[b.idx()] = BlockState::Free;
+        self.free[plane].push_back(b);
+        Ok(())
+    }
+
+    fn link(&mut self, b: BlockId) {
+        let l = self.list(self.plane_of(b), self.valid[b.idx()]);
+        let tail = self.tails[l];
+        self.prev[b.idx()] = tail;
+        self.next[b.idx()] = NIL;
+        if tail == NIL {
+            self.heads[l] = b.0;
+        } else {
+            self.next[tail as usize] = b.0;
+        }
+        self.tails[l] = b.0;
+    }
+
+    fn unlink(&mut self, b: BlockId) {
+        let l = self.list(self.plane_of(b), self.valid[b.idx()]);
+        let (p, n) = (self.prev[b.idx()], self.next[b.idx()]);
+        if p == NIL {
+            self.heads[l] = n;
+        } else {
+            self.next[p as usize] = n;
+        }
+        if n == NIL {
+            self.tails[l] = p;
+        } else {
+            self.prev[n as usize] = p;
+        }
+    }
+
+    /// Chooses a closed block of `plane` to reclaim, by the configured policy.
+    /// The block stays closed until [`release`](Self::release).
+    pub fn select_victim(&mut self, plane: PlaneId, now: SimTime) -> Option<BlockId> {
+        if self.closed[plane.idx()] == 0 {
+            return None;
+        }
+        match self.policy {
+            VictimPolicy::Greedy => self.greedy(plane),
+            VictimPolicy::CostBenefit => self.cost_benefit(plane, now),
+            VictimPolicy::Fifo => self.fifo(plane),
+            VictimPolicy::Random => self.random_closed(plane).or_else(|| self.greedy(plane)),
+            VictimPolicy::DChoices => {
+                let mut best: Option<BlockId> = None;
+                for _ in 0..self.d {
+                    let Some(b) = self.random_closed(plane) else { break };
+                    if best.is_none_or(|c| self.valid(b) < self.valid(c)) {
+                        best = Some(b);
+                    }
+                }
+                best.or_else(|| self.greedy(plane))
+            }
+        }
+    }
+
+    fn greedy(&self, plane: PlaneId) -> Option<BlockId> {
+        let base = self.list(plane.idx(), 0);
+        self.heads[base..=base + self.pages_per_block as usize].iter().find(|&&h| h != NIL).map(|&h| BlockId(h))
+    }
+
+    fn cost_benefit(&self, plane: PlaneId, now: SimTime) -> Option<BlockId> {
+        let base = self.list(plane.idx(), 0);
+        if self.heads[base] != NIL {
+            return Some(BlockId(self.heads[base]));
+        }
+        let ppb = self.pages_per_block as f64;
+        let mut best: Option<(f64, BlockId)> = None;
+        for v in 1..=self.pages_per_block as usize {
+            let h = self.heads[base + v];
+            if h == NIL {
+                continue;
+            }
+            let u = v as f64 / ppb;
+            // +1 ns keeps blocks changed "now" comparable instead of all scoring 0.
+            let age = (now.since(self.last_change[h as usize]).0 + 1) as f64;
+            let score = age * (1.0 - u) / (2.0 * u);
+            if best.is_none_or(|(s, _)| score > s) {
+                best = Some((score, BlockId(h)));
+            }
+        }
+        best.map(|(_, b)| b)
+    }
+
+    fn fifo(&mut self, plane: PlaneId) -> Option<BlockId> {
+        let q = &mut self.fifo[plane.idx()];
+        while let Some(&(b, serial)) = q.front() {
+            if self.state[b.idx()] == BlockState::Closed && self.close_serial[b.idx()] == serial {
+                return Some(b);
+            }
+            q.pop_front();
+        }
+        None
+    }
+
+    fn random_closed(&mut self, plane: PlaneId) -> Option<BlockId> {
+        let first = plane.0 * self.blocks_per_plane;
+        for _ in 0..RANDOM_PROBES {
+            let b = BlockId(first + self.rng.below(self.blocks_per_plane as u64) as u32);
+            if self.state[b.idx()] == BlockState::Closed {
+                return Some(b);
+            }
+        }
+        None
+    }
+
+    /// Blocks holding at least one valid page (N_vb).
+    pub fn blocks_with_valid_data(&self) -> u64 {
+        self.valid.iter().filter(|&&v| v > 0).count() as u64
+    }
+
+    /// Host memory of the pool's per-block state.
+    pub fn model_bytes(&self) -> u64 {
+        (self.state.len() * (1 + 2 + 8 + 4 + 4 + 4) + self.heads.len() * 8) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::GeometryConfig;
+
+    fn pool(policy: VictimPolicy) -> BlockPool {
+        let geo = Geometry::new(&GeometryConfig {
+            channels: 1,
+            chips_per_channel: 1,
+            dies_per_chip: 1,
+            planes_per_die: 2,
+            blocks_per_plane: 8,
+            pages_per_block: 4,
+            page_size: 512,
+        });
+        let gc = GcConfig { policy, ..GcConfig::default() };
+        BlockPool::new(&geo, &gc, 1)
+    }
+
+    /// Fills `n` blocks of plane 0 with `valid[i]` valid pages, closed at time i.
+    fn fill(p: &mut BlockPool, valid: &[u32]) -> Vec<BlockId> {
+        valid
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| {
+                let b = p.take_free(PlaneId(0)).unwrap();
+                for _ in 0..v {
+                    p.add_valid(b, SimTime(i as u64));
+                }
+                p.close(b, SimTime(i as u64));
+                b
+            })
+            .collect()
+    }
+
+    #[test]
+    fn greedy_picks_fewest_valid_and_tracks_changes() {
+        let mut p = pool(VictimPolicy::Greedy);
+        let b = fill(&mut p, &[3, 2, 4, 2]);
+        assert_eq!(p.select_victim(PlaneId(0), SimTime(9)), Some(b[1]));
+        p.invalidate(b[2], SimTime(10));
+        p.invalidate(b[2], SimTime(10));
+        p.invalidate(b[2], SimTime(10));
+        assert_eq!(p.select_victim(PlaneId(0), SimTime(11)), Some(b[2]));
+        assert_eq!(p.select_victim(PlaneId(1), SimTime(11)), None, "other plane has no closed blocks");
+    }
+
+    #[test]
+    fn fifo_picks_oldest_closed() {
+        let mut p = pool(VictimPolicy::Fifo);
+        let b = fill(&mut p, &[4, 0, 1]);
+        assert_eq!(p.select_victim(PlaneId(0), SimTime(5)), Some(b[0]));
+        for _ in 0..4 {
+            p.invalidate(b[0], SimTime(6));
+        }
+        p.release(b[0]).unwrap();
+        assert_eq!(p.select_victim(PlaneId(0), SimTime(7)), Some(b[1]));
+    }
+
+    #[test]
+    fn cost_benefit_prefers_old_cold_blocks() {
+        let mut p = pool(VictimPolicy::CostBenefit);
+        // b0: u=3/4 closed at 0 (old); b1: u=2/4 closed at 1 (young).
+        let b = fill(&mut p, &[3, 2]);
+        // At t=2: b0 score 3*(1/4)/(3/2)=0.5, b1 score 2*(1/2)/1=1 -> b1.
+        assert_eq!(p.select_victim(PlaneId(0), SimTime(2)), Some(b[1]));
+        // Much later, both ages ~ equal: the emptier block still wins.
+        assert_eq!(p.select_victim(PlaneId(0), SimTime(1_000_000)), Some(b[1]));
+        // Touching b1 makes it young again; b0 now old enough to win.
+        p.add_valid(b[1], SimTime(1_000_000));
+        assert_eq!(p.select_victim(PlaneId(0), SimTime(1_000_001)), Some(b[0]));
+    }
+
+    #[test]
+    fn random_and_dchoices_only_pick_closed_blocks() {
+        for policy in [VictimPolicy::Random, VictimPolicy::DChoices] {
+            let mut p = pool(policy);
+            let b = fill(&mut p, &[1, 2, 3]);
+            let active = p.take_free(PlaneId(0)).unwrap();
+            for t in 0..200 {
+                let v = p.select_victim(PlaneId(0), SimTime(t)).unwrap();
+                assert!(b.contains(&v) && v != active);
+            }
+        }
+    }
+
+    #[test]
+    fn release_refuses_live_blocks() {
+        let mut p = pool(VictimPolicy::Greedy);
+        let b = fill(&mut p, &[1]);
+        assert!(p.release(b[0]).is_err());
+        p.invalidate(b[0], SimTime(1));
+        p.release(b[0]).unwrap();
+        assert_eq!(p.free_count(PlaneId(0)), 8);
+        assert_eq!(p.closed_count(PlaneId(0)), 0);
+    }
+}

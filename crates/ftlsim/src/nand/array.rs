@@ -1,0 +1,256 @@
+//! Page and block state of the whole array, kept compact: a block's pages
+//! are erased exactly from its write pointer on, so page state needs no
+//! per-page byte; OOB holds each programmed page's LPN (4 B per page) and,
+//! when recording is on, a program sequence number (8 B per page).
+//!
+//! The OOB LPN array doubles as the page FTL's backward (physical → logical)
+//! map, as in the TRIM paper: storing it twice would double the model's
+//! largest structure for no information.
+
+use crate::error::{Error, Result};
+use crate::nand::Geometry;
+use crate::units::{BlockId, Lpn, Ppn};
+
+/// OOB marker of a page that holds no LPN (erased).
+pub const NO_LPN: u32 = u32::MAX;
+
+/// What a program puts in the page's data area when payloads are stored.
+#[derive(Clone, Copy, Debug)]
+pub enum Payload<'a> {
+    /// Timing-only run, or contents that do not matter (zeros).
+    None,
+    /// A full page of bytes.
+    Bytes(&'a [u8]),
+    /// The current contents of another, still-programmed page (GC copies).
+    CopyFrom(Ppn),
+}
+
+pub struct NandArray {
+    geo: Geometry,
+    endurance: u32,
+    oob_lpn: Vec<u32>,
+    oob_seq: Option<Vec<u64>>,
+    write_ptr: Vec<u16>,
+    erase_count: Vec<u32>,
+    payload: Option<Vec<u8>>,
+    next_seq: u64,
+}
+
+impl NandArray {
+    pub fn new(geo: Geometry, endurance: u32, store_payloads: bool, record_sequence: bool) -> NandArray {
+        let pages = geo.pages as usize;
+        let blocks = geo.blocks as usize;
+        NandArray {
+            endurance,
+            oob_lpn: vec![NO_LPN; pages],
+            oob_seq: record_sequence.then(|| vec![0; pages]),
+            write_ptr: vec![0; blocks],
+            erase_count: vec![0; blocks],
+            // Zeroed allocations are lazily backed by the OS, so an unused
+            // payload area costs address space, not memory.
+            payload: store_payloads.then(|| vec![0u8; pages * geo.page_size as usize]),
+            next_seq: 1,
+            geo,
+        }
+    }
+
+    pub fn geometry(&self) -> &Geometry {
+        &self.geo
+    }
+
+    pub fn stores_payloads(&self) -> bool {
+        self.payload.is_some()
+    }
+
+    /// Programs the next page of its block, recording `lpn` in OOB.
+    pub fn program(&mut self, ppn: Ppn, lpn: Lpn, payload: Payload<'_>) -> Result<()> {
+        if ppn.0 >= self.geo.pages {
+            return Err(Error::Physics(format!("program of {ppn}: beyond the device's {} pages", self.geo.pages)));
+        }
+        let block = self.geo.block_of(ppn);
+        let page = self.geo.page_in_block(ppn);
+        let wp = self.write_ptr[block.idx()] as u32;
+        if page != wp {
+            let why = if page < wp { "page is not erased" } else { "pages of a block must be programmed in order" };
+            return Err(Error::Physics(format!(
+                "program of {ppn} ({block}, page {page}): {why} (next programmable page is {wp})"
+            )));
+        }
+        if lpn.0 == NO_LPN {
+            return Err(Error::Physics(format!("program of {ppn} with the reserved LPN {NO_LPN}")));
+        }
+        if let Payload::CopyFrom(src) = payload {
+            self.check_readable(src)?;
+        }
+        if let Some(data) = &mut self.payload {
+            let size = self.geo.page_size as usize;
+            let dst = ppn.idx() * size;
+            match payload {
+                Payload::None => data[dst..dst + size].fill(0),
+                Payload::Bytes(bytes) => {
+                    if bytes.len() != size {
+                        return Err(Error::Physics(format!(
+                            "program of {ppn}: {} payload bytes for a {size}-byte page",
+                            bytes.len()
+                        )));
+                    }
+                    data[dst..dst + size].copy_from_slice(bytes);
+                }
+                Payload::CopyFrom(src) => {
+                    data.copy_within(src.idx() * size..src.idx() * size + size, dst);
+                }
+            }
+        }
+        self.oob_lpn[ppn.idx()] = lpn.0;
+        if let Some(seq) = &mut self.oob_seq {
+            seq[ppn.idx()] = self.next_seq;
+        }
+        self.next_seq += 1;
+        self.write_ptr[block.idx()] += 1;
+        Ok(())
+    }
+
+    /// Checks a page may be read and returns the LPN its OOB records.
+    #[inline]
+    pub fn read(&self, ppn: Ppn) -> Result<Lpn> {
+        self.check_readable(ppn)?;
+        Ok(Lpn(self.oob_lpn[ppn.idx()]))
+    }
+
+    #[inline]
+    fn check_readable(&self, ppn: Ppn) -> Result<()> {
+        if ppn.0 >= self.geo.pages {
+            return Err(Error::Physics(format!("read of {ppn}: beyond the device's {} pages", self.geo.pages)));
+        }
+        let block = self.geo.block_of(ppn);
+        if self.geo.page_in_block(ppn) >= self.write_ptr[block.idx()] as u32 {
+            return Err(Error::Physics(format!("read of {ppn} ({block}): page was never programmed since erase")));
+        }
+        Ok(())
+    }
+
+    /// Erases a block: all its pages become programmable again, in order.
+    pub fn erase(&mut self, block: BlockId) -> Result<()> {
+        if block.0 >= self.geo.blocks {
+            return Err(Error::Physics(format!("erase of {block}: beyond the device's {} blocks", self.geo.blocks)));
+        }
+        let count = &mut self.erase_count[block.idx()];
+        if *count >= self.endurance {
+            return Err(Error::Physics(format!(
+                "erase of {block}: worn out after {} program/erase cycles (nand.endurance)",
+                self.endurance
+            )));
+        }
+        *count += 1;
+        let first = self.geo.ppn(block, 0).idx();
+        let used = self.write_ptr[block.idx()] as usize;
+        self.oob_lpn[first..first + used].fill(NO_LPN);
+        self.write_ptr[block.idx()] = 0;
+        Ok(())
+    }
+
+    /// The LPN recorded in a page's OOB, `None` for an erased page.
+    #[inline]
+    pub fn oob_lpn(&self, ppn: Ppn) -> Option<Lpn> {
+        let v = self.oob_lpn[ppn.idx()];
+        (v != NO_LPN).then_some(Lpn(v))
+    }
+
+    /// The program sequence number of a page, when recording is on.
+    pub fn oob_seq(&self, ppn: Ppn) -> Option<u64> {
+        let seq = self.oob_seq.as_ref()?;
+        (self.oob_lpn[ppn.idx()] != NO_LPN).then(|| seq[ppn.idx()])
+    }
+
+    /// Pages programmed in a block since its last erase.
+    #[inline]
+    pub fn written_pages(&self, block: BlockId) -> u32 {
+        self.write_ptr[block.idx()] as u32
+    }
+
+    pub fn erase_count(&self, block: BlockId) -> u32 {
+        self.erase_count[block.idx()]
+    }
+
+    pub fn erase_counts(&self) -> &[u32] {
+        &self.erase_count
+    }
+
+    /// The data area of a programmed page (payload mode only).
+    pub fn page_data(&self, ppn: Ppn) -> Option<&[u8]> {
+        let size = self.geo.page_size as usize;
+        self.payload.as_ref().map(|d| &d[ppn.idx() * size..ppn.idx() * size + size])
+    }
+
+    /// Bytes of host memory the array's state occupies (for reports).
+    pub fn model_bytes(&self) -> u64 {
+        (self.oob_lpn.len() * 4
+            + self.oob_seq.as_ref().map_or(0, |s| s.len() * 8)
+            + self.write_ptr.len() * 2
+            + self.erase_count.len() * 4) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::GeometryConfig;
+
+    fn array(payloads: bool) -> NandArray {
+        let geo = Geometry::new(&GeometryConfig {
+            channels: 1,
+            chips_per_channel: 1,
+            dies_per_chip: 1,
+            planes_per_die: 1,
+            blocks_per_plane: 4,
+            pages_per_block: 4,
+            page_size: 512,
+        });
+        NandArray::new(geo, 3, payloads, payloads)
+    }
+
+    #[test]
+    fn programs_in_order_only() {
+        let mut a = array(false);
+        a.program(Ppn(0), Lpn(7), Payload::None).unwrap();
+        let e = a.program(Ppn(2), Lpn(8), Payload::None).unwrap_err().to_string();
+        assert!(e.contains("in order"), "{e}");
+        let e = a.program(Ppn(0), Lpn(8), Payload::None).unwrap_err().to_string();
+        assert!(e.contains("not erased"), "{e}");
+        a.program(Ppn(1), Lpn(8), Payload::None).unwrap();
+        assert_eq!(a.read(Ppn(1)).unwrap(), Lpn(8));
+    }
+
+    #[test]
+    fn refuses_reading_unwritten_pages() {
+        let mut a = array(false);
+        assert!(a.read(Ppn(0)).unwrap_err().to_string().contains("never programmed"));
+        a.program(Ppn(0), Lpn(1), Payload::None).unwrap();
+        a.erase(BlockId(0)).unwrap();
+        assert!(a.read(Ppn(0)).is_err());
+        assert_eq!(a.oob_lpn(Ppn(0)), None);
+    }
+
+    #[test]
+    fn erase_respects_endurance() {
+        let mut a = array(false);
+        for _ in 0..3 {
+            a.erase(BlockId(1)).unwrap();
+        }
+        let e = a.erase(BlockId(1)).unwrap_err().to_string();
+        assert!(e.contains("worn out"), "{e}");
+        assert_eq!(a.erase_count(BlockId(1)), 3);
+    }
+
+    #[test]
+    fn payloads_move_with_copies() {
+        let mut a = array(true);
+        let page = vec![0xAB; 512];
+        a.program(Ppn(0), Lpn(5), Payload::Bytes(&page)).unwrap();
+        a.program(Ppn(4), Lpn(5), Payload::CopyFrom(Ppn(0))).unwrap();
+        assert_eq!(a.page_data(Ppn(4)).unwrap(), &page[..]);
+        assert!(a.oob_seq(Ppn(4)).unwrap() > a.oob_seq(Ppn(0)).unwrap());
+        let e = a.program(Ppn(8), Lpn(5), Payload::CopyFrom(Ppn(9))).unwrap_err();
+        assert!(e.to_string().contains("never programmed"));
+    }
+}

@@ -1,0 +1,345 @@
+//! What a run reports: the measured metrics, and their JSON and table forms.
+//!
+//! [`Metrics`] accumulates per-request figures on the hot path (counts and
+//! HDR latency histograms, constant memory whatever the run length);
+//! [`Report`] is the finished, serializable summary. The JSON schema is
+//! documented field by field in `docs/report.md`.
+
+mod table;
+
+pub use table::{render_comparison, render_table};
+
+use crate::engine::{CAUSES, Cause, FlashCounters};
+use crate::trace::Op;
+use crate::units::{Nanos, SimTime};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Latency summary of one kind of request, microseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LatencyStats {
+    pub count: u64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LatencyReport {
+    pub read: LatencyStats,
+    pub write: LatencyStats,
+    pub trim: LatencyStats,
+    pub all: LatencyStats,
+}
+
+/// A flash counter split by cause.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ByCause {
+    pub host: u64,
+    pub gc: u64,
+    pub mapping: u64,
+    pub merge: u64,
+    pub cache: u64,
+    pub placement: u64,
+}
+
+impl ByCause {
+    fn from(counts: &[u64; 6]) -> ByCause {
+        let c = |cause: Cause| counts[cause as usize];
+        ByCause {
+            host: c(Cause::Host),
+            gc: c(Cause::Gc),
+            mapping: c(Cause::Mapping),
+            merge: c(Cause::Merge),
+            cache: c(Cause::Cache),
+            placement: c(Cause::Placement),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct EraseStats {
+    pub mean: f64,
+    pub max: u32,
+    pub min: u32,
+    pub stddev: f64,
+}
+
+impl EraseStats {
+    pub fn from_counts(counts: &[u32]) -> EraseStats {
+        if counts.is_empty() {
+            return EraseStats::default();
+        }
+        let n = counts.len() as f64;
+        let mean = counts.iter().map(|&c| c as f64).sum::<f64>() / n;
+        let var = counts.iter().map(|&c| (c as f64 - mean).powi(2)).sum::<f64>() / n;
+        EraseStats {
+            mean,
+            max: counts.iter().copied().max().unwrap_or(0),
+            min: counts.iter().copied().min().unwrap_or(0),
+            stddev: var.sqrt(),
+        }
+    }
+}
+
+/// How the input was read and adjusted.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct InputReport {
+    /// Trace path or workload spec.
+    pub source: String,
+    /// Trace format (`null` for synthetic workloads).
+    pub format: Option<String>,
+    /// True when the format was auto-detected.
+    pub format_detected: bool,
+    pub skipped_lines: u64,
+    /// Arrivals earlier than their predecessor, replayed at the predecessor's time.
+    pub clamped_timestamps: u64,
+    pub out_of_range_policy: String,
+    /// Requests moved into the device by the `wrap` or `scale` policy.
+    pub out_of_range_adjusted: u64,
+    /// "open" or "closed".
+    pub host_mode: String,
+    pub queue_depth: Option<u32>,
+    pub precondition: Option<String>,
+}
+
+/// One time-series window (by arrival time).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Window {
+    pub start_s: f64,
+    pub requests: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub trims: u64,
+    pub mean_latency_us: f64,
+    pub max_latency_us: f64,
+    pub host_pages_written: u64,
+    pub flash_pages_programmed: u64,
+    pub flash_pages_read: u64,
+    pub blocks_erased: u64,
+}
+
+/// The finished report of one run. Field meanings: `docs/report.md`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Report {
+    pub ftl: String,
+    pub config: String,
+    pub seed: u64,
+    pub version: String,
+    pub input: InputReport,
+    pub requests: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub trims: u64,
+    pub flushes: u64,
+    pub iops: f64,
+    pub read_mb_s: f64,
+    pub write_mb_s: f64,
+    pub latency_us: LatencyReport,
+    pub host_pages_read: u64,
+    pub host_pages_written: u64,
+    pub host_pages_trimmed: u64,
+    pub flash_pages_read: u64,
+    pub flash_pages_programmed: u64,
+    pub blocks_erased: u64,
+    pub flash_reads_by_cause: ByCause,
+    pub flash_programs_by_cause: ByCause,
+    pub erases_by_cause: ByCause,
+    /// Flash programs (placement excluded) per host page written; `null` without writes.
+    pub write_amplification: Option<f64>,
+    pub gc_invocations: u64,
+    pub gc_pages_copied: u64,
+    pub placed_reads: u64,
+    pub trimmed_pages: u64,
+    pub rmw_reads: u64,
+    /// Erase counts over all blocks over the drive's life (preconditioning included).
+    pub erase_count: EraseStats,
+    /// Blocks opened for programming during the run (TRIM paper's N_pb).
+    pub n_pb: u64,
+    /// Blocks holding valid data at the end (N_vb).
+    pub n_vb: u64,
+    /// Mean erases per block during the run (N_eb).
+    pub n_eb: f64,
+    /// N_vb / (N_pb × N_eb); `null` when nothing was programmed or erased.
+    pub e_ftl: Option<f64>,
+    pub mapping_ram_bytes: u64,
+    pub logical_bytes: u64,
+    pub physical_bytes: u64,
+    pub sim_time_s: f64,
+    pub wall_time_s: f64,
+    /// Peak resident memory of the simulating process, bytes (Linux only).
+    pub peak_rss_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub timeseries: Vec<Window>,
+}
+
+/// Per-request accumulators, updated on the hot path.
+pub struct Metrics {
+    hist: [Histogram<u64>; 3],
+    sum_ns: [u128; 3],
+    /// Exact maxima (the histogram's are quantized).
+    max_ns: [u64; 4],
+    pub requests: u64,
+    pub flushes: u64,
+    pub host_pages: [u64; 3],
+    pub bytes: [u64; 3],
+    pub last_completion: SimTime,
+    flush_hist: Histogram<u64>,
+}
+
+fn op_slot(op: Op) -> Option<usize> {
+    match op {
+        Op::Read => Some(0),
+        Op::Write => Some(1),
+        Op::Trim => Some(2),
+        Op::Flush => None,
+    }
+}
+
+/// Records into an auto-resizing histogram (`saturating_record` would clamp
+/// instead of growing).
+#[inline]
+fn record(h: &mut Histogram<u64>, v: u64) {
+    if h.record(v).is_err() {
+        h.saturating_record(v);
+    }
+}
+
+fn new_hist() -> Histogram<u64> {
+    // Auto-resizing, 3 significant digits: exact enough for p99.9 and
+    // bounded in memory however long an overloaded replay's latencies grow.
+    Histogram::new(3).expect("valid histogram precision")
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            hist: [new_hist(), new_hist(), new_hist()],
+            sum_ns: [0; 3],
+            max_ns: [0; 4],
+            requests: 0,
+            flushes: 0,
+            host_pages: [0; 3],
+            bytes: [0; 3],
+            last_completion: SimTime::ZERO,
+            flush_hist: new_hist(),
+        }
+    }
+}
+
+impl Metrics {
+    #[inline]
+    pub fn record(&mut self, op: Op, latency: Nanos, pages: u64, bytes: u64, done: SimTime) {
+        self.requests += 1;
+        self.last_completion = self.last_completion.max(done);
+        let slot = op_slot(op).unwrap_or(3);
+        self.max_ns[slot] = self.max_ns[slot].max(latency.0);
+        match op_slot(op) {
+            Some(i) => {
+                record(&mut self.hist[i], latency.0);
+                self.sum_ns[i] += latency.0 as u128;
+                self.host_pages[i] += pages;
+                self.bytes[i] += bytes;
+            }
+            None => {
+                self.flushes += 1;
+                record(&mut self.flush_hist, latency.0);
+            }
+        }
+    }
+
+    pub fn count(&self, op: Op) -> u64 {
+        op_slot(op).map_or(self.flushes, |i| self.hist[i].len())
+    }
+
+    fn stats(hist: &Histogram<u64>, sum_ns: u128, max_ns: u64) -> LatencyStats {
+        let n = hist.len();
+        if n == 0 {
+            return LatencyStats::default();
+        }
+        // The middle of the quantile's bucket: within 0.05% of the true value.
+        let q = |quantile: f64| hist.median_equivalent(hist.value_at_quantile(quantile)) as f64 / 1000.0;
+        let us = |ns: u64| ns as f64 / 1000.0;
+        LatencyStats {
+            count: n,
+            mean: sum_ns as f64 / n as f64 / 1000.0,
+            p50: q(0.50),
+            p99: q(0.99),
+            p999: q(0.999),
+            max: us(max_ns),
+        }
+    }
+
+    pub fn latency(&self) -> LatencyReport {
+        let mut all = new_hist();
+        for h in &self.hist {
+            all.add(h).expect("auto-resizing histograms add");
+        }
+        all.add(&self.flush_hist).expect("auto-resizing histograms add");
+        let sum_all: u128 = self.sum_ns.iter().sum::<u128>();
+        let mut all_stats = Self::stats(&all, sum_all, self.max_ns.iter().copied().max().unwrap_or(0));
+        if self.flushes > 0 {
+            // Flush latencies are in the histogram but not in the sums; fold in exactly.
+            let flush_sum = self.flush_hist.mean() * self.flush_hist.len() as f64;
+            all_stats.mean = (sum_all as f64 + flush_sum) / all.len() as f64 / 1000.0;
+        }
+        LatencyReport {
+            read: Self::stats(&self.hist[0], self.sum_ns[0], self.max_ns[0]),
+            write: Self::stats(&self.hist[1], self.sum_ns[1], self.max_ns[1]),
+            trim: Self::stats(&self.hist[2], self.sum_ns[2], self.max_ns[2]),
+            all: all_stats,
+        }
+    }
+}
+
+/// Flash figures of a run, from the device's counters.
+pub fn fill_flash(report: &mut Report, c: &FlashCounters) {
+    report.flash_pages_read = FlashCounters::timed(&c.reads);
+    report.flash_pages_programmed = FlashCounters::timed(&c.programs);
+    report.blocks_erased = FlashCounters::timed(&c.erases);
+    report.flash_reads_by_cause = ByCause::from(&c.reads);
+    report.flash_programs_by_cause = ByCause::from(&c.programs);
+    report.erases_by_cause = ByCause::from(&c.erases);
+    report.n_pb = c.blocks_opened;
+    debug_assert_eq!(CAUSES.len(), 6);
+}
+
+/// Peak resident set size of this process (VmHWM), where the OS tells it.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_stats_are_exact_for_mean_and_max() {
+        let mut m = Metrics::default();
+        for (i, lat) in [100_000u64, 200_000, 300_000].iter().enumerate() {
+            m.record(Op::Write, Nanos(*lat), 1, 4096, SimTime(i as u64));
+        }
+        m.record(Op::Read, Nanos(50_000), 2, 8192, SimTime(10));
+        let l = m.latency();
+        assert_eq!(l.write.count, 3);
+        assert!((l.write.mean - 200.0).abs() < 1e-9);
+        assert_eq!(l.write.max, 300.0);
+        assert!((l.read.p50 - 50.0).abs() < 0.05 * 50.0 / 100.0 + 1e-9, "{}", l.read.p50);
+        assert_eq!(l.all.count, 4);
+        assert_eq!(m.host_pages, [2, 3, 0]);
+        assert_eq!(m.last_completion, SimTime(10));
+    }
+
+    #[test]
+    fn erase_stats() {
+        let e = EraseStats::from_counts(&[1, 3, 5, 7]);
+        assert_eq!((e.min, e.max), (1, 7));
+        assert!((e.mean - 4.0).abs() < 1e-12);
+        assert!((e.stddev - 5f64.sqrt()).abs() < 1e-12);
+    }
+}

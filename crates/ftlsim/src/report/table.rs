@@ -1,0 +1,96 @@
+//! The report as a table for people: one `name  value` line per figure,
+//! grouped, and a side-by-side form for comparing several runs.
+
+use super::Report;
+use std::fmt::Write;
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "-".to_string(), |x| format!("{x:.digits$}"))
+}
+
+/// Rows of (label, value) describing one report.
+fn rows(r: &Report) -> Vec<(&'static str, String)> {
+    let l = &r.latency_us;
+    let lat = |s: &super::LatencyStats| {
+        if s.count == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.1} / {:.1} / {:.1} / {:.1} / {:.1}", s.mean, s.p50, s.p99, s.p999, s.max)
+        }
+    };
+    let causes = |c: &super::ByCause| {
+        format!(
+            "{} (host {}, gc {}, mapping {}, merge {}, cache {})",
+            c.host + c.gc + c.mapping + c.merge + c.cache,
+            c.host,
+            c.gc,
+            c.mapping,
+            c.merge,
+            c.cache
+        )
+    };
+    vec![
+        ("ftl", r.ftl.clone()),
+        ("config", r.config.clone()),
+        ("input", r.input.source.clone()),
+        ("requests (R/W/T/F)", format!("{} ({}/{}/{}/{})", r.requests, r.reads, r.writes, r.trims, r.flushes)),
+        ("IOPS", format!("{:.0}", r.iops)),
+        ("read / write MB/s", format!("{:.1} / {:.1}", r.read_mb_s, r.write_mb_s)),
+        ("read latency us (mean/p50/p99/p99.9/max)", lat(&l.read)),
+        ("write latency us (mean/p50/p99/p99.9/max)", lat(&l.write)),
+        (
+            "host pages read / written / trimmed",
+            format!("{} / {} / {}", r.host_pages_read, r.host_pages_written, r.host_pages_trimmed),
+        ),
+        ("flash pages read", causes(&r.flash_reads_by_cause)),
+        ("flash pages programmed", causes(&r.flash_programs_by_cause)),
+        ("blocks erased", causes(&r.erases_by_cause)),
+        ("write amplification", opt(r.write_amplification, 3)),
+        ("GC invocations / pages copied", format!("{} / {}", r.gc_invocations, r.gc_pages_copied)),
+        ("placed reads of unwritten pages", r.placed_reads.to_string()),
+        (
+            "erase count mean / max / stddev",
+            format!("{:.2} / {} / {:.2}", r.erase_count.mean, r.erase_count.max, r.erase_count.stddev),
+        ),
+        ("N_pb / N_vb / N_eb", format!("{} / {} / {:.4}", r.n_pb, r.n_vb, r.n_eb)),
+        ("E_ftl", opt(r.e_ftl, 4)),
+        ("mapping RAM", format!("{:.2} MiB", r.mapping_ram_bytes as f64 / 1048576.0)),
+        ("simulated time", format!("{:.3} s", r.sim_time_s)),
+        ("wall time", format!("{:.3} s", r.wall_time_s)),
+    ]
+}
+
+/// One report as an aligned two-column table.
+pub fn render_table(r: &Report) -> String {
+    let rows = rows(r);
+    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for (k, v) in rows {
+        let _ = writeln!(out, "{k:<width$}  {v}");
+    }
+    out
+}
+
+/// Several reports side by side, one column each (for `ftlsim compare`).
+pub fn render_comparison(reports: &[Report], labels: &[String]) -> String {
+    let all: Vec<_> = reports.iter().map(rows).collect();
+    let Some(first) = all.first() else { return String::new() };
+    let key_w = first.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    let col_w: Vec<usize> = (0..reports.len())
+        .map(|i| all[i].iter().map(|(_, v)| v.len()).max().unwrap_or(0).max(labels[i].len()))
+        .collect();
+    let mut out = String::new();
+    let _ = write!(out, "{:<key_w$}", "");
+    for (i, label) in labels.iter().enumerate() {
+        let _ = write!(out, "  {:<w$}", label, w = col_w[i]);
+    }
+    out.push('\n');
+    for (row, (key, _)) in first.iter().enumerate() {
+        let _ = write!(out, "{key:<key_w$}");
+        for (i, r) in all.iter().enumerate() {
+            let _ = write!(out, "  {:<w$}", r[row].1, w = col_w[i]);
+        }
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,364 @@
+//! The facade: a drive built from a config, driven by a command source,
+//! producing a [`Report`]. The CLI, the Python binding and the NBD server all
+//! go through here.
+//!
+//! ```
+//! use ftlsim::{Config, Simulation, RunOptions};
+//! use ftlsim::trace::{CmdSource, HostCmd, Op};
+//! use ftlsim::units::{Sector, SimTime};
+//!
+//! let cfg = Config::load("hat-table4", &["geometry.blocks_per_plane=64".into()]).unwrap();
+//! let mut sim = Simulation::new(cfg).unwrap();
+//! let cmd = HostCmd { time: SimTime(0), op: Op::Write, start: Sector(0), sectors: 8 };
+//! let done = sim.submit(&cmd, SimTime(0), None, None).unwrap();
+//! assert!(done > SimTime(0));
+//! ```
+
+use crate::config::{Config, HostMode, OutOfRange};
+use crate::engine::host::{Arrivals, RangePolicy, fit_range};
+use crate::engine::{Device, FlashCounters};
+use crate::error::{Error, Result};
+use crate::ftl::{self, Ftl, Span};
+use crate::nand::{Geometry, NandArray, Timing};
+use crate::report::{self, EraseStats, InputReport, Metrics, Report, Window};
+use crate::rng::SimRng;
+use crate::trace::{CmdSource, HostCmd, Op, Progress};
+use crate::units::{Nanos, SECTOR_BYTES, Sector, SimTime};
+use std::time::Instant;
+
+/// Unmeasured conditioning before a run: `fill` of the logical space written
+/// sequentially, then `overwrite` × that space in random page-aligned 4 KiB
+/// writes (at least one page), so the run starts in steady state.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Precondition {
+    pub fill: f64,
+    pub overwrite: f64,
+}
+
+impl std::str::FromStr for Precondition {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Precondition> {
+        let bad = |key: &str, reason: String| Error::Workload { key: format!("precondition.{key}"), reason };
+        let mut p = Precondition { fill: 1.0, overwrite: 0.0 };
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (k, v) = part.split_once('=').ok_or_else(|| bad(part, "expected KEY=VALUE".into()))?;
+            let x: f64 = v.trim().parse().map_err(|_| bad(k, format!("'{v}' is not a number")))?;
+            if !x.is_finite() || x < 0.0 {
+                return Err(bad(k, format!("{x} must be a finite, non-negative number")));
+            }
+            match k.trim() {
+                "fill" if x <= 1.0 => p.fill = x,
+                "fill" => return Err(bad(k, format!("{x} is more than the whole logical space (1.0)"))),
+                "overwrite" => p.overwrite = x,
+                other => return Err(bad(other, "unknown key; expected fill or overwrite".into())),
+            }
+        }
+        Ok(p)
+    }
+}
+
+impl std::fmt::Display for Precondition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "fill={},overwrite={}", self.fill, self.overwrite)
+    }
+}
+
+/// How a run drives the drive.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    pub mode: HostMode,
+    pub queue_depth: u32,
+    pub time_scale: f64,
+    pub range: RangePolicy,
+    /// Describes the input in the report.
+    pub input: InputReport,
+    /// Commands between progress callbacks.
+    pub progress_every: u64,
+}
+
+impl RunOptions {
+    /// Options taken from the config's `[host]` table.
+    pub fn from_config(cfg: &Config) -> RunOptions {
+        RunOptions {
+            mode: cfg.host.mode,
+            queue_depth: cfg.host.queue_depth,
+            time_scale: cfg.host.time_scale,
+            range: match cfg.host.out_of_range {
+                OutOfRange::Error => RangePolicy::Error,
+                OutOfRange::Wrap => RangePolicy::Wrap,
+                // The caller must supply the source's span; until it does,
+                // scaling is the identity.
+                OutOfRange::Scale => RangePolicy::Scale { source_sectors: 0 },
+            },
+            input: InputReport::default(),
+            progress_every: 1 << 16,
+        }
+    }
+}
+
+pub struct Simulation {
+    cfg: Config,
+    dev: Device,
+    ftl: Box<dyn Ftl>,
+    logical_sectors: u64,
+    precondition: Option<Precondition>,
+}
+
+impl Simulation {
+    /// Builds the drive and the FTL named by `cfg.ftl.name`.
+    pub fn new(cfg: Config) -> Result<Simulation> {
+        cfg.validate()?;
+        let geo = Geometry::new(&cfg.geometry);
+        let timing = Timing::new(&cfg.timing, geo.page_size, cfg.host.link_ns_per_byte);
+        let array = NandArray::new(geo, cfg.nand.endurance, cfg.nand.store_payloads, cfg.nand.records_sequence());
+        let dev = Device::new(array, timing);
+        let ftl = ftl::build(&cfg.ftl.name, &cfg, &dev)?;
+        Ok(Simulation { logical_sectors: cfg.logical_sectors(), cfg, dev, ftl, precondition: None })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.dev
+    }
+
+    /// Logical capacity in sectors.
+    pub fn logical_sectors(&self) -> u64 {
+        self.logical_sectors
+    }
+
+    pub fn check_invariants(&self) -> Result<()> {
+        self.ftl.check_invariants(&self.dev)
+    }
+
+    /// Serves one command issued at `issue`; returns its completion time.
+    /// `data` (writes) and `out` (reads) are span-sized when payloads are on.
+    pub fn submit(
+        &mut self,
+        cmd: &HostCmd,
+        issue: SimTime,
+        data: Option<&[u8]>,
+        out: Option<&mut [u8]>,
+    ) -> Result<SimTime> {
+        if cmd.end().0 > self.logical_sectors {
+            return Err(Error::OutOfRange {
+                source_name: "submit".into(),
+                request: 0,
+                start: cmd.start.0,
+                end: cmd.end().0,
+                capacity: self.logical_sectors,
+            });
+        }
+        let span = Span { start: cmd.start, sectors: cmd.sectors };
+        let bytes = cmd.sectors * SECTOR_BYTES;
+        for (buf, what) in [(data.map(<[u8]>::len), "write data"), (out.as_deref().map(<[u8]>::len), "read buffer")] {
+            if let Some(len) = buf {
+                if len as u64 != bytes {
+                    return Err(Error::invariant("host", format!("{what} of {len} bytes for a {bytes}-byte command")));
+                }
+            }
+        }
+        match cmd.op {
+            Op::Read if cmd.sectors > 0 => {
+                let flash_done = self.ftl.read(&mut self.dev, span, issue, out)?;
+                Ok(self.dev.host_transfer(bytes, flash_done))
+            }
+            Op::Write if cmd.sectors > 0 => {
+                let ready = self.dev.host_transfer(bytes, issue);
+                self.ftl.write(&mut self.dev, span, issue, ready, data)
+            }
+            Op::Trim if cmd.sectors > 0 => self.ftl.trim(&mut self.dev, span, issue),
+            Op::Flush => self.ftl.flush(&mut self.dev, issue),
+            _ => Ok(issue),
+        }
+    }
+
+    /// Conditions the drive (unmeasured): afterwards, time and every counter
+    /// restart from zero, while data and wear stay.
+    pub fn precondition(&mut self, p: Precondition) -> Result<()> {
+        let spp = self.cfg.geometry.page_size as u64 / SECTOR_BYTES;
+        let pages = self.cfg.logical_pages();
+        let filled = ((pages as f64 * p.fill).round() as u64).min(pages);
+        let chunk = 64u64; // pages per sequential fill write
+        let mut now = SimTime::ZERO;
+        let mut lpn = 0;
+        while lpn < filled {
+            let n = chunk.min(filled - lpn);
+            let cmd = HostCmd { time: now, op: Op::Write, start: Sector(lpn * spp), sectors: n * spp };
+            now = self.submit(&cmd, now, None, None)?;
+            lpn += n;
+        }
+        let write_sectors = (4096 / SECTOR_BYTES).max(spp);
+        let write_pages = write_sectors / spp;
+        let overwrites = ((filled as f64 * p.overwrite) / write_pages as f64).round() as u64;
+        let slots = filled / write_pages;
+        let mut rng = SimRng::derived(self.cfg.seed, 0x7072_6563);
+        for _ in 0..if slots > 0 { overwrites } else { 0 } {
+            let slot = rng.below(slots);
+            let cmd = HostCmd { time: now, op: Op::Write, start: Sector(slot * write_sectors), sectors: write_sectors };
+            // Issued as the previous one completes, so cost-benefit ages are meaningful.
+            now = self.submit(&cmd, now, None, None)?;
+        }
+        self.dev.reset_time_and_counters();
+        self.ftl.reset_stats();
+        self.precondition = Some(p);
+        Ok(())
+    }
+
+    /// Replays a command source to its end and reports.
+    ///
+    /// `on_progress` is called every `opts.progress_every` commands; returning
+    /// `false` stops the run with [`Error::Interrupted`].
+    pub fn run(
+        &mut self,
+        src: &mut dyn CmdSource,
+        opts: &RunOptions,
+        on_progress: &mut dyn FnMut(Progress, u64) -> bool,
+    ) -> Result<Report> {
+        let wall = Instant::now();
+        let mut metrics = Metrics::default();
+        let mut arrivals = Arrivals::new(opts.mode, opts.queue_depth, opts.time_scale);
+        let mut adjusted = 0;
+        let spp = self.cfg.geometry.page_size as u64 / SECTOR_BYTES;
+        let window_ns = (self.cfg.report.window_ms * 1e6).round() as u64;
+        let mut windows = WindowAccumulator::new(window_ns);
+        let mut index = 0u64;
+        while let Some(cmd) = src.next_cmd()? {
+            let (cmd, moved) = fit_range(cmd, self.logical_sectors, opts.range, src.name(), index)?;
+            adjusted += moved as u64;
+            let issue = arrivals.issue(&cmd);
+            if window_ns > 0 {
+                windows.roll(issue, &self.dev.counters);
+            }
+            let done = self.submit(&cmd, issue, None, None)?;
+            arrivals.complete(done);
+            let latency = done - issue;
+            let pages = if cmd.sectors == 0 { 0 } else { (cmd.end().0 - 1) / spp - cmd.start.0 / spp + 1 };
+            metrics.record(cmd.op, latency, pages, cmd.sectors * SECTOR_BYTES, done);
+            if window_ns > 0 {
+                windows.record(&cmd, latency, pages);
+            }
+            index += 1;
+            if index % opts.progress_every == 0 && !on_progress(src.progress(), index) {
+                return Err(Error::Interrupted);
+            }
+        }
+        on_progress(src.progress(), index);
+        windows.finish(&self.dev.counters);
+        let mut input = opts.input.clone();
+        input.skipped_lines = src.skipped_lines();
+        input.clamped_timestamps = arrivals.clamped;
+        input.out_of_range_adjusted = adjusted;
+        input.host_mode = match opts.mode {
+            HostMode::Open => "open".into(),
+            HostMode::Closed => "closed".into(),
+        };
+        input.queue_depth = (opts.mode == HostMode::Closed).then_some(opts.queue_depth);
+        input.precondition = self.precondition.map(|p| p.to_string());
+        let mut r = self.report(&metrics, wall.elapsed().as_secs_f64());
+        r.input = input;
+        r.timeseries = windows.rows;
+        Ok(r)
+    }
+
+    fn report(&self, m: &Metrics, wall_time_s: f64) -> Report {
+        let geo = self.dev.geometry();
+        let sim_time_s = m.last_completion.as_secs_f64();
+        let per_s = |x: f64| if sim_time_s > 0.0 { x / sim_time_s } else { 0.0 };
+        let stats = self.ftl.stats();
+        let mut r = Report {
+            ftl: self.ftl.name().into(),
+            config: self.cfg.name.clone(),
+            seed: self.cfg.seed,
+            version: env!("CARGO_PKG_VERSION").into(),
+            requests: m.requests,
+            reads: m.count(Op::Read),
+            writes: m.count(Op::Write),
+            trims: m.count(Op::Trim),
+            flushes: m.count(Op::Flush),
+            iops: per_s(m.requests as f64),
+            read_mb_s: per_s(m.bytes[0] as f64) / 1e6,
+            write_mb_s: per_s(m.bytes[1] as f64) / 1e6,
+            latency_us: m.latency(),
+            host_pages_read: m.host_pages[0],
+            host_pages_written: m.host_pages[1],
+            host_pages_trimmed: m.host_pages[2],
+            gc_invocations: stats.gc_invocations,
+            gc_pages_copied: stats.gc_pages_copied,
+            placed_reads: stats.placed_reads,
+            trimmed_pages: stats.trimmed_pages,
+            rmw_reads: stats.rmw_reads,
+            erase_count: EraseStats::from_counts(self.dev.array.erase_counts()),
+            n_vb: self.ftl.blocks_with_valid_data(),
+            mapping_ram_bytes: self.ftl.mapping_ram_bytes(),
+            logical_bytes: self.logical_sectors * SECTOR_BYTES,
+            physical_bytes: geo.pages as u64 * geo.page_size as u64,
+            sim_time_s,
+            wall_time_s,
+            peak_rss_bytes: report::peak_rss_bytes(),
+            ..Report::default()
+        };
+        report::fill_flash(&mut r, &self.dev.counters);
+        r.write_amplification =
+            (r.host_pages_written > 0).then(|| r.flash_pages_programmed as f64 / r.host_pages_written as f64);
+        r.n_eb = r.blocks_erased as f64 / geo.blocks as f64;
+        let denom = r.n_pb as f64 * r.n_eb;
+        r.e_ftl = (denom > 0.0).then(|| r.n_vb as f64 / denom);
+        r
+    }
+}
+
+/// Accumulates time-series windows by arrival time.
+struct WindowAccumulator {
+    width: u64,
+    current: Option<(u64, Window, FlashCounters, f64)>,
+    rows: Vec<Window>,
+}
+
+impl WindowAccumulator {
+    fn new(width: u64) -> Self {
+        WindowAccumulator { width, current: None, rows: Vec::new() }
+    }
+
+    /// Before a command is served: closes the window it does not belong to
+    /// and opens its own, snapshotting the flash counters.
+    fn roll(&mut self, issue: SimTime, flash: &FlashCounters) {
+        let idx = issue.0 / self.width;
+        if self.current.as_ref().is_some_and(|(i, ..)| *i != idx) {
+            self.finish(flash);
+        }
+        if self.current.is_none() {
+            let start_s = (idx * self.width) as f64 * 1e-9;
+            self.current = Some((idx, Window { start_s, ..Window::default() }, flash.clone(), 0.0));
+        }
+    }
+
+    fn record(&mut self, cmd: &HostCmd, latency: Nanos, pages: u64) {
+        let Some((_, w, _, sum_us)) = self.current.as_mut() else { return };
+        w.requests += 1;
+        match cmd.op {
+            Op::Read => w.reads += 1,
+            Op::Write => {
+                w.writes += 1;
+                w.host_pages_written += pages;
+            }
+            Op::Trim => w.trims += 1,
+            Op::Flush => {}
+        }
+        let us = latency.as_us_f64();
+        *sum_us += us;
+        w.max_latency_us = w.max_latency_us.max(us);
+    }
+
+    fn finish(&mut self, flash: &FlashCounters) {
+        if let Some((_, mut w, start, sum_us)) = self.current.take() {
+            w.mean_latency_us = sum_us / w.requests.max(1) as f64;
+            w.flash_pages_programmed = FlashCounters::timed(&flash.programs) - FlashCounters::timed(&start.programs);
+            w.flash_pages_read = FlashCounters::timed(&flash.reads) - FlashCounters::timed(&start.reads);
+            w.blocks_erased = FlashCounters::timed(&flash.erases) - FlashCounters::timed(&start.erases);
+            self.rows.push(w);
+        }
+    }
+}
