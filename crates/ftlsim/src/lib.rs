@@ -3,5 +3,6 @@
 pub mod error;
 pub mod trace;
 pub mod units;
+pub mod workload;
 
 pub use error::{Error, Result};
