@@ -215,7 +215,13 @@ pub struct Workload {
 /// Resolves `spec` against a device of `capacity_sectors` and returns its
 /// command stream. Fails with [`Error::Workload`] if the range does not fit
 /// the device or is too small for the block size.
+///
+/// The spec's fields are public, so a hand-built one may hold values the
+/// parser would refuse (a zero block size, `rwmixread=300`); it is therefore
+/// re-validated through its canonical string, which gives it exactly the
+/// parser's checks and error messages and normalises mode-implied fields.
 pub fn generator(spec: &WorkloadSpec, capacity_sectors: u64) -> Result<Workload> {
+    let spec = &WorkloadSpec::parse(&spec.to_string())?;
     let align = spec.align_bytes() / SECTOR_BYTES;
     let resolve = |key: &str, e: Extent| -> Result<u64> {
         Ok(match e {
@@ -435,10 +441,14 @@ impl Workload {
             _ => 2,
         };
         let mut at = self.cursor[i];
-        if at + size > self.len {
+        // Written as a subtraction so a range near 2^64 sectors cannot overflow.
+        if size > self.len - at {
             at = 0;
         }
-        self.cursor[i] = (at + size).div_ceil(self.align) * self.align;
+        self.cursor[i] = (at + size)
+            .div_ceil(self.align)
+            .saturating_mul(self.align)
+            .min(self.len);
         at
     }
 
@@ -485,7 +495,7 @@ impl CmdSource for Workload {
         let time = self.next_time();
         let sectors = size.min(remaining);
         self.issued += 1;
-        self.bytes += sectors * SECTOR_BYTES;
+        self.bytes = self.bytes.saturating_add(sectors * SECTOR_BYTES);
         Ok(Some(HostCmd {
             time,
             op,

@@ -242,6 +242,61 @@ fn device_errors_name_their_key() {
 }
 
 #[test]
+fn hand_built_specs_are_validated() {
+    let good = spec("rw=randwrite,ios=10");
+    let cases: [(fn(&mut WorkloadSpec), &str); 7] = [
+        (|s| s.bs = BlockSize::Fixed(0), "bs"),
+        (|s| s.bs = BlockSize::Range { min: 0, max: 4096 }, "bs"),
+        (|s| s.bs = BlockSize::Split(vec![]), "bssplit"),
+        (|s| s.align = Some(0), "align"),
+        (|s| s.trimmix = 300, "trimmix"),
+        (|s| s.dist = AccessDist::Zipf { theta: f64::NAN }, "dist"),
+        (
+            |s| {
+                s.arrival = Arrival::Open {
+                    iops: -1.0,
+                    process: ArrivalProcess::Poisson,
+                }
+            },
+            "rate",
+        ),
+    ];
+    for (break_it, key) in cases {
+        let mut s = good.clone();
+        break_it(&mut s);
+        assert_eq!(
+            err_key(generator(&s, GIB).map(|w| w.issued())),
+            key,
+            "{s:?}"
+        );
+    }
+    // Fields the mode implies are normalised rather than obeyed.
+    let mut s = good.clone();
+    s.rwmixread = 40;
+    let mut w = generator(&s, GIB).unwrap();
+    while let Some(c) = w.next_cmd().unwrap() {
+        assert_eq!(c.op, Op::Write);
+    }
+}
+
+#[test]
+fn huge_devices_do_not_overflow() {
+    let cap = u64::MAX / 512;
+    for s in [
+        "rw=write,bs=1m,ios=100,offset=99%",
+        "rw=randrw,bs=4k-1m,ios=1000,dist=zipf:1.1",
+        "rw=trim,ios=10,range=1m",
+    ] {
+        let v = all(s, cap);
+        assert!(
+            v.iter()
+                .all(|c| c.start.0.checked_add(c.sectors).is_some_and(|e| e <= cap)),
+            "{s}"
+        );
+    }
+}
+
+#[test]
 fn same_seed_same_stream_different_seed_different() {
     for s in [
         "rw=randrw,trimmix=10,bs=4k-64k,ios=10000,dist=zipf:0.9,rate=1000,arrival=poisson",
