@@ -244,7 +244,8 @@ fn device_errors_name_their_key() {
 #[test]
 fn hand_built_specs_are_validated() {
     let good = spec("rw=randwrite,ios=10");
-    let cases: [(fn(&mut WorkloadSpec), &str); 7] = [
+    type Breaker = fn(&mut WorkloadSpec);
+    let cases: [(Breaker, &str); 7] = [
         (|s| s.bs = BlockSize::Fixed(0), "bs"),
         (|s| s.bs = BlockSize::Range { min: 0, max: 4096 }, "bs"),
         (|s| s.bs = BlockSize::Split(vec![]), "bssplit"),
