@@ -22,6 +22,7 @@ pub mod rng;
 pub mod sim;
 pub mod trace;
 pub mod units;
+pub mod workload;
 
 pub use config::Config;
 pub use error::{Error, Result};
