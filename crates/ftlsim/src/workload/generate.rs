@@ -32,10 +32,7 @@ use rand_distr::{Distribution, Exp1};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 fn err(key: &str, reason: impl Into<String>) -> Error {
-    Error::Workload {
-        key: key.to_string(),
-        reason: reason.into(),
-    }
+    Error::Workload { key: key.to_string(), reason: reason.into() }
 }
 
 /// Uniform integer in `[0, n)`, `n > 0` (Lemire 2019, unbiased).
@@ -124,18 +121,10 @@ impl FastZipf {
         }
         let n = n as f64;
         Some(if s == 1.0 {
-            FastZipf {
-                s,
-                t: 1.0 + n.ln(),
-                q: 0.0,
-            }
+            FastZipf { s, t: 1.0 + n.ln(), q: 0.0 }
         } else {
             let q = 1.0 / (1.0 - s);
-            FastZipf {
-                s,
-                t: (n.powf(1.0 - s) - s) * q,
-                q,
-            }
+            FastZipf { s, t: (n.powf(1.0 - s) - s) * q, q }
         })
     }
 
@@ -151,11 +140,7 @@ impl FastZipf {
                 (pt - 1.0).exp()
             };
             let x = (inv_b + 1.0).floor();
-            let ratio = if x > 1.0 {
-                (inv_b / x).powf(self.s)
-            } else {
-                1.0
-            };
+            let ratio = if x > 1.0 { (inv_b / x).powf(self.s) } else { 1.0 };
             if unit_f64(rng) < ratio {
                 return x;
             }
@@ -235,10 +220,7 @@ pub fn generator(spec: &WorkloadSpec, capacity_sectors: u64) -> Result<Workload>
                 if s > capacity_sectors {
                     return Err(err(
                         key,
-                        format!(
-                            "{b} bytes is beyond the device's {} bytes",
-                            u128::from(capacity_sectors) * 512
-                        ),
+                        format!("{b} bytes is beyond the device's {} bytes", u128::from(capacity_sectors) * 512),
                     ));
                 }
                 s
@@ -250,10 +232,7 @@ pub fn generator(spec: &WorkloadSpec, capacity_sectors: u64) -> Result<Workload>
         None => 0,
     };
     if base >= capacity_sectors {
-        return Err(err(
-            "offset",
-            format!("starts at or beyond the device's {capacity_sectors} sectors"),
-        ));
+        return Err(err("offset", format!("starts at or beyond the device's {capacity_sectors} sectors")));
     }
     let len = match spec.range {
         Some(e) => resolve("range", e)?,
@@ -262,17 +241,12 @@ pub fn generator(spec: &WorkloadSpec, capacity_sectors: u64) -> Result<Workload>
     if len > capacity_sectors - base {
         return Err(err(
             "range",
-            format!(
-                "{len} sectors from offset sector {base} run past the device's {capacity_sectors} sectors"
-            ),
+            format!("{len} sectors from offset sector {base} run past the device's {capacity_sectors} sectors"),
         ));
     }
     let max_s = spec.bs.max_bytes() / SECTOR_BYTES;
     if len < max_s {
-        return Err(err(
-            "range",
-            format!("{len} sectors is smaller than the largest block size ({max_s} sectors)"),
-        ));
+        return Err(err("range", format!("{len} sectors is smaller than the largest block size ({max_s} sectors)")));
     }
     let slots = (len - max_s) / align + 1;
 
@@ -280,10 +254,7 @@ pub fn generator(spec: &WorkloadSpec, capacity_sectors: u64) -> Result<Workload>
 
     let sizes = match &spec.bs {
         BlockSize::Fixed(b) => Sizes::Fixed(b / SECTOR_BYTES),
-        BlockSize::Range { min, max } => Sizes::Range {
-            min: min / SECTOR_BYTES,
-            count: max / min,
-        },
+        BlockSize::Range { min, max } => Sizes::Range { min: min / SECTOR_BYTES, count: max / min },
         BlockSize::Split(v) => {
             let mut cum = 0;
             let table = v
@@ -300,26 +271,13 @@ pub fn generator(spec: &WorkloadSpec, capacity_sectors: u64) -> Result<Workload>
     let place = match spec.dist {
         AccessDist::Uniform => Place::Uniform,
         AccessDist::Zipf { theta } => {
-            let zipf = FastZipf::new(slots, theta).ok_or_else(|| {
-                err(
-                    "dist",
-                    format!("zipf:{theta}: the exponent must be positive and finite"),
-                )
-            })?;
-            Place::Zipf {
-                zipf,
-                perm: Affine::new(slots, &mut rng),
-            }
+            let zipf = FastZipf::new(slots, theta)
+                .ok_or_else(|| err("dist", format!("zipf:{theta}: the exponent must be positive and finite")))?;
+            Place::Zipf { zipf, perm: Affine::new(slots, &mut rng) }
         }
-        AccessDist::HotCold {
-            hot_access,
-            hot_space,
-        } => {
+        AccessDist::HotCold { hot_access, hot_space } => {
             let hot = ((slots as f64 * hot_space / 100.0).round() as u64).clamp(1, slots);
-            Place::HotCold {
-                p_hot: hot_access / 100.0,
-                hot,
-            }
+            Place::HotCold { p_hot: hot_access / 100.0, hot }
         }
     };
 
@@ -343,19 +301,10 @@ pub fn generator(spec: &WorkloadSpec, capacity_sectors: u64) -> Result<Workload>
 
     let timing = match spec.arrival {
         Arrival::Closed { .. } => Timing::Closed,
-        Arrival::Open {
-            iops,
-            process: ArrivalProcess::Constant,
-        } => Timing::Constant {
-            period_ns: 1e9 / iops,
-        },
-        Arrival::Open {
-            iops,
-            process: ArrivalProcess::Poisson,
-        } => Timing::Poisson {
-            period_ns: 1e9 / iops,
-            next: 0.0,
-        },
+        Arrival::Open { iops, process: ArrivalProcess::Constant } => Timing::Constant { period_ns: 1e9 / iops },
+        Arrival::Open { iops, process: ArrivalProcess::Poisson } => {
+            Timing::Poisson { period_ns: 1e9 / iops, next: 0.0 }
+        }
     };
 
     Ok(Workload {
@@ -445,10 +394,7 @@ impl Workload {
         if size > self.len - at {
             at = 0;
         }
-        self.cursor[i] = (at + size)
-            .div_ceil(self.align)
-            .saturating_mul(self.align)
-            .min(self.len);
+        self.cursor[i] = (at + size).div_ceil(self.align).saturating_mul(self.align).min(self.len);
         at
     }
 
@@ -457,9 +403,7 @@ impl Workload {
         match &mut self.timing {
             Timing::Closed => SimTime::ZERO,
             // From the index, not by accumulation, so there is no drift.
-            Timing::Constant { period_ns } => {
-                SimTime((self.issued as f64 * *period_ns).round() as u64)
-            }
+            Timing::Constant { period_ns } => SimTime((self.issued as f64 * *period_ns).round() as u64),
             Timing::Poisson { period_ns, next } => {
                 let t = next.round() as u64;
                 let gap: f64 = Exp1.sample(&mut self.rng);
@@ -496,12 +440,7 @@ impl CmdSource for Workload {
         let sectors = size.min(remaining);
         self.issued += 1;
         self.bytes = self.bytes.saturating_add(sectors * SECTOR_BYTES);
-        Ok(Some(HostCmd {
-            time,
-            op,
-            start: Sector(self.base + rel),
-            sectors,
-        }))
+        Ok(Some(HostCmd { time, op, start: Sector(self.base + rel), sectors }))
     }
 
     fn name(&self) -> &str {
@@ -511,14 +450,8 @@ impl CmdSource for Workload {
     /// Commands of `ios`, or bytes of `size`, done so far.
     fn progress(&self) -> Progress {
         match self.amount {
-            Amount::Ios(n) => Progress {
-                done: self.issued,
-                total: Some(n),
-            },
-            Amount::Bytes(b) => Progress {
-                done: self.bytes,
-                total: Some(b),
-            },
+            Amount::Ios(n) => Progress { done: self.issued, total: Some(n) },
+            Amount::Bytes(b) => Progress { done: self.bytes, total: Some(b) },
         }
     }
 }

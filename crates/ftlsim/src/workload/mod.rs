@@ -36,9 +36,7 @@ mod generate;
 mod spec;
 
 pub use generate::{Workload, generator};
-pub use spec::{
-    AccessDist, Amount, Arrival, ArrivalProcess, BlockSize, Extent, RwMode, WorkloadSpec,
-};
+pub use spec::{AccessDist, Amount, Arrival, ArrivalProcess, BlockSize, Extent, RwMode, WorkloadSpec};
 
 #[cfg(test)]
 mod tests;

@@ -45,10 +45,7 @@ impl RwMode {
     ];
 
     pub fn is_random(self) -> bool {
-        matches!(
-            self,
-            RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw | RwMode::RandTrim
-        )
+        matches!(self, RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw | RwMode::RandTrim)
     }
 
     /// Reads and writes mixed according to `rwmixread`.
@@ -61,10 +58,7 @@ impl RwMode {
     }
 
     pub fn as_str(self) -> &'static str {
-        RwMode::ALL
-            .iter()
-            .find(|(_, m)| *m == self)
-            .map_or("?", |(s, _)| s)
+        RwMode::ALL.iter().find(|(_, m)| *m == self).map_or("?", |(s, _)| s)
     }
 }
 
@@ -180,10 +174,7 @@ pub struct WorkloadSpec {
 }
 
 fn err(key: &str, reason: impl Into<String>) -> Error {
-    Error::Workload {
-        key: key.to_string(),
-        reason: reason.into(),
-    }
+    Error::Workload { key: key.to_string(), reason: reason.into() }
 }
 
 /// Parses `4096`, `4k`, `4K`, `4KiB`, `4kb`, `1m`, `8g`, `1t`, `512b` into
@@ -193,14 +184,9 @@ pub(crate) fn parse_bytes(key: &str, v: &str) -> Result<u64> {
     let digits = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
     let (num, suffix) = v.split_at(digits);
     if num.is_empty() {
-        return Err(err(
-            key,
-            format!("'{v}' is not a size (expected e.g. 4k, 512, 1m)"),
-        ));
+        return Err(err(key, format!("'{v}' is not a size (expected e.g. 4k, 512, 1m)")));
     }
-    let n: u64 = num
-        .parse()
-        .map_err(|_| err(key, format!("'{num}' is too large")))?;
+    let n: u64 = num.parse().map_err(|_| err(key, format!("'{num}' is too large")))?;
     let mult: u64 = match suffix.to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kb" | "kib" => 1 << 10,
@@ -209,14 +195,10 @@ pub(crate) fn parse_bytes(key: &str, v: &str) -> Result<u64> {
         "t" | "tb" | "tib" => 1 << 40,
         "p" | "pb" | "pib" => 1 << 50,
         _ => {
-            return Err(err(
-                key,
-                format!("unknown size suffix '{suffix}' in '{v}' (use k, m, g, t)"),
-            ));
+            return Err(err(key, format!("unknown size suffix '{suffix}' in '{v}' (use k, m, g, t)")));
         }
     };
-    n.checked_mul(mult)
-        .ok_or_else(|| err(key, format!("'{v}' overflows 64 bits")))
+    n.checked_mul(mult).ok_or_else(|| err(key, format!("'{v}' overflows 64 bits")))
 }
 
 /// A size that commands can have: nonzero and a whole number of sectors.
@@ -226,19 +208,13 @@ fn parse_block(key: &str, v: &str) -> Result<u64> {
         return Err(err(key, "block size must be nonzero"));
     }
     if b % SECTOR_BYTES != 0 {
-        return Err(err(
-            key,
-            format!("{b} bytes is not a multiple of the {SECTOR_BYTES}-byte sector"),
-        ));
+        return Err(err(key, format!("{b} bytes is not a multiple of the {SECTOR_BYTES}-byte sector")));
     }
     Ok(b)
 }
 
 fn parse_f64(key: &str, v: &str) -> Result<f64> {
-    let x: f64 = v
-        .trim()
-        .parse()
-        .map_err(|_| err(key, format!("'{v}' is not a number")))?;
+    let x: f64 = v.trim().parse().map_err(|_| err(key, format!("'{v}' is not a number")))?;
     if !x.is_finite() {
         return Err(err(key, format!("'{v}' is not finite")));
     }
@@ -246,10 +222,7 @@ fn parse_f64(key: &str, v: &str) -> Result<f64> {
 }
 
 fn parse_percent_int(key: &str, v: &str) -> Result<u32> {
-    let n: u32 = v
-        .trim()
-        .parse()
-        .map_err(|_| err(key, format!("'{v}' is not an integer percentage")))?;
+    let n: u32 = v.trim().parse().map_err(|_| err(key, format!("'{v}' is not an integer percentage")))?;
     if n > 100 {
         return Err(err(key, format!("{n} is more than 100 percent")));
     }
@@ -262,10 +235,7 @@ fn parse_extent(key: &str, v: &str) -> Result<Extent> {
         None => {
             let b = parse_bytes(key, v)?;
             if b % SECTOR_BYTES != 0 {
-                return Err(err(
-                    key,
-                    format!("{b} bytes is not a multiple of the {SECTOR_BYTES}-byte sector"),
-                ));
+                return Err(err(key, format!("{b} bytes is not a multiple of the {SECTOR_BYTES}-byte sector")));
             }
             Ok(Extent::Bytes(b))
         }
@@ -293,10 +263,7 @@ fn parse_bssplit(key: &str, v: &str) -> Result<BlockSize> {
         return Err(err(key, format!("percentages sum to {sum}, not 100")));
     }
     if open > 0 && left % open != 0 {
-        return Err(err(
-            key,
-            format!("the remaining {left}% does not split evenly over {open} sizes"),
-        ));
+        return Err(err(key, format!("the remaining {left}% does not split evenly over {open} sizes")));
     }
     let mut out: Vec<(u64, u32)> = Vec::new();
     for (size, pct) in given {
@@ -326,16 +293,10 @@ fn parse_bs(key: &str, v: &str) -> Result<BlockSize> {
         Some((lo, hi)) => {
             let (min, max) = (parse_block(key, lo)?, parse_block(key, hi)?);
             if min > max {
-                return Err(err(
-                    key,
-                    format!("range {v} has its minimum above its maximum"),
-                ));
+                return Err(err(key, format!("range {v} has its minimum above its maximum")));
             }
             if max % min != 0 {
-                return Err(err(
-                    key,
-                    format!("maximum of {v} must be a multiple of its minimum"),
-                ));
+                return Err(err(key, format!("maximum of {v} must be a multiple of its minimum")));
             }
             if min == max {
                 return Ok(BlockSize::Fixed(min));
@@ -361,36 +322,19 @@ fn parse_dist(key: &str, v: &str) -> Result<AccessDist> {
             Ok(AccessDist::Zipf { theta })
         }
         ("hotcold", Some(a)) => {
-            let (h, c) = a.split_once('/').ok_or_else(|| {
-                err(
-                    key,
-                    format!("'{v}' should be hotcold:ACCESS%/SPACE%, e.g. hotcold:90/10"),
-                )
-            })?;
+            let (h, c) = a
+                .split_once('/')
+                .ok_or_else(|| err(key, format!("'{v}' should be hotcold:ACCESS%/SPACE%, e.g. hotcold:90/10")))?;
             let (hot_access, hot_space) = (parse_f64(key, h)?, parse_f64(key, c)?);
             if !(0.0..=100.0).contains(&hot_access) {
-                return Err(err(
-                    key,
-                    format!("hot access share {hot_access} is not in 0..100 percent"),
-                ));
+                return Err(err(key, format!("hot access share {hot_access} is not in 0..100 percent")));
             }
             if !(hot_space > 0.0 && hot_space < 100.0) {
-                return Err(err(
-                    key,
-                    format!(
-                        "hot space share {hot_space} is not strictly between 0 and 100 percent"
-                    ),
-                ));
+                return Err(err(key, format!("hot space share {hot_space} is not strictly between 0 and 100 percent")));
             }
-            Ok(AccessDist::HotCold {
-                hot_access,
-                hot_space,
-            })
+            Ok(AccessDist::HotCold { hot_access, hot_space })
         }
-        _ => Err(err(
-            key,
-            format!("'{v}' is not uniform, zipf:THETA or hotcold:ACCESS/SPACE"),
-        )),
+        _ => Err(err(key, format!("'{v}' is not uniform, zipf:THETA or hotcold:ACCESS/SPACE"))),
     }
 }
 
@@ -404,10 +348,7 @@ fn parse_rate(key: &str, v: &str) -> Result<f64> {
     };
     let r = parse_f64(key, num)? * mult;
     if r <= 0.0 || !r.is_finite() {
-        return Err(err(
-            key,
-            format!("rate '{v}' must be a positive number of commands per second"),
-        ));
+        return Err(err(key, format!("rate '{v}' must be a positive number of commands per second")));
     }
     Ok(r)
 }
@@ -437,9 +378,7 @@ impl WorkloadSpec {
             if token.is_empty() {
                 continue;
             }
-            let (key, v) = token
-                .split_once('=')
-                .ok_or_else(|| err(token, "expected key=value"))?;
+            let (key, v) = token.split_once('=').ok_or_else(|| err(token, "expected key=value"))?;
             let (key, v) = (key.trim(), v.trim());
             // Aliases map onto one canonical key so duplicates are caught
             // across spellings (`dist` and `random_distribution`).
@@ -477,7 +416,10 @@ impl WorkloadSpec {
                         .find(|(n, _)| *n == v || (v == "readwrite" && *n == "rw"))
                         .map(|e| e.1)
                         .ok_or_else(|| {
-                            err(key, format!("'{v}' is not read, write, rw, trim, randread, randwrite, randrw or randtrim"))
+                            err(
+                                key,
+                                format!("'{v}' is not read, write, rw, trim, randread, randwrite, randrw or randtrim"),
+                            )
                         })?;
                     rw = Some(m);
                 }
@@ -486,17 +428,9 @@ impl WorkloadSpec {
                     rwmixread = Some(if key == "rwmixwrite" { 100 - p } else { p });
                 }
                 "trimmix" => trimmix = Some(parse_percent_int(key, v)?),
-                "bs" => {
-                    bs = Some(if key == "bssplit" {
-                        parse_bssplit(key, v)?
-                    } else {
-                        parse_bs(key, v)?
-                    })
-                }
+                "bs" => bs = Some(if key == "bssplit" { parse_bssplit(key, v)? } else { parse_bs(key, v)? }),
                 "ios" => {
-                    let n: u64 = v
-                        .parse()
-                        .map_err(|_| err(key, format!("'{v}' is not a command count")))?;
+                    let n: u64 = v.parse().map_err(|_| err(key, format!("'{v}' is not a command count")))?;
                     if n == 0 {
                         return Err(err(key, "must be at least 1"));
                     }
@@ -508,12 +442,7 @@ impl WorkloadSpec {
                         return Err(err(key, "must be nonzero"));
                     }
                     if b % SECTOR_BYTES != 0 {
-                        return Err(err(
-                            key,
-                            format!(
-                                "{b} bytes is not a multiple of the {SECTOR_BYTES}-byte sector"
-                            ),
-                        ));
+                        return Err(err(key, format!("{b} bytes is not a multiple of the {SECTOR_BYTES}-byte sector")));
                     }
                     size = Some(b);
                 }
@@ -541,9 +470,7 @@ impl WorkloadSpec {
                 "align" => align = Some(parse_block(key, v)?),
                 "dist" => dist = Some(parse_dist(key, v)?),
                 "iodepth" => {
-                    let n: u32 = v
-                        .parse()
-                        .map_err(|_| err(key, format!("'{v}' is not a queue depth")))?;
+                    let n: u32 = v.parse().map_err(|_| err(key, format!("'{v}' is not a queue depth")))?;
                     if n == 0 {
                         return Err(err(key, "must be at least 1"));
                     }
@@ -558,21 +485,14 @@ impl WorkloadSpec {
                     })
                 }
                 "seed" => {
-                    seed =
-                        Some(v.parse().map_err(|_| {
-                            err(key, format!("'{v}' is not an unsigned 64-bit seed"))
-                        })?)
+                    seed = Some(v.parse().map_err(|_| err(key, format!("'{v}' is not an unsigned 64-bit seed")))?)
                 }
                 _ => {}
             }
         }
 
-        let rw = rw.ok_or_else(|| {
-            err(
-                "rw",
-                "required (read, write, rw, trim, randread, randwrite, randrw, randtrim)",
-            )
-        })?;
+        let rw =
+            rw.ok_or_else(|| err("rw", "required (read, write, rw, trim, randread, randwrite, randrw, randtrim)"))?;
         let rwmixread = match (rw, rwmixread) {
             (m, Some(p)) if m.is_mixed() => p,
             (m, None) if m.is_mixed() => 50,
@@ -592,10 +512,7 @@ impl WorkloadSpec {
             (None, Some(b)) => Amount::Bytes(b),
             (Some(_), Some(_)) => return Err(err("size", "give ios or size, not both")),
             (None, None) => {
-                return Err(err(
-                    "ios",
-                    "required (the number of commands), or size= in bytes",
-                ));
+                return Err(err("ios", "required (the number of commands), or size= in bytes"));
             }
         };
         let offset = match offset {
@@ -612,30 +529,19 @@ impl WorkloadSpec {
             a => a,
         };
         if dist.is_some() && !rw.is_random() {
-            return Err(err(
-                "dist",
-                format!("only applies to random modes, not rw={}", rw.as_str()),
-            ));
+            return Err(err("dist", format!("only applies to random modes, not rw={}", rw.as_str())));
         }
         let dist = dist.unwrap_or(AccessDist::Uniform);
         let arrival = match (iodepth, rate) {
             (Some(_), Some(_)) => {
-                return Err(err(
-                    "rate",
-                    "rate (open loop) and iodepth (closed loop) are exclusive",
-                ));
+                return Err(err("rate", "rate (open loop) and iodepth (closed loop) are exclusive"));
             }
-            (_, Some(iops)) => Arrival::Open {
-                iops,
-                process: process.unwrap_or(ArrivalProcess::Constant),
-            },
+            (_, Some(iops)) => Arrival::Open { iops, process: process.unwrap_or(ArrivalProcess::Constant) },
             (d, None) => {
                 if process.is_some() {
                     return Err(err("arrival", "only applies with rate= (open loop)"));
                 }
-                Arrival::Closed {
-                    queue_depth: d.unwrap_or(1),
-                }
+                Arrival::Closed { queue_depth: d.unwrap_or(1) }
             }
         };
         Ok(WorkloadSpec {
@@ -695,10 +601,7 @@ impl fmt::Display for AccessDist {
         match self {
             AccessDist::Uniform => write!(f, "uniform"),
             AccessDist::Zipf { theta } => write!(f, "zipf:{theta}"),
-            AccessDist::HotCold {
-                hot_access,
-                hot_space,
-            } => write!(f, "hotcold:{hot_access}/{hot_space}"),
+            AccessDist::HotCold { hot_access, hot_space } => write!(f, "hotcold:{hot_access}/{hot_space}"),
         }
     }
 }

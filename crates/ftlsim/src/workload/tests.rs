@@ -55,10 +55,7 @@ fn parses_the_reference_spec() {
     assert_eq!(s.arrival, Arrival::Closed { queue_depth: 32 });
     assert_eq!(s.seed, 7);
     assert_eq!(s.dist, AccessDist::Uniform);
-    assert_eq!(
-        s.to_string(),
-        "rw=randwrite,bs=4k,ios=1000000,range=100%,dist=uniform,iodepth=32,seed=7"
-    );
+    assert_eq!(s.to_string(), "rw=randwrite,bs=4k,ios=1000000,range=100%,dist=uniform,iodepth=32,seed=7");
 }
 
 #[test]
@@ -70,28 +67,13 @@ fn parses_options_and_aliases() {
     assert_eq!(s.rw, RwMode::RandRw);
     assert_eq!(s.rwmixread, 70);
     assert_eq!(s.trimmix, 5);
-    assert_eq!(
-        s.bs,
-        BlockSize::Range {
-            min: 8192,
-            max: 131072
-        }
-    );
+    assert_eq!(s.bs, BlockSize::Range { min: 8192, max: 131072 });
     assert_eq!(s.amount, Amount::Bytes(1 << 30));
     assert_eq!(s.offset, Some(Extent::Percent(25.0)));
     assert_eq!(s.range, Some(Extent::Bytes(8 << 30)));
-    assert_eq!(
-        s.align, None,
-        "align equal to the minimum bs is the default"
-    );
+    assert_eq!(s.align, None, "align equal to the minimum bs is the default");
     assert_eq!(s.dist, AccessDist::Zipf { theta: 1.2 });
-    assert_eq!(
-        s.arrival,
-        Arrival::Open {
-            iops: 1500.0,
-            process: ArrivalProcess::Poisson
-        }
-    );
+    assert_eq!(s.arrival, Arrival::Open { iops: 1500.0, process: ArrivalProcess::Poisson });
     assert_eq!(s.seed, 99);
     assert_eq!(
         s.to_string(),
@@ -99,37 +81,22 @@ fn parses_options_and_aliases() {
     );
 
     let s = spec("rw=write,bssplit=4k/50:64k:1m,ios=10");
-    assert_eq!(
-        s.bs,
-        BlockSize::Split(vec![(4096, 50), (65536, 25), (1 << 20, 25)])
-    );
-    assert_eq!(
-        s.to_string(),
-        "rw=write,bssplit=4k/50:64k/25:1m/25,ios=10,range=100%,iodepth=1,seed=1"
-    );
+    assert_eq!(s.bs, BlockSize::Split(vec![(4096, 50), (65536, 25), (1 << 20, 25)]));
+    assert_eq!(s.to_string(), "rw=write,bssplit=4k/50:64k/25:1m/25,ios=10,range=100%,iodepth=1,seed=1");
 
     assert_eq!(spec("rw=read,bs=512,ios=1").bs, BlockSize::Fixed(512));
     assert_eq!(spec("rw=read,bs=1m,ios=1").bs, BlockSize::Fixed(1 << 20));
-    assert_eq!(
-        spec("rw=read,bs=128KiB,ios=1").bs,
-        BlockSize::Fixed(128 << 10)
-    );
+    assert_eq!(spec("rw=read,bs=128KiB,ios=1").bs, BlockSize::Fixed(128 << 10));
     assert_eq!(spec("rw=read,ios=1").bs, BlockSize::Fixed(4096));
     assert_eq!(spec("rw=readwrite,ios=1").rw, RwMode::ReadWrite);
     assert_eq!(spec("rw=rw,ios=1").rwmixread, 50);
     assert_eq!(
         spec("rw=randread,ios=1,dist=hotcold:90/10").dist,
-        AccessDist::HotCold {
-            hot_access: 90.0,
-            hot_space: 10.0
-        }
+        AccessDist::HotCold { hot_access: 90.0, hot_space: 10.0 }
     );
     assert_eq!(
         spec("rw=trim,ios=1,rate=100").arrival,
-        Arrival::Open {
-            iops: 100.0,
-            process: ArrivalProcess::Constant
-        }
+        Arrival::Open { iops: 100.0, process: ArrivalProcess::Constant }
     );
 }
 
@@ -185,10 +152,7 @@ fn every_error_names_its_key() {
         ("rw=randwrite,ios=1,dist=zipf:0", "dist"),
         ("rw=randwrite,ios=1,dist=zipf:nan", "dist"),
         ("rw=randwrite,ios=1,dist=zipf", "dist"),
-        (
-            "rw=randwrite,ios=1,random_distribution=hotcold:90",
-            "random_distribution",
-        ),
+        ("rw=randwrite,ios=1,random_distribution=hotcold:90", "random_distribution"),
         ("rw=randwrite,ios=1,dist=hotcold:90/100", "dist"),
         ("rw=randwrite,ios=1,dist=hotcold:190/10", "dist"),
         ("rw=randwrite,ios=1,iodepth=0", "iodepth"),
@@ -201,10 +165,7 @@ fn every_error_names_its_key() {
         ("rw=randwrite,ios=1,rate=100,arrival=bursty", "arrival"),
         ("rw=randwrite,ios=1,seed=-1", "seed"),
         ("rw=randwrite,ios=1,seed=1,seed=2", "seed"),
-        (
-            "rw=randwrite,ios=1,dist=uniform,random_distribution=uniform",
-            "random_distribution",
-        ),
+        ("rw=randwrite,ios=1,dist=uniform,random_distribution=uniform", "random_distribution"),
         ("rw=randwrite,ios=1,offset=100%", "offset"),
         ("rw=randwrite,ios=1,offset=1000", "offset"),
         ("rw=randwrite,ios=1,range=0", "range"),
@@ -222,14 +183,8 @@ fn every_error_names_its_key() {
 fn device_errors_name_their_key() {
     let gen_err = |s: &str, cap: u64| err_key(generator(&spec(s), cap).map(|w| w.issued()));
     assert_eq!(gen_err("rw=randwrite,ios=1,range=2g", GIB), "range");
-    assert_eq!(
-        gen_err("rw=randwrite,ios=1,offset=512m,range=768m", GIB),
-        "range"
-    );
-    assert_eq!(
-        gen_err("rw=randwrite,ios=1,offset=50%,range=60%", GIB),
-        "range"
-    );
+    assert_eq!(gen_err("rw=randwrite,ios=1,offset=512m,range=768m", GIB), "range");
+    assert_eq!(gen_err("rw=randwrite,ios=1,offset=50%,range=60%", GIB), "range");
     assert_eq!(gen_err("rw=randwrite,ios=1,offset=1g", GIB), "offset");
     assert_eq!(gen_err("rw=randwrite,ios=1,offset=2g", GIB), "offset");
     assert_eq!(gen_err("rw=randwrite,ios=1,bs=1m,range=512k", GIB), "range");
@@ -252,24 +207,12 @@ fn hand_built_specs_are_validated() {
         (|s| s.align = Some(0), "align"),
         (|s| s.trimmix = 300, "trimmix"),
         (|s| s.dist = AccessDist::Zipf { theta: f64::NAN }, "dist"),
-        (
-            |s| {
-                s.arrival = Arrival::Open {
-                    iops: -1.0,
-                    process: ArrivalProcess::Poisson,
-                }
-            },
-            "rate",
-        ),
+        (|s| s.arrival = Arrival::Open { iops: -1.0, process: ArrivalProcess::Poisson }, "rate"),
     ];
     for (break_it, key) in cases {
         let mut s = good.clone();
         break_it(&mut s);
-        assert_eq!(
-            err_key(generator(&s, GIB).map(|w| w.issued())),
-            key,
-            "{s:?}"
-        );
+        assert_eq!(err_key(generator(&s, GIB).map(|w| w.issued())), key, "{s:?}");
     }
     // Fields the mode implies are normalised rather than obeyed.
     let mut s = good.clone();
@@ -283,17 +226,11 @@ fn hand_built_specs_are_validated() {
 #[test]
 fn huge_devices_do_not_overflow() {
     let cap = u64::MAX / 512;
-    for s in [
-        "rw=write,bs=1m,ios=100,offset=99%",
-        "rw=randrw,bs=4k-1m,ios=1000,dist=zipf:1.1",
-        "rw=trim,ios=10,range=1m",
-    ] {
+    for s in
+        ["rw=write,bs=1m,ios=100,offset=99%", "rw=randrw,bs=4k-1m,ios=1000,dist=zipf:1.1", "rw=trim,ios=10,range=1m"]
+    {
         let v = all(s, cap);
-        assert!(
-            v.iter()
-                .all(|c| c.start.0.checked_add(c.sectors).is_some_and(|e| e <= cap)),
-            "{s}"
-        );
+        assert!(v.iter().all(|c| c.start.0.checked_add(c.sectors).is_some_and(|e| e <= cap)), "{s}");
     }
 }
 
@@ -320,14 +257,8 @@ fn stream_is_stable_across_versions() {
     let v = all("rw=randwrite,bs=4k,ios=4,seed=7", GIB);
     let starts: Vec<u64> = v.iter().map(|c| c.start.0).collect();
     assert_eq!(starts, [116096, 360952, 1504864, 895920]);
-    let v = all(
-        "rw=randrw,bs=4k-64k,ios=4,seed=7,dist=zipf:1.2,rate=1000,arrival=poisson",
-        GIB,
-    );
-    let got: Vec<(u64, Op, u64, u64)> = v
-        .iter()
-        .map(|c| (c.time.0, c.op, c.start.0, c.sectors))
-        .collect();
+    let v = all("rw=randrw,bs=4k-64k,ios=4,seed=7,dist=zipf:1.2,rate=1000,arrival=poisson", GIB);
+    let got: Vec<(u64, Op, u64, u64)> = v.iter().map(|c| (c.time.0, c.op, c.start.0, c.sectors)).collect();
     assert_eq!(
         got,
         [
@@ -355,10 +286,7 @@ fn commands_stay_inside_the_range_and_aligned() {
         let (lo, hi) = w.range();
         let align = sp.align_bytes() / 512;
         for c in all(s, cap) {
-            assert!(
-                c.start >= lo && c.end() <= hi,
-                "{s}: {c:?} outside {lo:?}..{hi:?}"
-            );
+            assert!(c.start >= lo && c.end() <= hi, "{s}: {c:?} outside {lo:?}..{hi:?}");
             assert_eq!((c.start.0 - lo.0) % align, 0, "{s}: {c:?} unaligned");
             assert!(size_ok(&sp.bs, c.sectors), "{s}: {c:?}");
         }
@@ -383,21 +311,9 @@ fn read_mix_matches_rwmixread() {
     assert!((trims - 0.10).abs() < 0.01, "{trims}");
     assert!(v.iter().all(|c| c.op != Op::Read));
 
-    assert!(
-        all("rw=randread,ios=1000", GIB)
-            .iter()
-            .all(|c| c.op == Op::Read)
-    );
-    assert!(
-        all("rw=trim,ios=1000", GIB)
-            .iter()
-            .all(|c| c.op == Op::Trim)
-    );
-    assert!(
-        all("rw=randrw,rwmixread=0,ios=1000", GIB)
-            .iter()
-            .all(|c| c.op == Op::Write)
-    );
+    assert!(all("rw=randread,ios=1000", GIB).iter().all(|c| c.op == Op::Read));
+    assert!(all("rw=trim,ios=1000", GIB).iter().all(|c| c.op == Op::Trim));
+    assert!(all("rw=randrw,rwmixread=0,ios=1000", GIB).iter().all(|c| c.op == Op::Write));
 }
 
 #[test]
@@ -419,11 +335,7 @@ fn size_limits_total_bytes() {
     let v = all("rw=write,bs=64k,size=1000k", GIB);
     assert_eq!(v.iter().map(|c| c.sectors * 512).sum::<u64>(), 1000 << 10);
     assert_eq!(v.len(), 16);
-    assert_eq!(
-        v.last().unwrap().sectors,
-        80,
-        "the last command is shortened to land on size"
-    );
+    assert_eq!(v.last().unwrap().sectors, 80, "the last command is shortened to land on size");
     let v = all("rw=randwrite,bs=4k-64k,size=100m", GIB);
     assert_eq!(v.iter().map(|c| c.sectors * 512).sum::<u64>(), 100 << 20);
 }
@@ -494,10 +406,7 @@ fn sequential_modes_wrap_around_the_range() {
     let v = all("rw=rw,bs=4k,ios=1000,range=1m", GIB);
     for op in [Op::Read, Op::Write] {
         let s: Vec<u64> = v.iter().filter(|c| c.op == op).map(|c| c.start.0).collect();
-        assert!(
-            s.windows(2).all(|w| w[1] == w[0] + 8 || w[1] == 0),
-            "{op:?}"
-        );
+        assert!(s.windows(2).all(|w| w[1] == w[0] + 8 || w[1] == 0), "{op:?}");
     }
 
     // An alignment above the block size leaves gaps.
@@ -519,54 +428,29 @@ fn open_loop_arrivals_have_the_requested_rate() {
         assert_eq!(c.time, SimTime(i as u64 * 100_000));
     }
     let v = all("rw=randwrite,ios=3,rate=3", GIB);
-    assert_eq!(
-        v.iter().map(|c| c.time.0).collect::<Vec<_>>(),
-        [0, 333_333_333, 666_666_667]
-    );
+    assert_eq!(v.iter().map(|c| c.time.0).collect::<Vec<_>>(), [0, 333_333_333, 666_666_667]);
 
     let v = all("rw=randwrite,ios=100001,rate=50k,arrival=poisson", GIB);
     assert_eq!(v[0].time, SimTime::ZERO);
-    let gaps: Vec<f64> = v
-        .windows(2)
-        .map(|w| (w[1].time.0 - w[0].time.0) as f64)
-        .collect();
+    let gaps: Vec<f64> = v.windows(2).map(|w| (w[1].time.0 - w[0].time.0) as f64).collect();
     let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
     let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64;
     assert!((mean / 20_000.0 - 1.0).abs() < 0.01, "mean gap {mean}");
     // Exponential: standard deviation equals the mean.
-    assert!(
-        (var.sqrt() / mean - 1.0).abs() < 0.02,
-        "cv {}",
-        var.sqrt() / mean
-    );
+    assert!((var.sqrt() / mean - 1.0).abs() < 0.02, "cv {}", var.sqrt() / mean);
 }
 
 #[test]
 fn progress_and_name() {
     let mut w = generator(&spec("rw=randwrite,ios=10,iodepth=4"), GIB).unwrap();
-    assert_eq!(
-        w.name(),
-        "rw=randwrite,bs=4k,ios=10,range=100%,dist=uniform,iodepth=4,seed=1"
-    );
+    assert_eq!(w.name(), "rw=randwrite,bs=4k,ios=10,range=100%,dist=uniform,iodepth=4,seed=1");
     for _ in 0..4 {
         w.next_cmd().unwrap();
     }
-    assert_eq!(
-        w.progress(),
-        crate::trace::Progress {
-            done: 4,
-            total: Some(10)
-        }
-    );
+    assert_eq!(w.progress(), crate::trace::Progress { done: 4, total: Some(10) });
     let mut w = generator(&spec("rw=write,bs=4k,size=1m"), GIB).unwrap();
     w.next_cmd().unwrap();
-    assert_eq!(
-        w.progress(),
-        crate::trace::Progress {
-            done: 4096,
-            total: Some(1 << 20)
-        }
-    );
+    assert_eq!(w.progress(), crate::trace::Progress { done: 4096, total: Some(1 << 20) });
 }
 
 /// Throughput check; run with
@@ -596,38 +480,15 @@ fn generation_rate() {
 }
 
 fn valid_spec() -> impl Strategy<Value = (String, u64)> {
-    let rw = prop::sample::select(vec![
-        "read",
-        "write",
-        "rw",
-        "trim",
-        "randread",
-        "randwrite",
-        "randrw",
-        "randtrim",
-    ]);
+    let rw = prop::sample::select(vec!["read", "write", "rw", "trim", "randread", "randwrite", "randrw", "randtrim"]);
     let bs = prop_oneof![
         (1u64..=256).prop_map(|s| format!("bs={}", s * 512)),
         (1u64..=8, 1u64..=8).prop_map(|(a, k)| format!("bs={}-{}", a * 512, a * k * 512)),
-        (1u64..=64, 1u64..=64, 0u32..=100).prop_map(|(a, b, p)| format!(
-            "bssplit={}/{p}:{}",
-            a * 512,
-            b * 512
-        )),
+        (1u64..=64, 1u64..=64, 0u32..=100).prop_map(|(a, b, p)| format!("bssplit={}/{p}:{}", a * 512, b * 512)),
     ];
-    let dist = prop::sample::select(vec![
-        "",
-        ",dist=zipf:1.2",
-        ",dist=zipf:0.5",
-        ",dist=hotcold:90/10",
-        ",dist=hotcold:0/1",
-    ]);
-    let timing = prop::sample::select(vec![
-        "",
-        ",iodepth=8",
-        ",rate=1000",
-        ",rate=7,arrival=poisson",
-    ]);
+    let dist =
+        prop::sample::select(vec!["", ",dist=zipf:1.2", ",dist=zipf:0.5", ",dist=hotcold:90/10", ",dist=hotcold:0/1"]);
+    let timing = prop::sample::select(vec!["", ",iodepth=8", ",rate=1000", ",rate=7,arrival=poisson"]);
     (
         rw,
         bs,
@@ -642,26 +503,22 @@ fn valid_spec() -> impl Strategy<Value = (String, u64)> {
         (1u64 << 14)..(1u64 << 30),
         1u64..=2000,
     )
-        .prop_map(
-            |(rw, bs, dist, timing, mix, trim, off, range, align, seed, cap, ios)| {
-                let mut s = format!(
-                    "rw={rw},{bs},ios={ios},offset={off}%,range={range}%,seed={seed}{timing}"
-                );
-                if rw.starts_with("rand") {
-                    s += dist;
-                }
-                if rw == "rw" || rw == "randrw" {
-                    s += &format!(",rwmixread={mix}");
-                }
-                if !rw.ends_with("trim") {
-                    s += &format!(",trimmix={trim}");
-                }
-                if let Some(a) = align {
-                    s += &format!(",align={}", a * 512);
-                }
-                (s, cap)
-            },
-        )
+        .prop_map(|(rw, bs, dist, timing, mix, trim, off, range, align, seed, cap, ios)| {
+            let mut s = format!("rw={rw},{bs},ios={ios},offset={off}%,range={range}%,seed={seed}{timing}");
+            if rw.starts_with("rand") {
+                s += dist;
+            }
+            if rw == "rw" || rw == "randrw" {
+                s += &format!(",rwmixread={mix}");
+            }
+            if !rw.ends_with("trim") {
+                s += &format!(",trimmix={trim}");
+            }
+            if let Some(a) = align {
+                s += &format!(",align={}", a * 512);
+            }
+            (s, cap)
+        })
 }
 
 proptest! {
@@ -731,14 +588,7 @@ fn fast_zipf_matches_rand_distr() {
     use rand_core::SeedableRng;
     use rand_distr::Distribution;
     use rand_xoshiro::Xoshiro256PlusPlus;
-    for (n, s) in [
-        (1u64, 1.2),
-        (10, 0.5),
-        (1000, 1.0),
-        (1 << 20, 1.2),
-        (1 << 28, 0.9),
-        (1 << 34, 2.5),
-    ] {
+    for (n, s) in [(1u64, 1.2), (10, 0.5), (1000, 1.0), (1 << 20, 1.2), (1 << 28, 0.9), (1 << 34, 2.5)] {
         let ours = FastZipf::new(n, s).unwrap();
         let theirs = rand_distr::Zipf::new(n as f64, s).unwrap();
         let mut a = Xoshiro256PlusPlus::seed_from_u64(11);
