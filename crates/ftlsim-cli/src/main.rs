@@ -1,1 +1,470 @@
-fn main() {}
+//! `ftlsim`: the command-line front end. Argument parsing and output only;
+//! every simulation decision lives in the `ftlsim` library.
+
+mod progress;
+
+use clap::{Args, Parser, Subcommand};
+use ftlsim::job::{Input, Job};
+use ftlsim::report::{render_comparison, render_table};
+use ftlsim::trace::{self, Format, OpenOptions};
+use ftlsim::workload::{self, WorkloadSpec};
+use ftlsim::{Config, Error, Precondition, Report};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "ftlsim", version, about = "Trace-driven SSD simulator for flash translation layer research")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Simulate one FTL on a trace or synthetic workload and print the report.
+    Run(RunArgs),
+    /// Run several FTLs or config variants on the same input; one table.
+    Compare(CompareArgs),
+    /// Write a synthetic workload as a trace file.
+    Gen(GenArgs),
+    /// Inspect or convert trace files.
+    #[command(subcommand)]
+    Trace(TraceCommand),
+    /// List, show or validate device configurations.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// List the FTL schemes.
+    Ftls,
+}
+
+#[derive(Args, Clone)]
+struct DriveArgs {
+    /// Preset name or path to a TOML config.
+    #[arg(long, short = 'c', default_value = "k9lag08u0m-4ch")]
+    config: String,
+    /// Override a config key, e.g. --set gc.policy=fifo (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Seed for every random choice (config key `seed`).
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+impl DriveArgs {
+    fn overrides(&self, extra: &[String]) -> Vec<String> {
+        let mut o = self.set.clone();
+        if let Some(seed) = self.seed {
+            o.push(format!("seed={seed}"));
+        }
+        o.extend_from_slice(extra);
+        o
+    }
+}
+
+#[derive(Args, Clone)]
+struct InputArgs {
+    /// Trace file to replay (.gz accepted).
+    #[arg(long, conflicts_with = "workload", required_unless_present = "workload")]
+    trace: Option<PathBuf>,
+    /// Trace format (detected when omitted); see `ftlsim trace formats`.
+    #[arg(long, requires = "trace")]
+    format: Option<String>,
+    /// Synthetic workload, e.g. rw=randwrite,bs=4k,ios=100000,iodepth=32.
+    #[arg(long)]
+    workload: Option<String>,
+    /// Skip and count malformed trace lines instead of stopping.
+    #[arg(long)]
+    skip_bad_lines: bool,
+    /// Requests beyond the device: error, wrap or scale (host.out_of_range).
+    #[arg(long, value_name = "POLICY")]
+    out_of_range: Option<String>,
+    /// Unmeasured conditioning first, e.g. fill=1.0,overwrite=1.0.
+    #[arg(long, value_name = "SPEC")]
+    precondition: Option<String>,
+    /// Host arrival mode for traces: open (timestamps) or closed (host.mode).
+    #[arg(long)]
+    mode: Option<String>,
+    /// Queue depth in closed-loop mode (host.queue_depth).
+    #[arg(long)]
+    qd: Option<u32>,
+    /// Multiply trace inter-arrival times (host.time_scale).
+    #[arg(long)]
+    time_scale: Option<f64>,
+}
+
+impl InputArgs {
+    fn overrides(&self) -> Vec<String> {
+        let mut o = Vec::new();
+        if let Some(p) = &self.out_of_range {
+            o.push(format!("host.out_of_range={p}"));
+        }
+        if let Some(m) = &self.mode {
+            o.push(format!("host.mode={m}"));
+        }
+        if let Some(q) = self.qd {
+            o.push(format!("host.queue_depth={q}"));
+        }
+        if let Some(s) = self.time_scale {
+            o.push(format!("host.time_scale={s}"));
+        }
+        o
+    }
+
+    fn input(&self) -> Result<Input, Error> {
+        match (&self.trace, &self.workload) {
+            (Some(path), _) => Ok(Input::Trace {
+                path: path.clone(),
+                format: self.format.as_deref().map(str::parse).transpose()?,
+                skip_bad_lines: self.skip_bad_lines,
+            }),
+            (None, Some(w)) => Ok(Input::Workload(w.clone())),
+            (None, None) => Err(Error::config("input", "give --trace PATH or --workload SPEC")),
+        }
+    }
+
+    fn precondition(&self) -> Result<Option<Precondition>, Error> {
+        self.precondition.as_deref().map(str::parse).transpose()
+    }
+}
+
+#[derive(Args)]
+struct OutputArgs {
+    /// Write the report as JSON to this path ("-" for stdout instead of the table).
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+    /// Write a time series (per report.window_ms window, default 100 ms) as CSV.
+    #[arg(long, value_name = "PATH")]
+    timeseries: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    drive: DriveArgs,
+    /// FTL scheme (ftl.name): see `ftlsim ftls`.
+    #[arg(long)]
+    ftl: Option<String>,
+    #[command(flatten)]
+    input: InputArgs,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    #[command(flatten)]
+    drive: DriveArgs,
+    /// FTLs to compare, comma-separated (default: the config's).
+    #[arg(long, value_delimiter = ',')]
+    ftl: Vec<String>,
+    /// One key with several values to compare, e.g. --vary gc.policy=greedy,fifo
+    /// (repeatable: the cross product is run).
+    #[arg(long, value_name = "KEY=V1,V2,..")]
+    vary: Vec<String>,
+    #[command(flatten)]
+    input: InputArgs,
+    /// Write all reports as a JSON array to this path.
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct GenArgs {
+    /// Workload spec, e.g. rw=randwrite,bs=4k,ios=1000000,seed=7.
+    #[arg(long)]
+    workload: String,
+    /// Device whose logical capacity bounds the workload.
+    #[command(flatten)]
+    drive: DriveArgs,
+    /// Output path (".gz" compresses); "-" for stdout.
+    #[arg(long, short)]
+    out: PathBuf,
+    /// Trace format to write.
+    #[arg(long, default_value = "csv")]
+    format: String,
+}
+
+#[derive(Subcommand)]
+enum TraceCommand {
+    /// Summary statistics of a trace.
+    Stats {
+        path: PathBuf,
+        #[arg(long)]
+        format: Option<String>,
+        #[arg(long)]
+        skip_bad_lines: bool,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rewrite a trace in another format.
+    Convert {
+        input: PathBuf,
+        output: PathBuf,
+        #[arg(long)]
+        from: Option<String>,
+        #[arg(long, default_value = "csv")]
+        to: String,
+        #[arg(long)]
+        skip_bad_lines: bool,
+    },
+    /// List the supported trace formats.
+    Formats,
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// List the compiled-in presets.
+    List,
+    /// Print the resolved config (preset or file plus overrides) as TOML.
+    Show {
+        config: String,
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+    },
+    /// Check a config file (or preset) and its overrides.
+    Validate {
+        config: String,
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match dispatch(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ftlsim: error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn dispatch(cmd: Command) -> Result<(), Error> {
+    match cmd {
+        Command::Run(a) => run(a),
+        Command::Compare(a) => compare(a),
+        Command::Gen(a) => gen_trace(a),
+        Command::Trace(t) => trace_cmd(t),
+        Command::Config(c) => config_cmd(c),
+        Command::Ftls => {
+            for name in ftlsim::ftl::FTL_NAMES {
+                println!("{name}");
+            }
+            Ok(())
+        }
+    }
+}
+
+fn run(a: RunArgs) -> Result<(), Error> {
+    let mut extra = a.input.overrides();
+    if let Some(f) = &a.ftl {
+        extra.push(format!("ftl.name={f}"));
+    }
+    if a.output.timeseries.is_some() {
+        extra.insert(0, "report.window_ms=100".into());
+    }
+    let config = load_config(&a.drive, &extra)?;
+    let job = Job { config, input: a.input.input()?, precondition: a.input.precondition()? };
+    let json_to_stdout = a.output.json.as_deref() == Some(Path::new("-"));
+    let report = run_with_progress(&job, a.output.quiet || json_to_stdout)?;
+    if let Some(path) = &a.output.timeseries {
+        write_timeseries(path, &report)?;
+    }
+    match &a.output.json {
+        Some(p) if json_to_stdout => println!("{}", to_json(&report)),
+        Some(p) => {
+            write_file(p, to_json(&report).as_bytes())?;
+            print!("{}", render_table(&report));
+        }
+        None => print!("{}", render_table(&report)),
+    }
+    Ok(())
+}
+
+fn compare(a: CompareArgs) -> Result<(), Error> {
+    let ftls: Vec<Option<String>> =
+        if a.ftl.is_empty() { vec![None] } else { a.ftl.iter().cloned().map(Some).collect() };
+    let mut variants: Vec<(String, Vec<String>)> = vec![(String::new(), Vec::new())];
+    for v in &a.vary {
+        let (key, values) =
+            v.split_once('=').ok_or_else(|| Error::config(v, "--vary takes KEY=VALUE1,VALUE2,..."))?;
+        variants = variants
+            .iter()
+            .flat_map(|(label, sets)| {
+                values.split(',').map(move |val| {
+                    let mut sets = sets.clone();
+                    sets.push(format!("{key}={val}"));
+                    let label = if label.is_empty() { format!("{key}={val}") } else { format!("{label} {key}={val}") };
+                    (label, sets)
+                })
+            })
+            .collect();
+    }
+    let mut reports = Vec::new();
+    let mut labels = Vec::new();
+    for ftl in &ftls {
+        for (label, sets) in &variants {
+            let mut extra = a.input.overrides();
+            extra.extend(sets.iter().cloned());
+            if let Some(f) = ftl {
+                extra.push(format!("ftl.name={f}"));
+            }
+            let config = load_config(&a.drive, &extra)?;
+            let name = config.ftl.name.clone();
+            let job = Job { config, input: a.input.input()?, precondition: a.input.precondition()? };
+            reports.push(run_with_progress(&job, a.quiet)?);
+            labels.push(if label.is_empty() { name } else { format!("{name} {label}") });
+        }
+    }
+    if let Some(path) = &a.json {
+        write_file(path, serde_json::to_string_pretty(&reports).expect("reports serialize").as_bytes())?;
+    }
+    print!("{}", render_comparison(&reports, &labels));
+    Ok(())
+}
+
+fn gen_trace(a: GenArgs) -> Result<(), Error> {
+    let config = load_config(&a.drive, &[])?;
+    let spec = WorkloadSpec::parse(&a.workload)?;
+    let mut w = workload::generator(&spec, config.logical_sectors())?;
+    let format: Format = a.format.parse()?;
+    let n = with_output(&a.out, |out| trace::write_trace(&mut w, &format, out))?;
+    if a.out != Path::new("-") {
+        eprintln!("ftlsim: wrote {n} commands to {} ({format})", a.out.display());
+    }
+    Ok(())
+}
+
+fn trace_cmd(t: TraceCommand) -> Result<(), Error> {
+    match t {
+        TraceCommand::Stats { path, format, skip_bad_lines, json } => {
+            let format = format.as_deref().map(str::parse).transpose()?;
+            let mut opened = trace::open(&path, &OpenOptions { format, skip_bad_lines })?;
+            let stats = trace::stats(opened.source.as_mut())?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&stats).expect("stats serialize"));
+            } else {
+                println!("format  {}{}", opened.format, if opened.detected { " (detected)" } else { "" });
+                let value = serde_json::to_value(&stats).expect("stats serialize");
+                if let serde_json::Value::Object(map) = value {
+                    for (k, v) in map {
+                        println!("{k}  {v}");
+                    }
+                }
+            }
+            Ok(())
+        }
+        TraceCommand::Convert { input, output, from, to, skip_bad_lines } => {
+            let format = from.as_deref().map(str::parse).transpose()?;
+            let mut opened = trace::open(&input, &OpenOptions { format, skip_bad_lines })?;
+            let to: Format = to.parse()?;
+            let n = with_output(&output, |out| trace::write_trace(opened.source.as_mut(), &to, out))?;
+            eprintln!("ftlsim: converted {n} commands ({} -> {to})", opened.format);
+            Ok(())
+        }
+        TraceCommand::Formats => {
+            for f in trace::formats() {
+                println!("{f}");
+            }
+            Ok(())
+        }
+    }
+}
+
+fn config_cmd(c: ConfigCommand) -> Result<(), Error> {
+    match c {
+        ConfigCommand::List => {
+            for name in ftlsim::config::preset_names() {
+                let cfg = Config::load(name, &[])?;
+                println!("{name:<20} {}", cfg.source);
+            }
+        }
+        ConfigCommand::Show { config, set } => print!("{}", Config::load(&config, &set)?.to_toml()),
+        ConfigCommand::Validate { config, set } => {
+            let cfg = Config::load(&config, &set)?;
+            println!(
+                "ok: {} — {} physical pages, {} logical pages ({:.2} GiB logical)",
+                if cfg.name.is_empty() { &config } else { &cfg.name },
+                cfg.physical_pages(),
+                cfg.logical_pages(),
+                cfg.logical_sectors() as f64 * 512.0 / (1u64 << 30) as f64
+            );
+        }
+    }
+    Ok(())
+}
+
+fn load_config(drive: &DriveArgs, extra: &[String]) -> Result<Config, Error> {
+    Config::load(&drive.config, &drive.overrides(extra))
+}
+
+fn run_with_progress(job: &Job, quiet: bool) -> Result<Report, Error> {
+    let mut bar = progress::Bar::new(quiet);
+    let report = job.run(&mut |p, n| bar.update(p, n));
+    bar.finish();
+    report
+}
+
+fn to_json(r: &Report) -> String {
+    serde_json::to_string_pretty(r).expect("report serializes")
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    std::fs::write(path, bytes).map_err(|e| Error::io(path, e))
+}
+
+fn write_timeseries(path: &Path, r: &Report) -> Result<(), Error> {
+    let mut s = String::from(
+        "start_s,requests,reads,writes,trims,mean_latency_us,max_latency_us,host_pages_written,flash_pages_programmed,flash_pages_read,blocks_erased\n",
+    );
+    for w in &r.timeseries {
+        s.push_str(&format!(
+            "{},{},{},{},{},{:.3},{:.3},{},{},{},{}\n",
+            w.start_s,
+            w.requests,
+            w.reads,
+            w.writes,
+            w.trims,
+            w.mean_latency_us,
+            w.max_latency_us,
+            w.host_pages_written,
+            w.flash_pages_programmed,
+            w.flash_pages_read,
+            w.blocks_erased
+        ));
+    }
+    write_file(path, s.as_bytes())
+}
+
+/// Opens `path` for writing (gzip when it ends in .gz, stdout for "-"),
+/// runs `f` on it, and flushes.
+fn with_output<T>(path: &Path, f: impl FnOnce(&mut dyn Write) -> Result<T, Error>) -> Result<T, Error> {
+    let io = |e| Error::io(path, e);
+    if path == Path::new("-") {
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::new(stdout.lock());
+        let v = f(&mut out)?;
+        out.flush().map_err(io)?;
+        return Ok(v);
+    }
+    let file = std::fs::File::create(path).map_err(io)?;
+    let mut buf = std::io::BufWriter::with_capacity(1 << 20, file);
+    if path.extension().is_some_and(|e| e == "gz") {
+        let mut gz = flate2::write::GzEncoder::new(buf, flate2::Compression::fast());
+        let v = f(&mut gz)?;
+        gz.finish().map_err(io)?.flush().map_err(io)?;
+        Ok(v)
+    } else {
+        let v = f(&mut buf)?;
+        buf.flush().map_err(io)?;
+        Ok(v)
+    }
+}

@@ -16,6 +16,7 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod ftl;
+pub mod job;
 pub mod nand;
 pub mod report;
 pub mod rng;

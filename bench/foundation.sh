@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Foundation benchmark (issue: page FTL speed and memory). One command:
+#   bash bench/foundation.sh
+# 1. 1,000,000 random 4 KiB writes from a text trace over a 16 GiB logical
+#    space, 8-channel page-mapped drive, preconditioned so GC runs:
+#    host requests per wall-clock second (parsing included) and flash page
+#    operations (reads + programs) per second.
+# 2. Bytes of peak RSS per physical page on a 1 TiB-raw drive (no payloads).
+# 3. Peak RSS of a 50M-request gzip trace vs the 1M one (constant memory).
+# Set FTLSIM_BENCH_LONG=0 to skip step 3 (it writes a ~400 MB file).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=bench-out
+mkdir -p "$out"
+cargo build --release -q -p ftlsim-cli
+bin=target/release/ftlsim
+
+field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, r))" "$@"; }
+
+echo "== 1. page FTL, 1M random 4 KiB writes, 16 GiB logical, 8 channels"
+$bin gen -c bench/page-8ch-16g.toml --workload rw=randwrite,bs=4k,ios=1000000,seed=7 -o "$out/randwrite-1m.csv"
+$bin run -c bench/page-8ch-16g.toml --trace "$out/randwrite-1m.csv" --mode closed --qd 32 \
+    --precondition fill=1.0,overwrite=1.0 --json "$out/page-1m.json" -q > /dev/null
+field "$out/page-1m.json" '"requests/s (wall): %.0f   flash page ops/s: %.0f   WA %.3f   GC invocations %d   wall %.3f s" % (requests / wall_time_s, (flash_pages_read + flash_pages_programmed) / wall_time_s, write_amplification, gc_invocations, wall_time_s)'
+
+echo "== 2. memory: 1 TiB raw drive, 1M random writes"
+$bin run -c bench/raw-1tib.toml --workload rw=randwrite,bs=4k,ios=1000000,seed=7,iodepth=32 \
+    --json "$out/raw-1tib.json" -q > /dev/null
+field "$out/raw-1tib.json" '"peak RSS %.2f GiB = %.2f bytes per physical page" % (peak_rss_bytes / 2**30, peak_rss_bytes / (physical_bytes / 4096))'
+
+if [ "${FTLSIM_BENCH_LONG:-1}" != 0 ]; then
+  echo "== 3. constant memory: 50M-request gzip trace vs 1M"
+  [ -f "$out/randwrite-50m.csv.gz" ] || \
+    $bin gen -c bench/page-8ch-16g.toml --workload rw=randwrite,bs=4k,ios=50000000,seed=7 -o "$out/randwrite-50m.csv.gz"
+  $bin run -c bench/page-8ch-16g.toml --trace "$out/randwrite-50m.csv.gz" --mode closed --qd 32 \
+      --json "$out/page-50m.json" -q > /dev/null
+  $bin run -c bench/page-8ch-16g.toml --trace "$out/randwrite-1m.csv" --mode closed --qd 32 \
+      --json "$out/page-1m-noprecond.json" -q > /dev/null
+  a=$(field "$out/page-1m-noprecond.json" 'peak_rss_bytes')
+  b=$(field "$out/page-50m.json" 'peak_rss_bytes')
+  field "$out/page-50m.json" '"50M requests: %.0f requests/s, wall %.1f s" % (requests / wall_time_s, wall_time_s)'
+  python3 -c "print('peak RSS 1M: %.1f MiB   50M: %.1f MiB   ratio %.3f' % ($a/2**20, $b/2**20, $b/$a))"
+fi

@@ -1,0 +1,99 @@
+//! A complete run described as data: config, input, preconditioning. This is
+//! what `ftlsim run`, `ftlsim compare` and the Python `ftlsim.run` execute,
+//! so every front end resolves inputs and arrival modes the same way.
+
+use crate::config::{Config, HostMode, OutOfRange};
+use crate::engine::host::RangePolicy;
+use crate::error::Result;
+use crate::report::{InputReport, Report};
+use crate::sim::{Precondition, RunOptions, Simulation};
+use crate::trace::{self, CmdSource, Format, OpenOptions, Progress};
+use crate::workload::{self, Arrival, WorkloadSpec};
+use std::path::PathBuf;
+
+/// Where a run's commands come from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Input {
+    Trace { path: PathBuf, format: Option<Format>, skip_bad_lines: bool },
+    /// A synthetic workload spec (`rw=randwrite,bs=4k,...`).
+    Workload(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub config: Config,
+    pub input: Input,
+    pub precondition: Option<Precondition>,
+}
+
+/// An opened input with the run options it implies.
+pub struct Prepared {
+    pub source: Box<dyn CmdSource>,
+    pub options: RunOptions,
+}
+
+impl Job {
+    /// Opens the input and derives the run options: a workload's `iodepth`
+    /// or `rate` picks the host mode; a trace uses the config's `[host]`.
+    pub fn prepare(&self, logical_sectors: u64) -> Result<Prepared> {
+        let mut options = RunOptions::from_config(&self.config);
+        options.input = InputReport {
+            out_of_range_policy: policy_name(self.config.host.out_of_range).into(),
+            ..InputReport::default()
+        };
+        let source: Box<dyn CmdSource> = match &self.input {
+            Input::Workload(text) => {
+                let mut spec = WorkloadSpec::parse(text)?;
+                // A spec without its own seed follows the run's seed.
+                if !text.contains("seed=") {
+                    spec.seed = self.config.seed;
+                }
+                match spec.arrival {
+                    Arrival::Closed { queue_depth } => {
+                        options.mode = HostMode::Closed;
+                        options.queue_depth = queue_depth;
+                    }
+                    Arrival::Open { .. } => options.mode = HostMode::Open,
+                }
+                let w = workload::generator(&spec, logical_sectors)?;
+                options.input.source = w.name().to_string();
+                Box::new(w)
+            }
+            Input::Trace { path, format, skip_bad_lines } => {
+                let open = |format: Option<Format>| {
+                    trace::open(path, &OpenOptions { format, skip_bad_lines: *skip_bad_lines })
+                };
+                let opened = open(format.clone())?;
+                if self.config.host.out_of_range == OutOfRange::Scale {
+                    // One extra streaming pass finds the trace's address span.
+                    let mut scan = open(Some(opened.format.clone()))?;
+                    let stats = trace::stats(scan.source.as_mut())?;
+                    options.range = RangePolicy::Scale { source_sectors: stats.max_end_sector };
+                }
+                options.input.source = path.display().to_string();
+                options.input.format = Some(opened.format.to_string());
+                options.input.format_detected = opened.detected;
+                opened.source
+            }
+        };
+        Ok(Prepared { source, options })
+    }
+
+    /// Builds the drive, preconditions it, and runs the input to its end.
+    pub fn run(&self, on_progress: &mut dyn FnMut(Progress, u64) -> bool) -> Result<Report> {
+        let mut sim = Simulation::new(self.config.clone())?;
+        let mut prepared = self.prepare(sim.logical_sectors())?;
+        if let Some(p) = self.precondition {
+            sim.precondition(p)?;
+        }
+        sim.run(prepared.source.as_mut(), &prepared.options, on_progress)
+    }
+}
+
+fn policy_name(p: OutOfRange) -> &'static str {
+    match p {
+        OutOfRange::Error => "error",
+        OutOfRange::Wrap => "wrap",
+        OutOfRange::Scale => "scale",
+    }
+}
