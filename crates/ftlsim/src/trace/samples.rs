@@ -169,3 +169,97 @@ fn gzip_sample_detects_and_counts() {
     let p = o.source.progress();
     assert_eq!(Some(p.done), p.total);
 }
+
+/// Parse rate on generated traces; run with
+/// `cargo test --release -p ftlsim parse_rate -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn parse_rate() {
+    use std::fmt::Write as _;
+    use std::time::Instant;
+    const LINES: u64 = 5_000_000;
+    type Gen = fn(u64, &mut String);
+    let gens: &[(&str, Gen)] = &[
+        ("mqsim", |i, s| {
+            let _ = writeln!(s, "{} 1 {} 8 {}", i * 1000, (i * 7919) % 100_000_000, i & 1);
+        }),
+        ("csv", |i, s| {
+            let _ = writeln!(
+                s,
+                "{},{},{},8",
+                i * 1000,
+                if i & 1 == 0 { 'R' } else { 'W' },
+                (i * 7919) % 100_000_000
+            );
+        }),
+        ("spc", |i, s| {
+            let _ = writeln!(
+                s,
+                "0,{},4096,{},{}.{:06}",
+                (i * 7919) % 100_000_000,
+                if i & 1 == 0 { 'r' } else { 'w' },
+                i / 1000,
+                i % 1000
+            );
+        }),
+        ("msr", |i, s| {
+            let _ = writeln!(
+                s,
+                "{},hm,0,{},{},4096,2833",
+                128166385295514663 + i * 100,
+                if i & 1 == 0 { "Read" } else { "Write" },
+                (i * 7919) % 100_000_000 * 512
+            );
+        }),
+        ("blkparse", |i, s| {
+            let _ = writeln!(
+                s,
+                "  8,16   3 {:>8} {:>5}.{:09}  3645  D   R {} + 256 [java]",
+                i,
+                i / 1000,
+                i % 1000,
+                (i * 7919) % 100_000_000
+            );
+        }),
+    ];
+    for (fmt, g) in gens {
+        let mut s = String::with_capacity(LINES as usize * 40);
+        if *fmt == "csv" {
+            s.push_str("time_ns,op,sector,sectors\n");
+        }
+        for i in 0..LINES {
+            g(i, &mut s);
+        }
+        let t = super::input::testutil::write_file("rate", s.as_bytes());
+        for gz in [false, true] {
+            let path = if gz {
+                let p = t.path.with_extension("gz");
+                std::fs::write(&p, super::input::testutil::gzip(s.as_bytes())).unwrap();
+                p
+            } else {
+                t.path.clone()
+            };
+            let mut o = open(
+                &path,
+                &OpenOptions {
+                    format: Some(fmt.parse().unwrap()),
+                    skip_bad_lines: false,
+                },
+            )
+            .unwrap();
+            let start = Instant::now();
+            let mut n = 0u64;
+            while let Some(c) = o.source.next_cmd().unwrap() {
+                n += c.sectors & 1;
+                n += 1;
+            }
+            let secs = start.elapsed().as_secs_f64();
+            assert!(n >= LINES);
+            println!(
+                "{fmt:>9} gzip={gz:<5}: {:.1} M lines/s ({:.0} MB/s)",
+                LINES as f64 / secs / 1e6,
+                s.len() as f64 / secs / 1e6
+            );
+        }
+    }
+}

@@ -96,25 +96,49 @@ fn trim_end(mut line: &[u8]) -> &[u8] {
     line
 }
 
+impl<P: LineParser> TextSource<P> {
+    /// Hands the next line to `f`, parsed in place in the reader's buffer
+    /// when it lies whole inside it (the common case: no copy), else
+    /// assembled in `self.buf`. `Ok(None)` at the end of the input.
+    #[inline]
+    fn with_next_line<T>(&mut self, f: impl FnOnce(&mut P, &[u8]) -> T) -> Result<Option<T>> {
+        self.line += 1;
+        let avail = self
+            .reader
+            .fill_buf()
+            .map_err(|e| Error::io(&self.name, e))?;
+        if let Some(pos) = memchr::memchr(b'\n', avail) {
+            let out = f(&mut self.parser, &avail[..pos]);
+            self.reader.consume(pos + 1);
+            return Ok(Some(out));
+        }
+        // The line straddles buffer refills (or is the last, unterminated one).
+        self.buf.clear();
+        let n = self
+            .reader
+            .read_until(b'\n', &mut self.buf)
+            .map_err(|e| Error::io(&self.name, e))?;
+        if n == 0 {
+            return Ok(None);
+        }
+        Ok(Some(f(&mut self.parser, &self.buf)))
+    }
+}
+
 impl<P: LineParser> CmdSource for TextSource<P> {
     fn next_cmd(&mut self) -> Result<Option<HostCmd>> {
         loop {
-            self.buf.clear();
-            let n = self
-                .reader
-                .read_until(b'\n', &mut self.buf)
-                .map_err(|e| Error::io(&self.name, e))?;
-            if n == 0 {
-                return Ok(None);
-            }
-            self.line += 1;
-            let line = trim_end(&self.buf);
-            if line.is_empty() || line.iter().all(|b| b.is_ascii_whitespace()) {
-                continue;
-            }
-            match self.parser.parse(line) {
-                Ok(Parsed::Ignore) => {}
-                Ok(Parsed::Cmd(raw)) => {
+            let parsed = self.with_next_line(|parser, line| {
+                let line = trim_end(line);
+                if line.is_empty() || line.iter().all(|b| b.is_ascii_whitespace()) {
+                    return Ok(Parsed::Ignore);
+                }
+                parser.parse(line)
+            })?;
+            match parsed {
+                None => return Ok(None),
+                Some(Ok(Parsed::Ignore)) => {}
+                Some(Ok(Parsed::Cmd(raw))) => {
                     if raw.sectors == 0 && raw.op != Op::Flush {
                         self.tally.zero_length += 1;
                         continue;
@@ -127,7 +151,7 @@ impl<P: LineParser> CmdSource for TextSource<P> {
                         sectors: raw.sectors,
                     }));
                 }
-                Err(reason) => {
+                Some(Err(reason)) => {
                     if self.tally.skip_bad {
                         self.tally.skipped += 1;
                     } else {
