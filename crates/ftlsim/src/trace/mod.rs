@@ -7,10 +7,55 @@
 //! the reader was opened with `skip_bad_lines`, in which case it is skipped
 //! and counted. Offsets beyond the device are not the reader's business: the
 //! host layer applies the out-of-range policy.
+//!
+//! Policies common to every reader:
+//! - times are converted to ns and made relative to the first command; a
+//!   timestamp earlier than its predecessor is kept as-is (one earlier than
+//!   the first command becomes zero): the host layer clamps and counts;
+//! - byte offsets and sizes are widened to whole 512 B sectors;
+//! - zero-length reads, writes and trims are skipped and counted apart
+//!   ([`CmdSource::zero_length`]), not treated as errors: they move no data
+//!   and real traces contain them;
+//! - device / volume / ASU numbers are ignored: everything in one file
+//!   shares one address space, offsets kept as recorded.
+//!
+//! Entry points: [`open`] (with [`detect`] when no format is given),
+//! [`write_trace`] and [`stats`].
+
+pub mod alibaba;
+pub mod blkparse;
+pub mod blktrace;
+pub mod csv;
+pub mod detect;
+pub mod disksim;
+pub mod fiu;
+pub mod format;
+mod input;
+pub mod mqsim;
+pub mod msr;
+mod num;
+pub mod spc;
+pub mod ssdsim;
+pub mod stats;
+pub mod systor17;
+pub mod tencent;
+mod text;
+pub mod wiscsee;
+pub mod writer;
+
+#[cfg(test)]
+mod samples;
+
+pub use csv::{CsvSpec, Header, Sep, TimeUnit};
+pub use detect::detect;
+pub use format::{Format, formats};
+pub use stats::{TraceStats, stats};
+pub use writer::write_trace;
 
 use crate::error::Result;
 use crate::units::{Sector, SimTime};
 use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 /// What a host command asks the drive to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -62,7 +107,72 @@ pub trait CmdSource: Send {
         0
     }
 
+    /// Zero-length reads, writes and trims skipped (they are not errors).
+    fn zero_length(&self) -> u64 {
+        0
+    }
+
     fn progress(&self) -> Progress {
         Progress::default()
     }
+}
+
+/// How to open a trace.
+#[derive(Clone, Debug, Default)]
+pub struct OpenOptions {
+    /// The format; `None` detects it from the file's content.
+    pub format: Option<Format>,
+    /// Skip and count malformed lines instead of failing on the first one.
+    pub skip_bad_lines: bool,
+}
+
+/// An opened trace.
+pub struct Opened {
+    pub source: Box<dyn CmdSource>,
+    pub format: Format,
+    /// True if the format was detected rather than given.
+    pub detected: bool,
+}
+
+/// Opens a trace file (plain or gzip) as a command source.
+pub fn open(path: &Path, opts: &OpenOptions) -> Result<Opened> {
+    let (format, detected) = match &opts.format {
+        Some(f) => (f.clone(), false),
+        None => (detect(path)?, true),
+    };
+    let skip = opts.skip_bad_lines;
+    fn text<P: text::LineParser + 'static>(
+        i: input::Input,
+        p: P,
+        skip: bool,
+    ) -> Box<dyn CmdSource> {
+        Box::new(text::TextSource::new(i, p, skip))
+    }
+    let i = || input::open_input(path);
+    let source: Box<dyn CmdSource> = match &format {
+        Format::Spc => text(i()?, spc::SpcParser, skip),
+        Format::Msr => text(i()?, msr::MsrParser, skip),
+        Format::Blkparse => {
+            let event = blkparse::choose_event(path)?;
+            text(i()?, blkparse::BlkparseParser { event }, skip)
+        }
+        Format::Blktrace => {
+            let event = blktrace::choose_event(path)?;
+            Box::new(blktrace::BlktraceSource::new(i()?, event, skip))
+        }
+        Format::Disksim => text(i()?, disksim::DisksimParser, skip),
+        Format::Ssdsim => text(i()?, ssdsim::SsdsimParser, skip),
+        Format::Mqsim => text(i()?, mqsim::MqsimParser, skip),
+        Format::Fiu => text(i()?, fiu::FiuParser, skip),
+        Format::Systor17 => text(i()?, systor17::Systor17Parser::default(), skip),
+        Format::Tencent => text(i()?, tencent::TencentParser, skip),
+        Format::Alibaba => text(i()?, alibaba::AlibabaParser, skip),
+        Format::Wiscsee => text(i()?, wiscsee::WiscseeParser, skip),
+        Format::Csv(spec) => text(i()?, csv::CsvParser::new(spec.clone()), skip),
+    };
+    Ok(Opened {
+        source,
+        format,
+        detected,
+    })
 }

@@ -1,0 +1,184 @@
+//! The line loop shared by every text reader.
+//!
+//! A format only says how one line becomes a command ([`LineParser`]); this
+//! module owns the rest so every format behaves the same: one reused line
+//! buffer, 1-based line numbers in errors, blank lines ignored, bad lines
+//! either reported or skipped and counted, zero-length requests skipped and
+//! counted (they move no data, and some real traces contain them), and times
+//! rebased so the first command arrives at zero.
+
+use super::input::{ByteCounter, Input};
+use super::{CmdSource, HostCmd, Op, Progress};
+use crate::error::{Error, Result};
+use crate::units::{Sector, SimTime};
+use std::io::BufRead;
+
+/// One command as a format states it, before rebasing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Raw {
+    /// Absolute time in the trace's own epoch, converted to ns.
+    pub time_ns: u64,
+    pub op: Op,
+    pub start: u64,
+    pub sectors: u64,
+}
+
+pub(crate) enum Parsed {
+    Cmd(Raw),
+    /// A line that carries no command: a header, another event type, a
+    /// summary line.
+    Ignore,
+}
+
+pub(crate) trait LineParser: Send {
+    /// Parses one line, without its line terminator and never blank.
+    fn parse(&mut self, line: &[u8]) -> std::result::Result<Parsed, String>;
+}
+
+/// Turns absolute trace times into times relative to the first command.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Rebase {
+    first: Option<u64>,
+}
+
+impl Rebase {
+    /// Times earlier than the first command's saturate to zero: the host
+    /// layer, not the reader, deals with time going backwards.
+    #[inline]
+    pub fn apply(&mut self, t: u64) -> SimTime {
+        let first = *self.first.get_or_insert(t);
+        SimTime(t.saturating_sub(first))
+    }
+}
+
+/// Shared counters and the skip policy, used by text and binary readers.
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    pub skip_bad: bool,
+    pub skipped: u64,
+    pub zero_length: u64,
+}
+
+pub(crate) struct TextSource<P> {
+    name: String,
+    reader: Box<dyn BufRead + Send>,
+    counter: ByteCounter,
+    buf: Vec<u8>,
+    line: u64,
+    parser: P,
+    tally: Tally,
+    rebase: Rebase,
+}
+
+impl<P: LineParser> TextSource<P> {
+    pub fn new(input: Input, parser: P, skip_bad: bool) -> Self {
+        TextSource {
+            name: input.path.display().to_string(),
+            reader: input.reader,
+            counter: input.counter,
+            buf: Vec::with_capacity(256),
+            line: 0,
+            parser,
+            tally: Tally {
+                skip_bad,
+                ..Tally::default()
+            },
+            rebase: Rebase::default(),
+        }
+    }
+}
+
+#[inline]
+fn trim_end(mut line: &[u8]) -> &[u8] {
+    while let [rest @ .., b'\n' | b'\r' | b' ' | b'\t'] = line {
+        line = rest;
+    }
+    line
+}
+
+impl<P: LineParser> TextSource<P> {
+    /// Hands the next line to `f`, parsed in place in the reader's buffer
+    /// when it lies whole inside it (the common case: no copy), else
+    /// assembled in `self.buf`. `Ok(None)` at the end of the input.
+    #[inline]
+    fn with_next_line<T>(&mut self, f: impl FnOnce(&mut P, &[u8]) -> T) -> Result<Option<T>> {
+        self.line += 1;
+        let avail = self
+            .reader
+            .fill_buf()
+            .map_err(|e| Error::io(&self.name, e))?;
+        if let Some(pos) = memchr::memchr(b'\n', avail) {
+            let out = f(&mut self.parser, &avail[..pos]);
+            self.reader.consume(pos + 1);
+            return Ok(Some(out));
+        }
+        // The line straddles buffer refills (or is the last, unterminated one).
+        self.buf.clear();
+        let n = self
+            .reader
+            .read_until(b'\n', &mut self.buf)
+            .map_err(|e| Error::io(&self.name, e))?;
+        if n == 0 {
+            return Ok(None);
+        }
+        Ok(Some(f(&mut self.parser, &self.buf)))
+    }
+}
+
+impl<P: LineParser> CmdSource for TextSource<P> {
+    fn next_cmd(&mut self) -> Result<Option<HostCmd>> {
+        loop {
+            let parsed = self.with_next_line(|parser, line| {
+                let line = trim_end(line);
+                if line.is_empty() || line.iter().all(|b| b.is_ascii_whitespace()) {
+                    return Ok(Parsed::Ignore);
+                }
+                parser.parse(line)
+            })?;
+            match parsed {
+                None => return Ok(None),
+                Some(Ok(Parsed::Ignore)) => {}
+                Some(Ok(Parsed::Cmd(raw))) => {
+                    if raw.sectors == 0 && raw.op != Op::Flush {
+                        self.tally.zero_length += 1;
+                        continue;
+                    }
+                    let time = self.rebase.apply(raw.time_ns);
+                    return Ok(Some(HostCmd {
+                        time,
+                        op: raw.op,
+                        start: Sector(raw.start),
+                        sectors: raw.sectors,
+                    }));
+                }
+                Some(Err(reason)) => {
+                    if self.tally.skip_bad {
+                        self.tally.skipped += 1;
+                    } else {
+                        return Err(Error::Trace {
+                            file: self.name.clone(),
+                            line: self.line,
+                            reason,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn skipped_lines(&self) -> u64 {
+        self.tally.skipped
+    }
+
+    fn zero_length(&self) -> u64 {
+        self.tally.zero_length
+    }
+
+    fn progress(&self) -> Progress {
+        self.counter.progress()
+    }
+}
