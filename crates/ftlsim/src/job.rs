@@ -68,7 +68,7 @@ impl Job {
                     // One extra streaming pass finds the trace's address span.
                     let mut scan = open(Some(opened.format.clone()))?;
                     let stats = trace::stats(scan.source.as_mut())?;
-                    options.range = RangePolicy::Scale { source_sectors: stats.max_end_sector };
+                    options.range = RangePolicy::Scale { source_sectors: stats.max_end_sector.unwrap_or(0) };
                 }
                 options.input.source = path.display().to_string();
                 options.input.format = Some(opened.format.to_string());
