@@ -19,8 +19,8 @@
 //! - device / volume / ASU numbers are ignored: everything in one file
 //!   shares one address space, offsets kept as recorded.
 //!
-//! Entry points: [`open`] (with [`detect`] when no format is given),
-//! [`write_trace`] and [`stats`].
+//! Entry points: [`open`] (with [`detect()`] when no format is given),
+//! [`write_trace`] and [`stats()`].
 
 pub mod alibaba;
 pub mod blkparse;
