@@ -15,9 +15,12 @@
 //! WRITE, any other with bytes → READ, flush without bytes → FLUSH; the rest
 //! (notify records, zero-byte events) is skipped silently.
 //!
-//! Simplifications: only the one file given is read, not its sibling per-CPU
-//! files (merge them with `blkparse -d` or read each CPU separately); the
-//! device field is ignored. "Line" in error messages is the 1-based record
+//! blktrace writes one file per CPU. Opening `NAME.blktrace.N` reads every
+//! sibling `NAME.blktrace.*` in the same directory (same suffix after the
+//! CPU number, e.g. `.gz`) and merges them by timestamp, as blkparse does;
+//! a file whose name does not follow that pattern is read alone.
+//!
+//! Simplification: the device field is ignored. "Line" in error messages is the 1-based record
 //! number. A record with a bad magic means the stream is corrupt from there
 //! on, so it is always an error, even with `skip_bad_lines`; a truncated final
 //! record is a bad record (skipped and counted with `skip_bad_lines`).
@@ -28,7 +31,7 @@ use super::{CmdSource, HostCmd, Op, Progress};
 use crate::error::{Error, Result};
 use crate::units::{SECTOR_BYTES, Sector};
 use std::io::{self, BufRead, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub(crate) const MAGIC: u32 = 0x6561_7400;
 pub(crate) const VERSION: u32 = 0x07;
@@ -231,8 +234,41 @@ fn decode(rec: &Record) -> Option<(Op, u64, u64)> {
     Some((op, rec.sector, sectors))
 }
 
+type RawCmd = (u64, Op, u64, u64);
+
 impl CmdSource for BlktraceSource {
     fn next_cmd(&mut self) -> Result<Option<HostCmd>> {
+        Ok(self.next_raw()?.map(|(t, op, start, sectors)| {
+            let time = self.rebase.apply(t);
+            HostCmd {
+                time,
+                op,
+                start: Sector(start),
+                sectors,
+            }
+        }))
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn skipped_lines(&self) -> u64 {
+        self.tally.skipped
+    }
+
+    fn zero_length(&self) -> u64 {
+        self.tally.zero_length
+    }
+
+    fn progress(&self) -> Progress {
+        self.counter.progress()
+    }
+}
+
+impl BlktraceSource {
+    /// The next command with its absolute trace time.
+    fn next_raw(&mut self) -> Result<Option<RawCmd>> {
         while !self.done {
             let next = self.records.next().map_err(|e| Error::io(&self.name, e))?;
             self.record += 1;
@@ -276,15 +312,55 @@ impl CmdSource for BlktraceSource {
                 self.tally.zero_length += 1;
                 continue;
             }
-            let time = self.rebase.apply(rec.time);
-            return Ok(Some(HostCmd {
-                time,
-                op,
-                start: Sector(start),
-                sectors,
-            }));
+            return Ok(Some((rec.time, op, start, sectors)));
         }
         Ok(None)
+    }
+}
+
+/// Per-CPU files of one capture, merged by time.
+pub(crate) struct MergedSource {
+    name: String,
+    parts: Vec<BlktraceSource>,
+    heads: Vec<Option<RawCmd>>,
+    /// The part whose head was taken last and must be refilled: refilling
+    /// lazily means an error there cannot lose the command already returned.
+    refill: Option<usize>,
+    started: bool,
+    rebase: Rebase,
+}
+
+impl CmdSource for MergedSource {
+    fn next_cmd(&mut self) -> Result<Option<HostCmd>> {
+        if !self.started {
+            for (part, head) in self.parts.iter_mut().zip(self.heads.iter_mut()) {
+                *head = part.next_raw()?;
+            }
+            self.started = true;
+        }
+        if let Some(i) = self.refill.take() {
+            self.heads[i] = self.parts[i].next_raw()?;
+        }
+        let mut best: Option<(usize, u64)> = None;
+        for (i, head) in self.heads.iter().enumerate() {
+            if let Some((t, ..)) = head
+                && best.is_none_or(|(_, bt)| *t < bt)
+            {
+                best = Some((i, *t));
+            }
+        }
+        let Some((i, _)) = best else { return Ok(None) };
+        let Some((t, op, start, sectors)) = self.heads[i].take() else {
+            return Ok(None);
+        };
+        self.refill = Some(i);
+        let time = self.rebase.apply(t);
+        Ok(Some(HostCmd {
+            time,
+            op,
+            start: Sector(start),
+            sectors,
+        }))
     }
 
     fn name(&self) -> &str {
@@ -292,16 +368,102 @@ impl CmdSource for BlktraceSource {
     }
 
     fn skipped_lines(&self) -> u64 {
-        self.tally.skipped
+        self.parts.iter().map(|p| p.tally.skipped).sum()
     }
 
     fn zero_length(&self) -> u64 {
-        self.tally.zero_length
+        self.parts.iter().map(|p| p.tally.zero_length).sum()
     }
 
     fn progress(&self) -> Progress {
-        self.counter.progress()
+        let mut p = Progress {
+            done: 0,
+            total: Some(0),
+        };
+        for part in &self.parts {
+            let q = part.counter.progress();
+            p.done += q.done;
+            p.total = p.total.zip(q.total).map(|(a, b)| a + b);
+        }
+        p
     }
+}
+
+/// The per-CPU siblings of `path` (including itself), sorted by CPU, or just
+/// `path` if its name is not `NAME.blktrace.N[SUFFIX]`.
+pub(crate) fn siblings(path: &Path) -> Vec<PathBuf> {
+    let alone = vec![path.to_path_buf()];
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return alone;
+    };
+    let Some((prefix, _, suffix)) = split_cpu_name(name) else {
+        return alone;
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return alone;
+    };
+    let mut found: Vec<(u64, PathBuf)> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let n = e.file_name().into_string().ok()?;
+            let (p, c, s) = split_cpu_name(&n)?;
+            (p == prefix && s == suffix && e.path().is_file()).then(|| (c, dir.join(&n)))
+        })
+        .collect();
+    if found.is_empty() {
+        return alone;
+    }
+    found.sort();
+    found.into_iter().map(|(_, p)| p).collect()
+}
+
+/// `sda.blktrace.12.gz` → (`sda`, 12, `.gz`).
+fn split_cpu_name(name: &str) -> Option<(&str, u64, &str)> {
+    let idx = name.rfind(".blktrace.")?;
+    let rest = &name[idx + ".blktrace.".len()..];
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let cpu = rest[..digits].parse().ok()?;
+    Some((&name[..idx], cpu, &rest[digits..]))
+}
+
+/// Opens a capture: all its per-CPU files, merged if there are several.
+pub(crate) fn open_capture(path: &Path, skip_bad: bool) -> Result<Box<dyn CmdSource>> {
+    let files = siblings(path);
+    // The event type is chosen per capture: issue events if any CPU has them.
+    let mut event = TA_QUEUE;
+    for f in &files {
+        if choose_event(f)? == TA_ISSUE {
+            event = TA_ISSUE;
+            break;
+        }
+    }
+    let mut parts = Vec::with_capacity(files.len());
+    for f in &files {
+        parts.push(BlktraceSource::new(open_input(f)?, event, skip_bad));
+    }
+    if parts.len() == 1
+        && let Some(only) = parts.pop()
+    {
+        return Ok(Box::new(only));
+    }
+    let name = format!(
+        "{} (+{} CPU files)",
+        path.display(),
+        parts.len().saturating_sub(1)
+    );
+    let heads = vec![None; parts.len()];
+    Ok(Box::new(MergedSource {
+        name,
+        parts,
+        heads,
+        refill: None,
+        started: false,
+        rebase: Rebase::default(),
+    }))
 }
 
 /// Issue events if the file has any, else queue events if it has any.
@@ -501,6 +663,41 @@ mod tests {
         let (cmds, _) = read_all_bytes("blktrace", &v, false).unwrap();
         assert_eq!(cmds.len(), 2);
         assert_eq!(cmds[1].time.0, 20);
+    }
+
+    #[test]
+    fn merges_cpu_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let issue = |cat: u32| TA_ISSUE | ((ISSUE_TC | cat) << 16);
+        let mut cpu0 = Vec::new();
+        encode(&mut cpu0, false, 0, 100, 1, 512, issue(TC_READ), &[]);
+        encode(&mut cpu0, false, 1, 400, 4, 512, issue(TC_READ), &[]);
+        let mut cpu1 = Vec::new();
+        encode(&mut cpu1, false, 0, 200, 2, 512, issue(TC_WRITE), &[]);
+        encode(&mut cpu1, false, 1, 300, 3, 512, issue(TC_WRITE), &[]);
+        std::fs::write(dir.path().join("sdb.blktrace.0"), &cpu0).unwrap();
+        std::fs::write(dir.path().join("sdb.blktrace.1"), gzip(&cpu1)).unwrap();
+        std::fs::write(
+            dir.path().join("sdb.blktrace.1.gz"),
+            b"other suffix: not a sibling",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("sdc.blktrace.0"), b"other device").unwrap();
+        let path = dir.path().join("sdb.blktrace.1");
+        assert_eq!(siblings(&path).len(), 2);
+        let mut src = open_capture(&path, false).unwrap();
+        let mut got = Vec::new();
+        while let Some(c) = src.next_cmd().unwrap() {
+            got.push((c.time.0, c.start.0));
+        }
+        assert_eq!(got, vec![(0, 1), (100, 2), (200, 3), (300, 4)]);
+        let p = src.progress();
+        assert_eq!(Some(p.done), p.total);
+        assert_eq!(
+            split_cpu_name("a.b.blktrace.12.gz"),
+            Some(("a.b", 12, ".gz"))
+        );
+        assert_eq!(split_cpu_name("sda.blktrace"), None);
     }
 
     #[test]

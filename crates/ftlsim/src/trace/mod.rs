@@ -19,8 +19,8 @@
 //! - device / volume / ASU numbers are ignored: everything in one file
 //!   shares one address space, offsets kept as recorded.
 //!
-//! Entry points: [`open`] (with [`detect`] when no format is given),
-//! [`write_trace`] and [`stats`].
+//! Entry points: [`open`] (with [`detect()`] when no format is given),
+//! [`write_trace`] and [`stats()`].
 
 pub mod alibaba;
 pub mod blkparse;
@@ -156,10 +156,7 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Opened> {
             let event = blkparse::choose_event(path)?;
             text(i()?, blkparse::BlkparseParser { event }, skip)
         }
-        Format::Blktrace => {
-            let event = blktrace::choose_event(path)?;
-            Box::new(blktrace::BlktraceSource::new(i()?, event, skip))
-        }
+        Format::Blktrace => blktrace::open_capture(path, skip)?,
         Format::Disksim => text(i()?, disksim::DisksimParser, skip),
         Format::Ssdsim => text(i()?, ssdsim::SsdsimParser, skip),
         Format::Mqsim => text(i()?, mqsim::MqsimParser, skip),

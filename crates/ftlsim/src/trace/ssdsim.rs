@@ -6,7 +6,7 @@
 //! reader (`sscanf(... "%lld %d %d %d %d")`).
 //!
 //! The layout coincides with MQSim's ASCII format, so the two parse the same
-//! way; see [`detect`](super::detect) for how a file is attributed.
+//! way; see [`detect`](mod@super::detect) for how a file is attributed.
 //! Simplification: the device number is ignored.
 
 use super::Op;

@@ -50,7 +50,9 @@ pub fn stats(src: &mut dyn CmdSource) -> Result<TraceStats> {
         }
         if c.op != Op::Flush {
             s.min_sector = Some(s.min_sector.map_or(c.start.0, |m| m.min(c.start.0)));
-            s.max_end_sector = Some(s.max_end_sector.map_or(c.end().0, |m| m.max(c.end().0)));
+            // Saturating: a synthetic source is not bound by the readers' checks.
+            let end = c.start.0.saturating_add(c.sectors);
+            s.max_end_sector = Some(s.max_end_sector.map_or(end, |m| m.max(end)));
         }
         if c.time.0 < prev {
             s.backwards_timestamps += 1;

@@ -182,3 +182,55 @@ impl<P: LineParser> CmdSource for TextSource<P> {
         self.counter.progress()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::formats;
+    use super::super::input::testutil::read_all;
+    use proptest::prelude::*;
+
+    /// Lines made of the characters trace fields are built from, so random
+    /// input gets deep into the parsers rather than failing at the first byte.
+    fn lines() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(
+            prop_oneof![
+                Just(b'0'),
+                Just(b'1'),
+                Just(b'9'),
+                Just(b','),
+                Just(b' '),
+                Just(b'\t'),
+                Just(b'\n'),
+                Just(b'\r'),
+                Just(b'.'),
+                Just(b'-'),
+                Just(b'+'),
+                Just(b'e'),
+                Just(b'R'),
+                Just(b'W'),
+                Just(b'D'),
+                Just(b'F'),
+                any::<u8>(),
+            ],
+            0..300,
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+        #[test]
+        fn no_panic_on_any_input(data in lines(), head in 0usize..3) {
+            let prefixes: [&[u8]; 3] = [b"", b"  8,0 1 1 0.1 5 D W 8 + 8 [x]\n", b"\x07\x74\x61\x65"];
+            let mut input = prefixes[head].to_vec();
+            input.extend_from_slice(&data);
+            for name in formats() {
+                for skip in [false, true] {
+                    let _ = read_all(name, &input, skip);
+                }
+            }
+            let _ = read_all("csv:time=2,op=0,offset=1,size=3,sep=ws,header=auto,time_unit=filetime", &input, true);
+            let _ = super::super::detect::detect_bytes(&input, std::path::Path::new("x"));
+        }
+    }
+}

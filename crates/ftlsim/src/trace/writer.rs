@@ -96,7 +96,9 @@ fn write_one(
         s.checked_mul(SECTOR_BYTES)
             .ok_or(U("an offset beyond 2^64 bytes"))
     };
-    let size = len * SECTOR_BYTES;
+    let size = len
+        .checked_mul(SECTOR_BYTES)
+        .ok_or(U("a request of 2^64 bytes or more"))?;
     let rw = |read: &'static str, write: &'static str| match c.op {
         Op::Read => Ok(read),
         Op::Write => Ok(write),
