@@ -294,8 +294,7 @@ fn compare(a: CompareArgs) -> Result<(), Error> {
         if a.ftl.is_empty() { vec![None] } else { a.ftl.iter().cloned().map(Some).collect() };
     let mut variants: Vec<(String, Vec<String>)> = vec![(String::new(), Vec::new())];
     for v in &a.vary {
-        let (key, values) =
-            v.split_once('=').ok_or_else(|| Error::config(v, "--vary takes KEY=VALUE1,VALUE2,..."))?;
+        let (key, values) = v.split_once('=').ok_or_else(|| Error::config(v, "--vary takes KEY=VALUE1,VALUE2,..."))?;
         variants = variants
             .iter()
             .flat_map(|(label, sets)| {

@@ -14,7 +14,11 @@ use std::path::PathBuf;
 /// Where a run's commands come from.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Input {
-    Trace { path: PathBuf, format: Option<Format>, skip_bad_lines: bool },
+    Trace {
+        path: PathBuf,
+        format: Option<Format>,
+        skip_bad_lines: bool,
+    },
     /// A synthetic workload spec (`rw=randwrite,bs=4k,...`).
     Workload(String),
 }

@@ -22,20 +22,12 @@ impl LineParser for AlibabaParser {
             b"R" | b"r" => Op::Read,
             b"W" | b"w" => Op::Write,
             other => {
-                return Err(format!(
-                    "unknown opcode '{}' (expected R or W)",
-                    show(other)
-                ));
+                return Err(format!("unknown opcode '{}' (expected R or W)", show(other)));
             }
         };
         let (start, sectors) = byte_range(int("offset", f[2])?, int("length", f[3])?)?;
         let time_ns = scaled("timestamp", f[4], 3)?;
-        Ok(Parsed::Cmd(Raw {
-            time_ns,
-            op,
-            start,
-            sectors,
-        }))
+        Ok(Parsed::Cmd(Raw { time_ns, op, start, sectors }))
     }
 }
 
@@ -48,14 +40,8 @@ mod tests {
     fn parses() {
         let data = b"0,W,126703644672,4096,1577808000000047\n0,R,0,512,1577808000000100\n";
         let (cmds, _) = read_all("alibaba", data, false).unwrap();
-        assert_eq!(
-            (cmds[0].time.0, cmds[0].op, cmds[0].start.0, cmds[0].sectors),
-            (0, Op::Write, 247_468_056, 8)
-        );
-        assert_eq!(
-            (cmds[1].time.0, cmds[1].op, cmds[1].start.0, cmds[1].sectors),
-            (53_000, Op::Read, 0, 1)
-        );
+        assert_eq!((cmds[0].time.0, cmds[0].op, cmds[0].start.0, cmds[0].sectors), (0, Op::Write, 247_468_056, 8));
+        assert_eq!((cmds[1].time.0, cmds[1].op, cmds[1].start.0, cmds[1].sectors), (53_000, Op::Read, 0, 1));
     }
 
     #[test]

@@ -39,10 +39,7 @@ fn is_dev(f: &[u8]) -> bool {
         return false;
     };
     let (maj, min) = (&f[..comma], &f[comma + 1..]);
-    !maj.is_empty()
-        && !min.is_empty()
-        && maj.iter().all(u8::is_ascii_digit)
-        && min.iter().all(u8::is_ascii_digit)
+    !maj.is_empty() && !min.is_empty() && maj.iter().all(u8::is_ascii_digit) && min.iter().all(u8::is_ascii_digit)
 }
 
 /// Lines of blkparse's closing summary.
@@ -50,12 +47,7 @@ pub(crate) fn is_summary(line: &[u8]) -> bool {
     let trimmed = line.trim_ascii_start();
     let indented = trimmed.len() < line.len();
     let head_of = |p: &[u8]| trimmed.starts_with(p);
-    if head_of(b"CPU")
-        || head_of(b"Total (")
-        || head_of(b"Throughput")
-        || head_of(b"Events (")
-        || head_of(b"Skips:")
-    {
+    if head_of(b"CPU") || head_of(b"Total (") || head_of(b"Throughput") || head_of(b"Events (") || head_of(b"Skips:") {
         return true;
     }
     // Statistic lines: indented, start with a word, and carry a colon.
@@ -66,11 +58,7 @@ pub(crate) fn is_summary(line: &[u8]) -> bool {
 pub(crate) fn event_action(line: &[u8]) -> Option<u8> {
     let mut f = [&b""[..]; 6];
     let n = split_ws(line, &mut f);
-    if n >= 7 && is_dev(f[0]) && f[5].len() == 1 {
-        Some(f[5][0])
-    } else {
-        None
-    }
+    if n >= 7 && is_dev(f[0]) && f[5].len() == 1 { Some(f[5][0]) } else { None }
 }
 
 impl LineParser for BlkparseParser {
@@ -81,10 +69,7 @@ impl LineParser for BlkparseParser {
             if is_summary(line) {
                 return Ok(Parsed::Ignore);
             }
-            return Err(
-                "not a blkparse event line (expected 'maj,min cpu seq time pid action RWBS ...')"
-                    .into(),
-            );
+            return Err("not a blkparse event line (expected 'maj,min cpu seq time pid action RWBS ...')".into());
         }
         need_fields(n, 7)?;
         if f[5] != [self.event] {
@@ -94,10 +79,7 @@ impl LineParser for BlkparseParser {
         let has = |c: u8| rwbs.contains(&c);
         let time_ns = scaled("timestamp", f[3], 9)?;
         let range = if n >= 10 && f[8] == b"+" {
-            Some(sector_range(
-                int("sector", f[7])?,
-                int("sector count", f[9])?,
-            )?)
+            Some(sector_range(int("sector", f[7])?, int("sector count", f[9])?)?)
         } else {
             None
         };
@@ -108,28 +90,13 @@ impl LineParser for BlkparseParser {
         } else if has(b'R') {
             Op::Read
         } else if has(b'F') {
-            return Ok(Parsed::Cmd(Raw {
-                time_ns,
-                op: Op::Flush,
-                start: 0,
-                sectors: 0,
-            }));
+            return Ok(Parsed::Cmd(Raw { time_ns, op: Op::Flush, start: 0, sectors: 0 }));
         } else {
             return Ok(Parsed::Ignore);
         };
         match range {
-            Some((start, sectors)) => Ok(Parsed::Cmd(Raw {
-                time_ns,
-                op,
-                start,
-                sectors,
-            })),
-            None if has(b'F') => Ok(Parsed::Cmd(Raw {
-                time_ns,
-                op: Op::Flush,
-                start: 0,
-                sectors: 0,
-            })),
+            Some((start, sectors)) => Ok(Parsed::Cmd(Raw { time_ns, op, start, sectors })),
+            None if has(b'F') => Ok(Parsed::Cmd(Raw { time_ns, op: Op::Flush, start: 0, sectors: 0 })),
             None => Ok(Parsed::Ignore),
         }
     }
@@ -143,12 +110,7 @@ pub(crate) fn choose_event(path: &Path) -> Result<u8> {
     let mut seen_q = false;
     loop {
         buf.clear();
-        if input
-            .reader
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| Error::io(path, e))?
-            == 0
-        {
+        if input.reader.read_until(b'\n', &mut buf).map_err(|e| Error::io(path, e))? == 0 {
             return Ok(if seen_q { b'Q' } else { b'D' });
         }
         match event_action(&buf) {
@@ -188,10 +150,7 @@ Skips: 0 forward (0 -   0.0%)
     #[test]
     fn dispatch_events() {
         let (cmds, _) = read_all("blkparse", SAMPLE, false).unwrap();
-        let got: Vec<_> = cmds
-            .iter()
-            .map(|c| (c.time.0, c.op, c.start.0, c.sectors))
-            .collect();
+        let got: Vec<_> = cmds.iter().map(|c| (c.time.0, c.op, c.start.0, c.sectors)).collect();
         assert_eq!(
             got,
             vec![
@@ -206,7 +165,8 @@ Skips: 0 forward (0 -   0.0%)
 
     #[test]
     fn queue_fallback() {
-        let data = b"  8,0 3 1 0.5 697 Q W 8 + 8 [a]\n  8,0 3 2 0.6 697 C W 8 + 8 [a]\n  8,0 3 3 0.7 697 Q R 16 + 8 [a]\n";
+        let data =
+            b"  8,0 3 1 0.5 697 Q W 8 + 8 [a]\n  8,0 3 2 0.6 697 C W 8 + 8 [a]\n  8,0 3 3 0.7 697 Q R 16 + 8 [a]\n";
         let (cmds, _) = read_all("blkparse", data, false).unwrap();
         assert_eq!(cmds.len(), 2);
         assert_eq!(cmds[1].time.0, 200_000_000);

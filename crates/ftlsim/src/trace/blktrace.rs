@@ -109,60 +109,26 @@ impl RecordReader {
         };
         let u32_at = |i: usize| {
             let b = [h[i], h[i + 1], h[i + 2], h[i + 3]];
-            if be {
-                u32::from_be_bytes(b)
-            } else {
-                u32::from_le_bytes(b)
-            }
+            if be { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) }
         };
         let u64_at = |i: usize| {
-            let b = [
-                h[i],
-                h[i + 1],
-                h[i + 2],
-                h[i + 3],
-                h[i + 4],
-                h[i + 5],
-                h[i + 6],
-                h[i + 7],
-            ];
-            if be {
-                u64::from_be_bytes(b)
-            } else {
-                u64::from_le_bytes(b)
-            }
+            let b = [h[i], h[i + 1], h[i + 2], h[i + 3], h[i + 4], h[i + 5], h[i + 6], h[i + 7]];
+            if be { u64::from_be_bytes(b) } else { u64::from_le_bytes(b) }
         };
         let magic = u32_at(0);
         if magic & 0xffff_ff00 != MAGIC {
-            return Ok(Err(format!(
-                "bad magic 0x{magic:08x}: not a blktrace record (corrupt or not blktrace)"
-            )));
+            return Ok(Err(format!("bad magic 0x{magic:08x}: not a blktrace record (corrupt or not blktrace)")));
         }
         if magic & 0xff != VERSION {
-            return Ok(Err(format!(
-                "unsupported blktrace version {} (expected {VERSION})",
-                magic & 0xff
-            )));
+            return Ok(Err(format!("unsupported blktrace version {} (expected {VERSION})", magic & 0xff)));
         }
         let pdu_len = {
             let b = [h[46], h[47]];
-            if be {
-                u16::from_be_bytes(b)
-            } else {
-                u16::from_le_bytes(b)
-            }
+            if be { u16::from_be_bytes(b) } else { u16::from_le_bytes(b) }
         };
-        let rec = Record {
-            time: u64_at(8),
-            sector: u64_at(16),
-            bytes: u32_at(24),
-            action: u32_at(28),
-        };
+        let rec = Record { time: u64_at(8), sector: u64_at(16), bytes: u32_at(24), action: u32_at(28) };
         if pdu_len > 0 {
-            let skipped = io::copy(
-                &mut (&mut self.reader).take(pdu_len as u64),
-                &mut io::sink(),
-            )?;
+            let skipped = io::copy(&mut (&mut self.reader).take(pdu_len as u64), &mut io::sink())?;
             if skipped < pdu_len as u64 {
                 return Ok(Ok(ReadRec::Truncated));
             }
@@ -186,28 +152,18 @@ impl BlktraceSource {
     pub fn new(input: Input, event: u32, skip_bad: bool) -> Self {
         BlktraceSource {
             name: input.path.display().to_string(),
-            records: RecordReader {
-                reader: input.reader,
-                big_endian: None,
-            },
+            records: RecordReader { reader: input.reader, big_endian: None },
             counter: input.counter,
             record: 0,
             event,
-            tally: Tally {
-                skip_bad,
-                ..Tally::default()
-            },
+            tally: Tally { skip_bad, ..Tally::default() },
             rebase: Rebase::default(),
             done: false,
         }
     }
 
     fn err(&self, reason: String) -> Error {
-        Error::Trace {
-            file: self.name.clone(),
-            line: self.record,
-            reason,
-        }
+        Error::Trace { file: self.name.clone(), line: self.record, reason }
     }
 }
 
@@ -240,12 +196,7 @@ impl CmdSource for BlktraceSource {
     fn next_cmd(&mut self) -> Result<Option<HostCmd>> {
         Ok(self.next_raw()?.map(|(t, op, start, sectors)| {
             let time = self.rebase.apply(t);
-            HostCmd {
-                time,
-                op,
-                start: Sector(start),
-                sectors,
-            }
+            HostCmd { time, op, start: Sector(start), sectors }
         }))
     }
 
@@ -297,11 +248,7 @@ impl BlktraceSource {
             let Some((op, start, sectors)) = decode(&rec) else {
                 continue;
             };
-            if start
-                .checked_add(sectors)
-                .and_then(|e| e.checked_mul(SECTOR_BYTES))
-                .is_none()
-            {
+            if start.checked_add(sectors).and_then(|e| e.checked_mul(SECTOR_BYTES)).is_none() {
                 if self.tally.skip_bad {
                     self.tally.skipped += 1;
                     continue;
@@ -355,12 +302,7 @@ impl CmdSource for MergedSource {
         };
         self.refill = Some(i);
         let time = self.rebase.apply(t);
-        Ok(Some(HostCmd {
-            time,
-            op,
-            start: Sector(start),
-            sectors,
-        }))
+        Ok(Some(HostCmd { time, op, start: Sector(start), sectors }))
     }
 
     fn name(&self) -> &str {
@@ -376,10 +318,7 @@ impl CmdSource for MergedSource {
     }
 
     fn progress(&self) -> Progress {
-        let mut p = Progress {
-            done: 0,
-            total: Some(0),
-        };
+        let mut p = Progress { done: 0, total: Some(0) };
         for part in &self.parts {
             let q = part.counter.progress();
             p.done += q.done;
@@ -450,29 +389,15 @@ pub(crate) fn open_capture(path: &Path, skip_bad: bool) -> Result<Box<dyn CmdSou
     {
         return Ok(Box::new(only));
     }
-    let name = format!(
-        "{} (+{} CPU files)",
-        path.display(),
-        parts.len().saturating_sub(1)
-    );
+    let name = format!("{} (+{} CPU files)", path.display(), parts.len().saturating_sub(1));
     let heads = vec![None; parts.len()];
-    Ok(Box::new(MergedSource {
-        name,
-        parts,
-        heads,
-        refill: None,
-        started: false,
-        rebase: Rebase::default(),
-    }))
+    Ok(Box::new(MergedSource { name, parts, heads, refill: None, started: false, rebase: Rebase::default() }))
 }
 
 /// Issue events if the file has any, else queue events if it has any.
 pub(crate) fn choose_event(path: &Path) -> Result<u32> {
     let input = open_input(path)?;
-    let mut records = RecordReader {
-        reader: input.reader,
-        big_endian: None,
-    };
+    let mut records = RecordReader { reader: input.reader, big_endian: None };
     let mut seen_queue = false;
     loop {
         match records.next().map_err(|e| Error::io(path, e))? {
@@ -499,20 +424,10 @@ pub(crate) fn encode(
     action: u32,
     pdu: &[u8],
 ) {
-    let w32 = |out: &mut Vec<u8>, v: u32| {
-        out.extend_from_slice(&if big_endian {
-            v.to_be_bytes()
-        } else {
-            v.to_le_bytes()
-        })
-    };
-    let w64 = |out: &mut Vec<u8>, v: u64| {
-        out.extend_from_slice(&if big_endian {
-            v.to_be_bytes()
-        } else {
-            v.to_le_bytes()
-        })
-    };
+    let w32 =
+        |out: &mut Vec<u8>, v: u32| out.extend_from_slice(&if big_endian { v.to_be_bytes() } else { v.to_le_bytes() });
+    let w64 =
+        |out: &mut Vec<u8>, v: u64| out.extend_from_slice(&if big_endian { v.to_be_bytes() } else { v.to_le_bytes() });
     w32(out, MAGIC | VERSION);
     w32(out, seq);
     w64(out, time);
@@ -522,18 +437,10 @@ pub(crate) fn encode(
     for _ in 0..3 {
         w32(out, 0); // pid, device, cpu
     }
-    let tail: [u8; 2] = if big_endian {
-        0u16.to_be_bytes()
-    } else {
-        0u16.to_le_bytes()
-    };
+    let tail: [u8; 2] = if big_endian { 0u16.to_be_bytes() } else { 0u16.to_le_bytes() };
     out.extend_from_slice(&tail); // error
     let len = u16::try_from(pdu.len()).unwrap_or(u16::MAX);
-    out.extend_from_slice(&if big_endian {
-        len.to_be_bytes()
-    } else {
-        len.to_le_bytes()
-    });
+    out.extend_from_slice(&if big_endian { len.to_be_bytes() } else { len.to_le_bytes() });
     out.extend_from_slice(&pdu[..len as usize]);
 }
 
@@ -549,77 +456,18 @@ mod tests {
     fn sample(be: bool) -> Vec<u8> {
         let mut v = Vec::new();
         let act = |ev: u32, cat: u32| ev | (cat << 16);
-        encode(
-            &mut v,
-            be,
-            0,
-            1_000,
-            100,
-            4096,
-            act(TA_QUEUE, QUEUE_TC | TC_WRITE),
-            &[],
-        );
-        encode(
-            &mut v,
-            be,
-            1,
-            2_000,
-            100,
-            4096,
-            act(TA_ISSUE, ISSUE_TC | TC_WRITE),
-            &[],
-        );
-        encode(
-            &mut v,
-            be,
-            2,
-            2_500,
-            0,
-            0,
-            act(0, TC_NOTIFY),
-            b"process name\0",
-        );
-        encode(
-            &mut v,
-            be,
-            3,
-            3_000,
-            8,
-            512,
-            act(TA_ISSUE, ISSUE_TC | TC_READ),
-            &[1, 2, 3],
-        );
-        encode(
-            &mut v,
-            be,
-            4,
-            4_000,
-            64,
-            1 << 20,
-            act(TA_ISSUE, ISSUE_TC | TC_WRITE | TC_DISCARD),
-            &[],
-        );
-        encode(
-            &mut v,
-            be,
-            5,
-            5_000,
-            0,
-            0,
-            act(TA_ISSUE, ISSUE_TC | TC_FLUSH | TC_WRITE),
-            &[],
-        );
+        encode(&mut v, be, 0, 1_000, 100, 4096, act(TA_QUEUE, QUEUE_TC | TC_WRITE), &[]);
+        encode(&mut v, be, 1, 2_000, 100, 4096, act(TA_ISSUE, ISSUE_TC | TC_WRITE), &[]);
+        encode(&mut v, be, 2, 2_500, 0, 0, act(0, TC_NOTIFY), b"process name\0");
+        encode(&mut v, be, 3, 3_000, 8, 512, act(TA_ISSUE, ISSUE_TC | TC_READ), &[1, 2, 3]);
+        encode(&mut v, be, 4, 4_000, 64, 1 << 20, act(TA_ISSUE, ISSUE_TC | TC_WRITE | TC_DISCARD), &[]);
+        encode(&mut v, be, 5, 5_000, 0, 0, act(TA_ISSUE, ISSUE_TC | TC_FLUSH | TC_WRITE), &[]);
         encode(&mut v, be, 6, 6_000, 0, 0, act(8, 1 << 7 | TC_READ), &[]);
         v
     }
 
     fn expected() -> Vec<(u64, Op, u64, u64)> {
-        vec![
-            (0, Op::Write, 100, 8),
-            (1_000, Op::Read, 8, 1),
-            (2_000, Op::Trim, 64, 2048),
-            (3_000, Op::Flush, 0, 0),
-        ]
+        vec![(0, Op::Write, 100, 8), (1_000, Op::Read, 8, 1), (2_000, Op::Trim, 64, 2048), (3_000, Op::Flush, 0, 0)]
     }
 
     #[test]
@@ -628,10 +476,7 @@ mod tests {
             for gz in [false, true] {
                 let data = if gz { gzip(&sample(be)) } else { sample(be) };
                 let (cmds, _) = read_all_bytes("blktrace", &data, false).unwrap();
-                let got: Vec<_> = cmds
-                    .iter()
-                    .map(|c| (c.time.0, c.op, c.start.0, c.sectors))
-                    .collect();
+                let got: Vec<_> = cmds.iter().map(|c| (c.time.0, c.op, c.start.0, c.sectors)).collect();
                 assert_eq!(got, expected(), "be={be} gz={gz}");
             }
         }
@@ -640,26 +485,8 @@ mod tests {
     #[test]
     fn queue_fallback() {
         let mut v = Vec::new();
-        encode(
-            &mut v,
-            false,
-            0,
-            10,
-            100,
-            4096,
-            TA_QUEUE | ((QUEUE_TC | TC_READ) << 16),
-            &[],
-        );
-        encode(
-            &mut v,
-            false,
-            1,
-            30,
-            200,
-            4096,
-            TA_QUEUE | ((QUEUE_TC | TC_READ) << 16),
-            &[],
-        );
+        encode(&mut v, false, 0, 10, 100, 4096, TA_QUEUE | ((QUEUE_TC | TC_READ) << 16), &[]);
+        encode(&mut v, false, 1, 30, 200, 4096, TA_QUEUE | ((QUEUE_TC | TC_READ) << 16), &[]);
         let (cmds, _) = read_all_bytes("blktrace", &v, false).unwrap();
         assert_eq!(cmds.len(), 2);
         assert_eq!(cmds[1].time.0, 20);
@@ -677,11 +504,7 @@ mod tests {
         encode(&mut cpu1, false, 1, 300, 3, 512, issue(TC_WRITE), &[]);
         std::fs::write(dir.path().join("sdb.blktrace.0"), &cpu0).unwrap();
         std::fs::write(dir.path().join("sdb.blktrace.1"), gzip(&cpu1)).unwrap();
-        std::fs::write(
-            dir.path().join("sdb.blktrace.1.gz"),
-            b"other suffix: not a sibling",
-        )
-        .unwrap();
+        std::fs::write(dir.path().join("sdb.blktrace.1.gz"), b"other suffix: not a sibling").unwrap();
         std::fs::write(dir.path().join("sdc.blktrace.0"), b"other device").unwrap();
         let path = dir.path().join("sdb.blktrace.1");
         assert_eq!(siblings(&path).len(), 2);
@@ -693,10 +516,7 @@ mod tests {
         assert_eq!(got, vec![(0, 1), (100, 2), (200, 3), (300, 4)]);
         let p = src.progress();
         assert_eq!(Some(p.done), p.total);
-        assert_eq!(
-            split_cpu_name("a.b.blktrace.12.gz"),
-            Some(("a.b", 12, ".gz"))
-        );
+        assert_eq!(split_cpu_name("a.b.blktrace.12.gz"), Some(("a.b", 12, ".gz")));
         assert_eq!(split_cpu_name("sda.blktrace"), None);
     }
 
@@ -704,13 +524,8 @@ mod tests {
     fn corrupt_input() {
         let mut v = sample(false);
         v.truncate(v.len() - 10);
-        let err = read_all_bytes("blktrace", &v, false)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.ends_with(":7: truncated record at end of file"),
-            "{err}"
-        );
+        let err = read_all_bytes("blktrace", &v, false).unwrap_err().to_string();
+        assert!(err.ends_with(":7: truncated record at end of file"), "{err}");
         let (cmds, skipped) = read_all_bytes("blktrace", &v, true).unwrap();
         assert_eq!((cmds.len(), skipped), (4, 1));
 
@@ -718,29 +533,13 @@ mod tests {
         // Top byte of the fourth record's (little-endian) magic; the third
         // record carries a 13-byte PDU.
         v[RECORD_BYTES * 3 + 13 + 3] = 0;
-        let err = read_all_bytes("blktrace", &v, false)
-            .unwrap_err()
-            .to_string();
+        let err = read_all_bytes("blktrace", &v, false).unwrap_err().to_string();
         assert!(err.contains(":4: bad magic 0x00617407"), "{err}");
 
         let mut v = Vec::new();
-        encode(
-            &mut v,
-            false,
-            0,
-            10,
-            100,
-            4096,
-            TA_ISSUE | (TC_READ << 16),
-            &[],
-        );
+        encode(&mut v, false, 0, 10, 100, 4096, TA_ISSUE | (TC_READ << 16), &[]);
         v[0] = 0x06; // version 6
-        let err = read_all_bytes("blktrace", &v, false)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.ends_with(":1: unsupported blktrace version 6 (expected 7)"),
-            "{err}"
-        );
+        let err = read_all_bytes("blktrace", &v, false).unwrap_err().to_string();
+        assert!(err.ends_with(":1: unsupported blktrace version 6 (expected 7)"), "{err}");
     }
 }

@@ -25,9 +25,7 @@
 //! key. Byte ranges are widened to whole sectors.
 
 use super::Op;
-use super::num::{
-    NumErr, byte_range, int, need_fields, num_err, parse_scaled, show, split_sep, split_ws,
-};
+use super::num::{NumErr, byte_range, int, need_fields, num_err, parse_scaled, show, split_sep, split_ws};
 use super::text::{LineParser, Parsed, Raw};
 use crate::error::{Error, Result};
 use std::fmt;
@@ -125,9 +123,7 @@ impl CsvSpec {
 
     /// Parses the part after `csv:`.
     pub fn parse(spec: &str) -> Result<CsvSpec> {
-        let bad = |key: &str, reason: String| {
-            Error::config(format!("csv mapping '{spec}': {key}"), reason)
-        };
+        let bad = |key: &str, reason: String| Error::config(format!("csv mapping '{spec}': {key}"), reason);
         // `sep=,` collides with the key separator: cut it out first.
         let mut rest = spec.to_string();
         let mut sep = None;
@@ -143,10 +139,7 @@ impl CsvSpec {
             let end = (pos + 4 + len).min(rest.len());
             rest.replace_range(pos..end, "");
         }
-        let mut s = CsvSpec {
-            sep: sep.unwrap_or(Sep::Char(b',')),
-            ..CsvSpec::default()
-        };
+        let mut s = CsvSpec { sep: sep.unwrap_or(Sep::Char(b',')), ..CsvSpec::default() };
         let mut cols: [Option<usize>; 4] = [None; 4];
         for item in rest.split(',').filter(|i| !i.trim().is_empty()) {
             let Some((key, value)) = item.split_once('=') else {
@@ -156,10 +149,7 @@ impl CsvSpec {
             let col = |v: &str| -> Result<usize> {
                 match v.parse::<usize>() {
                     Ok(c) if c < MAX_COLUMNS => Ok(c),
-                    _ => Err(bad(
-                        key,
-                        format!("'{v}' is not a column number (0..{})", MAX_COLUMNS - 1),
-                    )),
+                    _ => Err(bad(key, format!("'{v}' is not a column number (0..{})", MAX_COLUMNS - 1))),
                 }
             };
             match key {
@@ -175,10 +165,7 @@ impl CsvSpec {
                         "s" => TimeUnit::S,
                         "filetime" => TimeUnit::Filetime,
                         _ => {
-                            return Err(bad(
-                                key,
-                                format!("'{value}' is not one of ns, us, ms, s, filetime"),
-                            ));
+                            return Err(bad(key, format!("'{value}' is not one of ns, us, ms, s, filetime")));
                         }
                     }
                 }
@@ -188,9 +175,9 @@ impl CsvSpec {
                     s.header = if value == "auto" {
                         Header::Auto
                     } else {
-                        Header::Lines(value.parse().map_err(|_| {
-                            bad(key, format!("'{value}' is not 'auto' or a line count"))
-                        })?)
+                        Header::Lines(
+                            value.parse().map_err(|_| bad(key, format!("'{value}' is not 'auto' or a line count")))?,
+                        )
                     }
                 }
                 "read" | "write" | "trim" | "flush" => {
@@ -215,14 +202,8 @@ impl CsvSpec {
         }
         let names = ["time", "op", "offset", "size"];
         let [Some(time), Some(op), Some(offset), Some(size)] = cols else {
-            let missing = cols
-                .iter()
-                .position(Option::is_none)
-                .map_or("?", |i| names[i]);
-            return Err(bad(
-                missing,
-                "column not given (time, op, offset and size are all required)".into(),
-            ));
+            let missing = cols.iter().position(Option::is_none).map_or("?", |i| names[i]);
+            return Err(bad(missing, "column not given (time, op, offset and size are all required)".into()));
         };
         for i in 0..4 {
             for j in i + 1..4 {
@@ -257,9 +238,7 @@ fn parse_sep(v: &str) -> std::result::Result<Sep, String> {
         "pipe" | "|" => Sep::Char(b'|'),
         _ if v.len() == 1 && v.is_ascii() => Sep::Char(v.as_bytes()[0]),
         _ => {
-            return Err(format!(
-                "'{v}' is not a single ASCII character or comma/tab/semicolon/space/ws/pipe"
-            ));
+            return Err(format!("'{v}' is not a single ASCII character or comma/tab/semicolon/space/ws/pipe"));
         }
     })
 }
@@ -272,9 +251,7 @@ fn parse_unit(v: &str) -> std::result::Result<u64, String> {
         "4kib" | "page" => Ok(4096),
         n => match n.parse::<u64>() {
             Ok(b) if b > 0 => Ok(b),
-            _ => Err(format!(
-                "'{v}' is not B, sector, KiB, 4KiB or a positive byte count"
-            )),
+            _ => Err(format!("'{v}' is not B, sector, KiB, 4KiB or a positive byte count")),
         },
     }
 }
@@ -332,11 +309,7 @@ pub(crate) struct CsvParser {
 impl CsvParser {
     pub fn new(spec: CsvSpec) -> Self {
         let need = 1 + spec.time.max(spec.op).max(spec.offset).max(spec.size);
-        CsvParser {
-            spec,
-            need,
-            lines_seen: 0,
-        }
+        CsvParser { spec, need, lines_seen: 0 }
     }
 
     fn op(&self, token: &[u8]) -> std::result::Result<Op, String> {
@@ -356,10 +329,7 @@ impl CsvParser {
             _ if lower(b"trim") || lower(b"discard") => Op::Trim,
             _ if lower(b"flush") => Op::Flush,
             _ => {
-                return Err(format!(
-                    "unknown op '{}' (expected R, W, T or F)",
-                    show(token)
-                ));
+                return Err(format!("unknown op '{}' (expected R, W, T or F)", show(token)));
             }
         })
     }
@@ -384,44 +354,24 @@ impl LineParser for CsvParser {
         self.lines_seen = self.lines_seen.saturating_add(1);
         match s.header {
             Header::Lines(h) if self.lines_seen <= h => return Ok(Parsed::Ignore),
-            Header::Auto
-                if self.lines_seen == 1
-                    && matches!(parse_scaled(f[s.time], 0), Err(NumErr::Invalid)) =>
-            {
+            Header::Auto if self.lines_seen == 1 && matches!(parse_scaled(f[s.time], 0), Err(NumErr::Invalid)) => {
                 return Ok(Parsed::Ignore);
             }
             _ => {}
         }
         need_fields(n, self.need)?;
-        let time_ns = parse_scaled(f[s.time], s.time_unit.pow10())
-            .map_err(|e| num_err("time", f[s.time], e))?;
+        let time_ns = parse_scaled(f[s.time], s.time_unit.pow10()).map_err(|e| num_err("time", f[s.time], e))?;
         let op = self.op(f[s.op])?;
         let offset = int("offset", f[s.offset])?;
         let size = int("size", f[s.size])?;
-        let overflow = || {
-            format!(
-                "offset/size {} + {} overflows",
-                show(f[s.offset]),
-                show(f[s.size])
-            )
-        };
+        let overflow = || format!("offset/size {} + {} overflows", show(f[s.offset]), show(f[s.size]));
         let offset_b = offset.checked_mul(s.offset_unit).ok_or_else(overflow)?;
         let size_b = size.checked_mul(s.size_unit).ok_or_else(overflow)?;
         let (start, sectors) = byte_range(offset_b, size_b)?;
         if op == Op::Flush {
-            return Ok(Parsed::Cmd(Raw {
-                time_ns,
-                op,
-                start: 0,
-                sectors: 0,
-            }));
+            return Ok(Parsed::Cmd(Raw { time_ns, op, start: 0, sectors: 0 }));
         }
-        Ok(Parsed::Cmd(Raw {
-            time_ns,
-            op,
-            start,
-            sectors,
-        }))
+        Ok(Parsed::Cmd(Raw { time_ns, op, start, sectors }))
     }
 }
 
@@ -433,45 +383,28 @@ mod tests {
 
     #[test]
     fn native() {
-        let data =
-            b"time_ns,op,sector,sectors\n1000,W,2048,8\n1500,R,0,1\n2000,T,64,64\n2500,F,0,0\n";
+        let data = b"time_ns,op,sector,sectors\n1000,W,2048,8\n1500,R,0,1\n2000,T,64,64\n2500,F,0,0\n";
         let (cmds, _) = read_all("csv", data, false).unwrap();
-        let got: Vec<_> = cmds
-            .iter()
-            .map(|c| (c.time.0, c.op, c.start.0, c.sectors))
-            .collect();
+        let got: Vec<_> = cmds.iter().map(|c| (c.time.0, c.op, c.start.0, c.sectors)).collect();
         assert_eq!(
             got,
-            vec![
-                (0, Op::Write, 2048, 8),
-                (500, Op::Read, 0, 1),
-                (1000, Op::Trim, 64, 64),
-                (1500, Op::Flush, 0, 0)
-            ]
+            vec![(0, Op::Write, 2048, 8), (500, Op::Read, 0, 1), (1000, Op::Trim, 64, 64), (1500, Op::Flush, 0, 0)]
         );
     }
 
     #[test]
     fn mapping() {
         let f: Format =
-            "csv:time=0,op=3,offset=4,size=5,time_unit=s,offset_unit=B,size_unit=B,header=1,sep=,"
-                .parse()
-                .unwrap();
-        let Format::Csv(spec) = &f else {
-            panic!("not csv")
-        };
+            "csv:time=0,op=3,offset=4,size=5,time_unit=s,offset_unit=B,size_unit=B,header=1,sep=,".parse().unwrap();
+        let Format::Csv(spec) = &f else { panic!("not csv") };
         assert_eq!((spec.time, spec.op, spec.offset, spec.size), (0, 3, 4, 5));
         assert_eq!(spec.sep, Sep::Char(b','));
         assert_eq!(spec.header, Header::Lines(1));
         // Display round-trips.
         assert_eq!(f.to_string().parse::<Format>().unwrap(), f);
-        let data =
-            b"Timestamp,a,b,IOType,Offset,Size\n1.5,x,y,Read,4096,4096\n2.5,x,y,write,0,100\n";
+        let data = b"Timestamp,a,b,IOType,Offset,Size\n1.5,x,y,Read,4096,4096\n2.5,x,y,write,0,100\n";
         let (cmds, _) = read_all(&f.to_string(), data, false).unwrap();
-        assert_eq!(
-            (cmds[1].time.0, cmds[1].op, cmds[1].start.0, cmds[1].sectors),
-            (1_000_000_000, Op::Write, 0, 1)
-        );
+        assert_eq!((cmds[1].time.0, cmds[1].op, cmds[1].start.0, cmds[1].sectors), (1_000_000_000, Op::Write, 0, 1));
         assert_eq!((cmds[0].start.0, cmds[0].sectors), (8, 8));
     }
 
@@ -479,40 +412,19 @@ mod tests {
     fn custom_tokens_and_whitespace() {
         let spec = "csv:time=4,op=3,offset=1,size=2,time_unit=us,sep=ws,read=0,write=1,header=0";
         let (cmds, _) = read_all(spec, b"x 10 8 0 5\nx 20 8 1 7.5\n", false).unwrap();
-        assert_eq!(
-            (cmds[0].op, cmds[1].op, cmds[1].time.0),
-            (Op::Read, Op::Write, 2500)
-        );
+        assert_eq!((cmds[0].op, cmds[1].op, cmds[1].time.0), (Op::Read, Op::Write, 2500));
     }
 
     #[test]
     fn bad_mappings() {
         for (spec, needle) in [
             ("csv:time=0,op=1,offset=2", "size: column not given"),
-            (
-                "csv:time=0,op=1,offset=2,size=2",
-                "size: same column as offset",
-            ),
-            (
-                "csv:time=0,op=1,offset=2,size=x",
-                "'x' is not a column number",
-            ),
-            (
-                "csv:time=0,op=1,offset=2,size=3,time_unit=h",
-                "not one of ns, us, ms, s, filetime",
-            ),
-            (
-                "csv:time=0,op=1,offset=2,size=3,colour=red",
-                "colour: unknown key",
-            ),
-            (
-                "csv:time=0,op=1,offset=2,size=3,offset_unit=0",
-                "positive byte count",
-            ),
-            (
-                "csv:time=0,op=1,offset=2,size=3,sep=ab",
-                "single ASCII character",
-            ),
+            ("csv:time=0,op=1,offset=2,size=2", "size: same column as offset"),
+            ("csv:time=0,op=1,offset=2,size=x", "'x' is not a column number"),
+            ("csv:time=0,op=1,offset=2,size=3,time_unit=h", "not one of ns, us, ms, s, filetime"),
+            ("csv:time=0,op=1,offset=2,size=3,colour=red", "colour: unknown key"),
+            ("csv:time=0,op=1,offset=2,size=3,offset_unit=0", "positive byte count"),
+            ("csv:time=0,op=1,offset=2,size=3,sep=ab", "single ASCII character"),
             ("csv:time", "expected KEY=VALUE"),
         ] {
             let err = spec.parse::<Format>().unwrap_err().to_string();
@@ -524,10 +436,7 @@ mod tests {
     fn bad_lines() {
         let data = b"time_ns,op,sector,sectors\n1,W,0,8\n2,X,0,8\n3,W,-1,8\n4,W,0\n";
         let err = read_all("csv", data, false).unwrap_err().to_string();
-        assert!(
-            err.ends_with(":3: unknown op 'X' (expected R, W, T or F)"),
-            "{err}"
-        );
+        assert!(err.ends_with(":3: unknown op 'X' (expected R, W, T or F)"), "{err}");
         let (cmds, skipped) = read_all("csv", data, true).unwrap();
         assert_eq!((cmds.len(), skipped), (1, 3));
     }

@@ -115,10 +115,7 @@ pub(crate) fn detect_bytes(head: &[u8], path: &Path) -> Result<Format> {
         }
     }
     let first = String::from_utf8_lossy(&lines[0][..lines[0].len().min(80)]).into_owned();
-    Err(fail(
-        path,
-        &format!("first line '{first}' matches no known layout"),
-    ))
+    Err(fail(path, &format!("first line '{first}' matches no known layout")))
 }
 
 fn five_column_family(lines: &[&[u8]], path: &Path) -> Format {
@@ -132,10 +129,7 @@ fn five_column_family(lines: &[&[u8]], path: &Path) -> Format {
         split_ws(l, &mut f);
         f[4] == b"0" || f[4] == b"1"
     });
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_ascii_lowercase())
-        .unwrap_or_default();
+    let name = path.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
     if decimal_time || name.contains("disksim") || !binary_op {
         return Format::Disksim;
     }
@@ -184,10 +178,7 @@ fn msr_line(l: &[u8]) -> bool {
 
 fn systor_line(l: &[u8]) -> bool {
     let mut f = [&b""[..]; 6];
-    split_sep(l, b',', &mut f) == 6
-        && is_num(f[0])
-        && matches!(f[2], b"R" | b"W" | b"r" | b"w")
-        && is_int(f[4])
+    split_sep(l, b',', &mut f) == 6 && is_num(f[0]) && matches!(f[2], b"R" | b"W" | b"r" | b"w") && is_int(f[4])
 }
 
 fn spc_line(l: &[u8]) -> bool {
@@ -210,11 +201,7 @@ fn alibaba_line(l: &[u8]) -> bool {
 
 fn tencent_line(l: &[u8]) -> bool {
     let mut f = [&b""[..]; 5];
-    split_sep(l, b',', &mut f) == 5
-        && is_num(f[0])
-        && is_int(f[1])
-        && is_int(f[2])
-        && matches!(f[3], b"0" | b"1")
+    split_sep(l, b',', &mut f) == 5 && is_num(f[0]) && is_int(f[1]) && is_int(f[2]) && matches!(f[3], b"0" | b"1")
 }
 
 fn native_line(l: &[u8]) -> bool {
@@ -243,67 +230,22 @@ mod tests {
     #[test]
     fn text_formats() {
         let cases: &[(&str, &[u8], Format)] = &[
-            (
-                "a",
-                b"0,303567,3584,w,0.0\n1,55590,3072,R,0.01\n",
-                Format::Spc,
-            ),
-            (
-                "a",
-                b"128166385295514663,hm,0,Write,9056014336,2048,2833\n",
-                Format::Msr,
-            ),
-            (
-                "a",
-                b"  8,0    3        1     0.000000000   697  D   W 223490 + 8 [kjournald]\n",
-                Format::Blkparse,
-            ),
-            (
-                "a",
-                b"13.191135\t30\t0\t5\t1\n17.829285\t20\t576560\t6\t1\n",
-                Format::Disksim,
-            ),
-            (
-                "x.ascii",
-                b"0 0 303567 7 0\n26214000 1 55596 6 1\n",
-                Format::Ssdsim,
-            ),
+            ("a", b"0,303567,3584,w,0.0\n1,55590,3072,R,0.01\n", Format::Spc),
+            ("a", b"128166385295514663,hm,0,Write,9056014336,2048,2833\n", Format::Msr),
+            ("a", b"  8,0    3        1     0.000000000   697  D   W 223490 + 8 [kjournald]\n", Format::Blkparse),
+            ("a", b"13.191135\t30\t0\t5\t1\n17.829285\t20\t576560\t6\t1\n", Format::Disksim),
+            ("x.ascii", b"0 0 303567 7 0\n26214000 1 55596 6 1\n", Format::Ssdsim),
             ("x.trace", b"938513000 4 264719034 16 0\n", Format::Mqsim),
             ("disksim.trace", b"13 30 0 5 1\n", Format::Disksim),
-            (
-                "a",
-                b"89966522969723 4270 rpc.mountd 18579576 8 W 6 0 d6c75ba4\n",
-                Format::Fiu,
-            ),
-            (
-                "a",
-                b"Timestamp,Response,IOType,LUN,Offset,Size\n1.5,0.1,R,3,0,4096\n",
-                Format::Systor17,
-            ),
+            ("a", b"89966522969723 4270 rpc.mountd 18579576 8 W 6 0 d6c75ba4\n", Format::Fiu),
+            ("a", b"Timestamp,Response,IOType,LUN,Offset,Size\n1.5,0.1,R,3,0,4096\n", Format::Systor17),
             ("a", b"1538323200,12345,8,1,1063\n", Format::Tencent),
-            (
-                "a",
-                b"0,W,126703644672,4096,1577808000000047\n",
-                Format::Alibaba,
-            ),
-            (
-                "a",
-                b"39949 D read 299008 4096 0.000000000 0 False\n",
-                Format::Wiscsee,
-            ),
-            (
-                "a",
-                b"time_ns,op,sector,sectors\n1000,W,2048,8\n",
-                Format::native(),
-            ),
+            ("a", b"0,W,126703644672,4096,1577808000000047\n", Format::Alibaba),
+            ("a", b"39949 D read 299008 4096 0.000000000 0 False\n", Format::Wiscsee),
+            ("a", b"time_ns,op,sector,sectors\n1000,W,2048,8\n", Format::native()),
         ];
         for (name, data, want) in cases {
-            assert_eq!(
-                &det(name, data).unwrap(),
-                want,
-                "{}",
-                String::from_utf8_lossy(data)
-            );
+            assert_eq!(&det(name, data).unwrap(), want, "{}", String::from_utf8_lossy(data));
         }
     }
 
@@ -321,10 +263,7 @@ mod tests {
     fn failures_suggest_format() {
         for data in [&b""[..], b"\n\n", b"hello world\n", b"\0\x01\x02"] {
             let msg = det("a", data).unwrap_err().to_string();
-            assert!(
-                msg.contains("--format") && msg.contains("cannot detect"),
-                "{msg}"
-            );
+            assert!(msg.contains("--format") && msg.contains("cannot detect"), "{msg}");
         }
     }
 }

@@ -22,17 +22,8 @@ impl LineParser for DisksimParser {
         let time_ns = scaled("time", f[0], 6)?;
         int("device", f[1])?;
         let (start, sectors) = sector_range(int("block", f[2])?, int("size", f[3])?)?;
-        let op = if int("flags", f[4])? & 1 == 1 {
-            Op::Read
-        } else {
-            Op::Write
-        };
-        Ok(Parsed::Cmd(Raw {
-            time_ns,
-            op,
-            start,
-            sectors,
-        }))
+        let op = if int("flags", f[4])? & 1 == 1 { Op::Read } else { Op::Write };
+        Ok(Parsed::Cmd(Raw { time_ns, op, start, sectors }))
     }
 }
 
@@ -43,20 +34,9 @@ mod tests {
 
     #[test]
     fn parses() {
-        let (cmds, _) = read_all(
-            "disksim",
-            b"13.191135\t30\t0\t5\t1\n17.829285 20 576560 6 0\n",
-            false,
-        )
-        .unwrap();
-        assert_eq!(
-            (cmds[0].time.0, cmds[0].op, cmds[0].start.0, cmds[0].sectors),
-            (0, Op::Read, 0, 5)
-        );
-        assert_eq!(
-            (cmds[1].time.0, cmds[1].op, cmds[1].start.0, cmds[1].sectors),
-            (4_638_150, Op::Write, 576560, 6)
-        );
+        let (cmds, _) = read_all("disksim", b"13.191135\t30\t0\t5\t1\n17.829285 20 576560 6 0\n", false).unwrap();
+        assert_eq!((cmds[0].time.0, cmds[0].op, cmds[0].start.0, cmds[0].sectors), (0, Op::Read, 0, 5));
+        assert_eq!((cmds[1].time.0, cmds[1].op, cmds[1].start.0, cmds[1].sectors), (4_638_150, Op::Write, 576560, 6));
     }
 
     #[test]

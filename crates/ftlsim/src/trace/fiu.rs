@@ -35,18 +35,10 @@ impl FiuParser {
             b"R" | b"r" => Op::Read,
             b"W" | b"w" => Op::Write,
             other => {
-                return Err(format!(
-                    "unknown operation '{}' (expected R or W)",
-                    show(other)
-                ));
+                return Err(format!("unknown operation '{}' (expected R or W)", show(other)));
             }
         };
-        Ok(Parsed::Cmd(Raw {
-            time_ns,
-            op,
-            start,
-            sectors,
-        }))
+        Ok(Parsed::Cmd(Raw { time_ns, op, start, sectors }))
     }
 
     #[cold]
@@ -66,10 +58,7 @@ mod tests {
     fn parses() {
         let data = b"89966522969723 4270 rpc.mountd 18579576 8 W 6 0 d6c7\n89966527950584 4253 my proc 508516672 16 R 6 0 88b9\n";
         let (cmds, _) = read_all("fiu", data, false).unwrap();
-        assert_eq!(
-            (cmds[0].time.0, cmds[0].op, cmds[0].start.0, cmds[0].sectors),
-            (0, Op::Write, 18579576, 8)
-        );
+        assert_eq!((cmds[0].time.0, cmds[0].op, cmds[0].start.0, cmds[0].sectors), (0, Op::Write, 18579576, 8));
         assert_eq!(
             (cmds[1].time.0, cmds[1].op, cmds[1].start.0, cmds[1].sectors),
             (4_980_861, Op::Read, 508516672, 16)
@@ -80,9 +69,6 @@ mod tests {
     fn bad_lines() {
         let data = b"1 2 p 3 8 W 6 0 h\n1 2 p 3 8 X 6 0 h\n";
         let err = read_all("fiu", data, false).unwrap_err().to_string();
-        assert!(
-            err.ends_with(":2: unknown operation 'X' (expected R or W)"),
-            "{err}"
-        );
+        assert!(err.ends_with(":2: unknown operation 'X' (expected R or W)"), "{err}");
     }
 }

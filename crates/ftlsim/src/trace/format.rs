@@ -25,8 +25,8 @@ pub enum Format {
 }
 
 const NAMES: &[&str] = &[
-    "spc", "msr", "blkparse", "blktrace", "disksim", "ssdsim", "mqsim", "fiu", "systor17",
-    "tencent", "alibaba", "wiscsee", "csv",
+    "spc", "msr", "blkparse", "blktrace", "disksim", "ssdsim", "mqsim", "fiu", "systor17", "tencent", "alibaba",
+    "wiscsee", "csv",
 ];
 
 /// Every format name `Format::from_str` accepts (`csv` also takes
@@ -122,9 +122,6 @@ mod tests {
         let err = "spcx".parse::<Format>().unwrap_err();
         assert!(matches!(err, Error::Unknown { .. }));
         let msg = err.to_string();
-        assert!(
-            msg.contains("'spcx'") && msg.contains("wiscsee") && msg.contains("blktrace"),
-            "{msg}"
-        );
+        assert!(msg.contains("'spcx'") && msg.contains("wiscsee") && msg.contains("blktrace"), "{msg}");
     }
 }

@@ -34,10 +34,7 @@ pub(crate) struct ByteCounter {
 impl ByteCounter {
     pub fn progress(&self) -> super::Progress {
         let done = self.done.load(Ordering::Relaxed);
-        super::Progress {
-            done: self.total.map_or(done, |t| done.min(t)),
-            total: self.total,
-        }
+        super::Progress { done: self.total.map_or(done, |t| done.min(t)), total: self.total }
     }
 }
 
@@ -62,14 +59,8 @@ pub(crate) fn is_gzip(head: &[u8]) -> bool {
 pub(crate) fn open_input(path: &Path) -> Result<Input> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let total = file.metadata().ok().map(|m| m.len());
-    let counter = ByteCounter {
-        done: Arc::default(),
-        total,
-    };
-    let counting = Counting {
-        inner: file,
-        done: counter.done.clone(),
-    };
+    let counter = ByteCounter { done: Arc::default(), total };
+    let counting = Counting { inner: file, done: counter.done.clone() };
     let mut raw = BufReader::with_capacity(BUF_BYTES, counting);
     let head = raw.fill_buf().map_err(|e| Error::io(path, e))?;
     let reader: Box<dyn BufRead + Send> = if is_gzip(head) {
@@ -79,11 +70,7 @@ pub(crate) fn open_input(path: &Path) -> Result<Input> {
     } else {
         Box::new(raw)
     };
-    Ok(Input {
-        reader,
-        path: path.to_path_buf(),
-        counter,
-    })
+    Ok(Input { reader, path: path.to_path_buf(), counter })
 }
 
 /// Reads up to `limit` bytes from the start of the (decompressed) file, for
@@ -91,11 +78,7 @@ pub(crate) fn open_input(path: &Path) -> Result<Input> {
 pub(crate) fn read_head(path: &Path, limit: usize) -> Result<Vec<u8>> {
     let input = open_input(path)?;
     let mut head = Vec::with_capacity(limit.min(1 << 20));
-    input
-        .reader
-        .take(limit as u64)
-        .read_to_end(&mut head)
-        .map_err(|e| Error::io(path, e))?;
+    input.reader.take(limit as u64).read_to_end(&mut head).map_err(|e| Error::io(path, e))?;
     Ok(head)
 }
 
@@ -125,10 +108,7 @@ pub(crate) mod testutil {
         skip_bad_lines: bool,
     ) -> crate::Result<(Vec<crate::trace::HostCmd>, u64)> {
         let t = write_file("trace", data);
-        let opts = crate::trace::OpenOptions {
-            format: Some(format.parse()?),
-            skip_bad_lines,
-        };
+        let opts = crate::trace::OpenOptions { format: Some(format.parse()?), skip_bad_lines };
         let mut o = crate::trace::open(&t.path, &opts)?;
         let mut cmds = Vec::new();
         while let Some(c) = o.source.next_cmd()? {

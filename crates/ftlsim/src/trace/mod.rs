@@ -141,11 +141,7 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Opened> {
         None => (detect(path)?, true),
     };
     let skip = opts.skip_bad_lines;
-    fn text<P: text::LineParser + 'static>(
-        i: input::Input,
-        p: P,
-        skip: bool,
-    ) -> Box<dyn CmdSource> {
+    fn text<P: text::LineParser + 'static>(i: input::Input, p: P, skip: bool) -> Box<dyn CmdSource> {
         Box::new(text::TextSource::new(i, p, skip))
     }
     let i = || input::open_input(path);
@@ -167,9 +163,5 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Opened> {
         Format::Wiscsee => text(i()?, wiscsee::WiscseeParser, skip),
         Format::Csv(spec) => text(i()?, csv::CsvParser::new(spec.clone()), skip),
     };
-    Ok(Opened {
-        source,
-        format,
-        detected,
-    })
+    Ok(Opened { source, format, detected })
 }

@@ -26,18 +26,10 @@ impl LineParser for MqsimParser {
             b"0" => Op::Write,
             b"1" => Op::Read,
             other => {
-                return Err(format!(
-                    "unknown type '{}' (expected 0 = write or 1 = read)",
-                    show(other)
-                ));
+                return Err(format!("unknown type '{}' (expected 0 = write or 1 = read)", show(other)));
             }
         };
-        Ok(Parsed::Cmd(Raw {
-            time_ns,
-            op,
-            start,
-            sectors,
-        }))
+        Ok(Parsed::Cmd(Raw { time_ns, op, start, sectors }))
     }
 }
 
@@ -48,16 +40,8 @@ mod tests {
 
     #[test]
     fn parses() {
-        let (cmds, _) = read_all(
-            "mqsim",
-            b"938513000 4 264719034 16 0\n938828000 3 197570570 16 1\n",
-            false,
-        )
-        .unwrap();
-        assert_eq!(
-            (cmds[0].time.0, cmds[0].op, cmds[0].start.0, cmds[0].sectors),
-            (0, Op::Write, 264719034, 16)
-        );
+        let (cmds, _) = read_all("mqsim", b"938513000 4 264719034 16 0\n938828000 3 197570570 16 1\n", false).unwrap();
+        assert_eq!((cmds[0].time.0, cmds[0].op, cmds[0].start.0, cmds[0].sectors), (0, Op::Write, 264719034, 16));
         assert_eq!((cmds[1].time.0, cmds[1].op), (315_000, Op::Read));
     }
 

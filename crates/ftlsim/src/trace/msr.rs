@@ -27,19 +27,11 @@ impl LineParser for MsrParser {
         } else if f[3].eq_ignore_ascii_case(b"write") {
             Op::Write
         } else {
-            return Err(format!(
-                "unknown type '{}' (expected Read or Write)",
-                show(f[3])
-            ));
+            return Err(format!("unknown type '{}' (expected Read or Write)", show(f[3])));
         };
         let time_ns = int_times("timestamp", f[0], 100)?;
         let (start, sectors) = byte_range(int("offset", f[4])?, int("size", f[5])?)?;
-        Ok(Parsed::Cmd(Raw {
-            time_ns,
-            op,
-            start,
-            sectors,
-        }))
+        Ok(Parsed::Cmd(Raw { time_ns, op, start, sectors }))
     }
 }
 
@@ -52,14 +44,8 @@ mod tests {
     fn parses() {
         let data = b"128166385295514663,hm,0,Write,9056014336,2048,2833\n128166385295514878,hm,0,Read,512,512,2617\n";
         let (cmds, _) = read_all("msr", data, false).unwrap();
-        assert_eq!(
-            (cmds[0].time.0, cmds[0].op, cmds[0].start.0, cmds[0].sectors),
-            (0, Op::Write, 17_687_528, 4)
-        );
-        assert_eq!(
-            (cmds[1].time.0, cmds[1].op, cmds[1].start.0, cmds[1].sectors),
-            (21_500, Op::Read, 1, 1)
-        );
+        assert_eq!((cmds[0].time.0, cmds[0].op, cmds[0].start.0, cmds[0].sectors), (0, Op::Write, 17_687_528, 4));
+        assert_eq!((cmds[1].time.0, cmds[1].op, cmds[1].start.0, cmds[1].sectors), (21_500, Op::Read, 1, 1));
     }
 
     #[test]

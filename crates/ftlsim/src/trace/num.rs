@@ -72,11 +72,7 @@ pub(crate) fn parse_u64(s: &[u8]) -> Result<u64, NumErr> {
     let digits = match s {
         [] => return Err(NumErr::Empty),
         [b'-', rest @ ..] => {
-            return Err(if rest.is_empty() {
-                NumErr::Invalid
-            } else {
-                NumErr::Negative
-            });
+            return Err(if rest.is_empty() { NumErr::Invalid } else { NumErr::Negative });
         }
         [b'+', rest @ ..] => rest,
         _ => s,
@@ -102,10 +98,7 @@ pub(crate) fn parse_u64(s: &[u8]) -> Result<u64, NumErr> {
         if d > 9 {
             return Err(NumErr::Invalid);
         }
-        v = v
-            .checked_mul(10)
-            .and_then(|v| v.checked_add(d as u64))
-            .ok_or(NumErr::Overflow)?;
+        v = v.checked_mul(10).and_then(|v| v.checked_add(d as u64)).ok_or(NumErr::Overflow)?;
     }
     Ok(v)
 }
@@ -117,11 +110,7 @@ pub(crate) fn parse_scaled(s: &[u8], pow10: u32) -> Result<u64, NumErr> {
     let body = match s {
         [] => return Err(NumErr::Empty),
         [b'-', rest @ ..] => {
-            return Err(if rest.is_empty() {
-                NumErr::Invalid
-            } else {
-                NumErr::Negative
-            });
+            return Err(if rest.is_empty() { NumErr::Invalid } else { NumErr::Negative });
         }
         [b'+', rest @ ..] => rest,
         _ => s,
@@ -209,8 +198,7 @@ pub(crate) fn parse_scaled(s: &[u8], pow10: u32) -> Result<u64, NumErr> {
         if e > 38 {
             return Err(NumErr::Overflow);
         }
-        mant.checked_mul(10u128.pow(e as u32))
-            .ok_or(NumErr::Overflow)?
+        mant.checked_mul(10u128.pow(e as u32)).ok_or(NumErr::Overflow)?
     } else if e < -38 {
         0
     } else {
@@ -247,19 +235,13 @@ pub(crate) fn scaled(what: &str, value: &[u8], pow10: u32) -> Result<u64, String
 /// An integer multiplied by `factor` (e.g. FILETIME ticks to ns), checked.
 #[inline]
 pub(crate) fn int_times(what: &str, value: &[u8], factor: u64) -> Result<u64, String> {
-    int(what, value)?
-        .checked_mul(factor)
-        .ok_or_else(|| num_err(what, value, NumErr::Overflow))
+    int(what, value)?.checked_mul(factor).ok_or_else(|| num_err(what, value, NumErr::Overflow))
 }
 
 /// Checks that a line has at least `need` fields.
 #[inline]
 pub(crate) fn need_fields(found: usize, need: usize) -> Result<(), String> {
-    if found < need {
-        Err(missing(found, need))
-    } else {
-        Ok(())
-    }
+    if found < need { Err(missing(found, need)) } else { Ok(()) }
 }
 
 #[cold]
@@ -273,9 +255,7 @@ fn missing(found: usize, need: usize) -> String {
 /// sector the original request touched.
 #[inline]
 pub(crate) fn byte_range(offset: u64, size: u64) -> Result<(u64, u64), String> {
-    let end = offset
-        .checked_add(size)
-        .ok_or_else(|| format!("byte range {offset} + {size} overflows"))?;
+    let end = offset.checked_add(size).ok_or_else(|| format!("byte range {offset} + {size} overflows"))?;
     let start = offset / SECTOR_BYTES;
     Ok((start, end.div_ceil(SECTOR_BYTES) - start))
 }
@@ -283,10 +263,7 @@ pub(crate) fn byte_range(offset: u64, size: u64) -> Result<(u64, u64), String> {
 /// A sector range, checked so that `start + sectors` cannot overflow.
 #[inline]
 pub(crate) fn sector_range(start: u64, sectors: u64) -> Result<(u64, u64), String> {
-    match start
-        .checked_add(sectors)
-        .and_then(|e| e.checked_mul(SECTOR_BYTES))
-    {
+    match start.checked_add(sectors).and_then(|e| e.checked_mul(SECTOR_BYTES)) {
         Some(_) => Ok((start, sectors)),
         None => Err(format!("sector range {start} + {sectors} overflows")),
     }
@@ -317,10 +294,7 @@ mod tests {
     #[test]
     fn scaled_decimals() {
         assert_eq!(parse_scaled(b"0.000011950", 9), Ok(11_950));
-        assert_eq!(
-            parse_scaled(b"1266874889.708658509", 9),
-            Ok(1_266_874_889_708_658_509)
-        );
+        assert_eq!(parse_scaled(b"1266874889.708658509", 9), Ok(1_266_874_889_708_658_509));
         assert_eq!(parse_scaled(b"13.191135", 6), Ok(13_191_135));
         assert_eq!(parse_scaled(b"7.3902e-05", 9), Ok(73_902));
         assert_eq!(parse_scaled(b"1E3", 0), Ok(1000));
@@ -328,10 +302,7 @@ mod tests {
         assert_eq!(parse_scaled(b"0.4", 0), Ok(0));
         assert_eq!(parse_scaled(b".5", 1), Ok(5));
         assert_eq!(parse_scaled(b"5.", 1), Ok(50));
-        assert_eq!(
-            parse_scaled(b"128166385295514663", 2),
-            Ok(12_816_638_529_551_466_300)
-        );
+        assert_eq!(parse_scaled(b"128166385295514663", 2), Ok(12_816_638_529_551_466_300));
         assert_eq!(parse_scaled(b"1e30", 0), Err(NumErr::Overflow));
         assert_eq!(parse_scaled(b"1e-300", 9), Ok(0));
         assert_eq!(parse_scaled(b"-1.0", 9), Err(NumErr::Negative));
@@ -339,10 +310,7 @@ mod tests {
         assert_eq!(parse_scaled(b".", 9), Err(NumErr::Invalid));
         assert_eq!(parse_scaled(b"1e", 9), Err(NumErr::Invalid));
         assert_eq!(parse_scaled(b"nan", 9), Err(NumErr::Invalid));
-        assert_eq!(
-            parse_scaled(b"0.000000000000000000000000000000000000000001", 9),
-            Ok(0)
-        );
+        assert_eq!(parse_scaled(b"0.000000000000000000000000000000000000000001", 9), Ok(0));
     }
 
     #[test]

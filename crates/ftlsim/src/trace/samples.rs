@@ -22,83 +22,21 @@ fn sample(rel: &str) -> PathBuf {
 
 fn run(rel: &str, skip_bad_lines: bool) -> crate::Result<TraceStats> {
     let path = sample(rel);
-    let mut o = open(
-        &path,
-        &OpenOptions {
-            format: None,
-            skip_bad_lines,
-        },
-    )?;
+    let mut o = open(&path, &OpenOptions { format: None, skip_bad_lines })?;
     assert!(o.detected);
     stats(&mut *o.source)
 }
 
 /// (file, format, requests, reads, writes, trims)
 const CASES: &[(&str, &str, u64, u64, u64, u64)] = &[
-    (
-        "msr_csv/msr-cambridge1-sample.csv",
-        "msr",
-        1000,
-        508,
-        492,
-        0,
-    ),
-    (
-        "ssdsim_ascii/ssdsim-example-fin1.ascii",
-        "ssdsim",
-        10000,
-        4077,
-        5923,
-        0,
-    ),
-    (
-        "mqsim_ascii/mqsim-tpcc-small.trace",
-        "mqsim",
-        6999,
-        4381,
-        2618,
-        0,
-    ),
-    (
-        "disksim_ascii/disksim-valid-ascii.trace",
-        "disksim",
-        100000,
-        79634,
-        20366,
-        0,
-    ),
-    (
-        "blkparse/wiscsee-testdata-blkparse-output.txt",
-        "blkparse",
-        673,
-        161,
-        512,
-        0,
-    ),
-    (
-        "blkparse/msclaudz-ycsb-ext4-blkparse.txt",
-        "blkparse",
-        9887,
-        9039,
-        848,
-        0,
-    ),
-    (
-        "fiu/fiu-mail-cheetah-110108-113008.2-head10k.blkparse",
-        "fiu",
-        9998,
-        8896,
-        1102,
-        0,
-    ),
-    (
-        "wiscsee_events/wiscsee-sqlitewal-update-ext4.txt",
-        "wiscsee",
-        5008,
-        4,
-        5003,
-        1,
-    ),
+    ("msr_csv/msr-cambridge1-sample.csv", "msr", 1000, 508, 492, 0),
+    ("ssdsim_ascii/ssdsim-example-fin1.ascii", "ssdsim", 10000, 4077, 5923, 0),
+    ("mqsim_ascii/mqsim-tpcc-small.trace", "mqsim", 6999, 4381, 2618, 0),
+    ("disksim_ascii/disksim-valid-ascii.trace", "disksim", 100000, 79634, 20366, 0),
+    ("blkparse/wiscsee-testdata-blkparse-output.txt", "blkparse", 673, 161, 512, 0),
+    ("blkparse/msclaudz-ycsb-ext4-blkparse.txt", "blkparse", 9887, 9039, 848, 0),
+    ("fiu/fiu-mail-cheetah-110108-113008.2-head10k.blkparse", "fiu", 9998, 8896, 1102, 0),
+    ("wiscsee_events/wiscsee-sqlitewal-update-ext4.txt", "wiscsee", 5008, 4, 5003, 1),
 ];
 
 #[test]
@@ -107,11 +45,7 @@ fn sample_counts_and_detection() {
         let want: Format = fmt.parse().unwrap();
         assert_eq!(detect(&sample(rel)).unwrap(), want, "{rel}");
         let s = run(rel, false).unwrap_or_else(|e| panic!("{rel}: {e}"));
-        assert_eq!(
-            (s.requests, s.reads, s.writes, s.trims, s.flushes),
-            (requests, reads, writes, trims, 0),
-            "{rel}"
-        );
+        assert_eq!((s.requests, s.reads, s.writes, s.trims, s.flushes), (requests, reads, writes, trims, 0), "{rel}");
         assert_eq!(s.skipped_lines, 0, "{rel}");
     }
 }
@@ -125,15 +59,8 @@ fn sample_details() {
     assert_eq!(format!("{:.1}", msr.span_ns as f64 * 1e-9), "127.2");
     let ycsb = run("blkparse/msclaudz-ycsb-ext4-blkparse.txt", false).unwrap();
     // The clock glitch survives as a huge arrival time, not an error.
-    assert!(
-        ycsb.span_ns > 1_266_874_000 * 1_000_000_000,
-        "{}",
-        ycsb.span_ns
-    );
-    assert_eq!(
-        format!("{:.1}", ycsb.read_bytes as f64 / 1048576.0),
-        "999.1"
-    );
+    assert!(ycsb.span_ns > 1_266_874_000 * 1_000_000_000, "{}", ycsb.span_ns);
+    assert_eq!(format!("{:.1}", ycsb.read_bytes as f64 / 1048576.0), "999.1");
     let fin = run("ssdsim_ascii/ssdsim-example-fin1.ascii", false).unwrap();
     assert_eq!(format!("{:.1}", fin.span_ns as f64 * 1e-9), "259.6");
     let disksim = run("disksim_ascii/disksim-valid-ascii.trace", false).unwrap();
@@ -145,16 +72,10 @@ fn wiscsee_mkfs_negative_offset() {
     let rel = "wiscsee_events/wiscsee-sqlitewal-update-ext4-mkfs.txt";
     assert_eq!(detect(&sample(rel)).unwrap(), Format::Wiscsee);
     let err = run(rel, false).unwrap_err().to_string();
-    assert!(
-        err.ends_with("wiscsee-sqlitewal-update-ext4-mkfs.txt:113: negative offset '-8388608'"),
-        "{err}"
-    );
+    assert!(err.ends_with("wiscsee-sqlitewal-update-ext4-mkfs.txt:113: negative offset '-8388608'"), "{err}");
     let s = run(rel, true).unwrap();
     // 151 requests in the README, one of which is the unreadable negative one.
-    assert_eq!(
-        (s.requests, s.reads, s.writes, s.skipped_lines),
-        (150, 44, 106, 1)
-    );
+    assert_eq!((s.requests, s.reads, s.writes, s.skipped_lines), (150, 44, 106, 1));
 }
 
 #[test]
@@ -184,13 +105,7 @@ fn parse_rate() {
             let _ = writeln!(s, "{} 1 {} 8 {}", i * 1000, (i * 7919) % 100_000_000, i & 1);
         }),
         ("csv", |i, s| {
-            let _ = writeln!(
-                s,
-                "{},{},{},8",
-                i * 1000,
-                if i & 1 == 0 { 'R' } else { 'W' },
-                (i * 7919) % 100_000_000
-            );
+            let _ = writeln!(s, "{},{},{},8", i * 1000, if i & 1 == 0 { 'R' } else { 'W' }, (i * 7919) % 100_000_000);
         }),
         ("spc", |i, s| {
             let _ = writeln!(
@@ -239,14 +154,8 @@ fn parse_rate() {
             } else {
                 t.path.clone()
             };
-            let mut o = open(
-                &path,
-                &OpenOptions {
-                    format: Some(fmt.parse().unwrap()),
-                    skip_bad_lines: false,
-                },
-            )
-            .unwrap();
+            let mut o =
+                open(&path, &OpenOptions { format: Some(fmt.parse().unwrap()), skip_bad_lines: false }).unwrap();
             let start = Instant::now();
             let mut n = 0u64;
             while let Some(c) = o.source.next_cmd().unwrap() {

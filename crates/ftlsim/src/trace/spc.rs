@@ -24,10 +24,7 @@ impl LineParser for SpcParser {
             b"r" | b"R" => Op::Read,
             b"w" | b"W" => Op::Write,
             other => {
-                return Err(format!(
-                    "unknown opcode '{}' (expected r or w)",
-                    show(other)
-                ));
+                return Err(format!("unknown opcode '{}' (expected r or w)", show(other)));
             }
         };
         let lba = int("LBA", f[1])?;
@@ -36,12 +33,7 @@ impl LineParser for SpcParser {
         // Size is in bytes but the LBA is a sector: round the size up.
         let (_, sectors) = byte_range(0, bytes)?;
         let (start, sectors) = sector_range(lba, sectors)?;
-        Ok(Parsed::Cmd(Raw {
-            time_ns,
-            op,
-            start,
-            sectors,
-        }))
+        Ok(Parsed::Cmd(Raw { time_ns, op, start, sectors }))
     }
 }
 
@@ -52,31 +44,17 @@ mod tests {
 
     #[test]
     fn parses_and_rebases() {
-        let (cmds, _) = read_all(
-            "spc",
-            b"0,303567,3584,w,1.5\n1,55590,3072,R,1.500001\n\n",
-            false,
-        )
-        .unwrap();
+        let (cmds, _) = read_all("spc", b"0,303567,3584,w,1.5\n1,55590,3072,R,1.500001\n\n", false).unwrap();
         assert_eq!(cmds.len(), 2);
-        assert_eq!(
-            (cmds[0].time.0, cmds[0].op, cmds[0].start.0, cmds[0].sectors),
-            (0, Op::Write, 303567, 7)
-        );
-        assert_eq!(
-            (cmds[1].time.0, cmds[1].op, cmds[1].start.0, cmds[1].sectors),
-            (1000, Op::Read, 55590, 6)
-        );
+        assert_eq!((cmds[0].time.0, cmds[0].op, cmds[0].start.0, cmds[0].sectors), (0, Op::Write, 303567, 7));
+        assert_eq!((cmds[1].time.0, cmds[1].op, cmds[1].start.0, cmds[1].sectors), (1000, Op::Read, 55590, 6));
     }
 
     #[test]
     fn bad_lines() {
         let data = b"0,1,512,w,0.0\n0,1,512,x,0.1\n0,-1,512,r,0.2\n0,1,512\n0,1,abc,r,0.3\n0,2,512,r,0.4\n";
         let err = read_all("spc", data, false).unwrap_err().to_string();
-        assert!(
-            err.ends_with(":2: unknown opcode 'x' (expected r or w)"),
-            "{err}"
-        );
+        assert!(err.ends_with(":2: unknown opcode 'x' (expected r or w)"), "{err}");
         let (cmds, skipped) = read_all("spc", data, true).unwrap();
         assert_eq!((cmds.len(), skipped), (2, 4));
     }

@@ -27,18 +27,10 @@ impl LineParser for SsdsimParser {
             b"1" => Op::Read,
             b"0" => Op::Write,
             other => {
-                return Err(format!(
-                    "unknown operation '{}' (expected 1 = read or 0 = write)",
-                    show(other)
-                ));
+                return Err(format!("unknown operation '{}' (expected 1 = read or 0 = write)", show(other)));
             }
         };
-        Ok(Parsed::Cmd(Raw {
-            time_ns,
-            op,
-            start,
-            sectors,
-        }))
+        Ok(Parsed::Cmd(Raw { time_ns, op, start, sectors }))
     }
 }
 
@@ -49,25 +41,15 @@ mod tests {
 
     #[test]
     fn parses() {
-        let (cmds, _) =
-            read_all("ssdsim", b"0 0 303567 7 0\n78643005 1 55596 6 1\n", false).unwrap();
-        assert_eq!(
-            (cmds[0].time.0, cmds[0].op, cmds[0].start.0, cmds[0].sectors),
-            (0, Op::Write, 303567, 7)
-        );
-        assert_eq!(
-            (cmds[1].time.0, cmds[1].op, cmds[1].start.0, cmds[1].sectors),
-            (78_643_005, Op::Read, 55596, 6)
-        );
+        let (cmds, _) = read_all("ssdsim", b"0 0 303567 7 0\n78643005 1 55596 6 1\n", false).unwrap();
+        assert_eq!((cmds[0].time.0, cmds[0].op, cmds[0].start.0, cmds[0].sectors), (0, Op::Write, 303567, 7));
+        assert_eq!((cmds[1].time.0, cmds[1].op, cmds[1].start.0, cmds[1].sectors), (78_643_005, Op::Read, 55596, 6));
     }
 
     #[test]
     fn bad_lines() {
         let data = b"0 0 1 8 1\n5 0 1 8 2\n";
         let err = read_all("ssdsim", data, false).unwrap_err().to_string();
-        assert!(
-            err.ends_with(":2: unknown operation '2' (expected 1 = read or 0 = write)"),
-            "{err}"
-        );
+        assert!(err.ends_with(":2: unknown operation '2' (expected 1 = read or 0 = write)"), "{err}");
     }
 }

@@ -32,19 +32,14 @@ pub struct TraceStats {
 
 /// Reads `src` to the end and summarises it.
 pub fn stats(src: &mut dyn CmdSource) -> Result<TraceStats> {
-    let mut s = TraceStats {
-        name: src.name().to_string(),
-        ..TraceStats::default()
-    };
+    let mut s = TraceStats { name: src.name().to_string(), ..TraceStats::default() };
     let mut prev = 0u64;
     while let Some(c) = src.next_cmd()? {
         s.requests += 1;
         let bytes = c.sectors.saturating_mul(SECTOR_BYTES);
         match c.op {
             Op::Read => (s.reads, s.read_bytes) = (s.reads + 1, s.read_bytes.saturating_add(bytes)),
-            Op::Write => {
-                (s.writes, s.write_bytes) = (s.writes + 1, s.write_bytes.saturating_add(bytes))
-            }
+            Op::Write => (s.writes, s.write_bytes) = (s.writes + 1, s.write_bytes.saturating_add(bytes)),
             Op::Trim => (s.trims, s.trim_bytes) = (s.trims + 1, s.trim_bytes.saturating_add(bytes)),
             Op::Flush => s.flushes += 1,
         }
@@ -62,8 +57,7 @@ pub fn stats(src: &mut dyn CmdSource) -> Result<TraceStats> {
     }
     let data = s.reads + s.writes + s.trims;
     if data > 0 {
-        s.mean_request_bytes =
-            (s.read_bytes as f64 + s.write_bytes as f64 + s.trim_bytes as f64) / data as f64;
+        s.mean_request_bytes = (s.read_bytes as f64 + s.write_bytes as f64 + s.trim_bytes as f64) / data as f64;
     }
     s.skipped_lines = src.skipped_lines();
     s.zero_length = src.zero_length();
@@ -78,22 +72,16 @@ mod tests {
 
     #[test]
     fn summarises() {
-        let t = write_file("t.csv", b"time_ns,op,sector,sectors\n1000,W,2048,8\n2000,T,64,64\n1900,R,0,1\n2500,F,0,0\n3000,W,0,0\n");
+        let t = write_file(
+            "t.csv",
+            b"time_ns,op,sector,sectors\n1000,W,2048,8\n2000,T,64,64\n1900,R,0,1\n2500,F,0,0\n3000,W,0,0\n",
+        );
         let mut o = open(&t.path, &OpenOptions::default()).unwrap();
         let s = stats(&mut *o.source).unwrap();
-        assert_eq!(
-            (s.requests, s.reads, s.writes, s.trims, s.flushes),
-            (4, 1, 1, 1, 1)
-        );
-        assert_eq!(
-            (s.read_bytes, s.write_bytes, s.trim_bytes),
-            (512, 4096, 32768)
-        );
+        assert_eq!((s.requests, s.reads, s.writes, s.trims, s.flushes), (4, 1, 1, 1, 1));
+        assert_eq!((s.read_bytes, s.write_bytes, s.trim_bytes), (512, 4096, 32768));
         assert_eq!((s.min_sector, s.max_end_sector), (Some(0), Some(2056)));
-        assert_eq!(
-            (s.span_ns, s.backwards_timestamps, s.zero_length),
-            (1500, 1, 1)
-        );
+        assert_eq!((s.span_ns, s.backwards_timestamps, s.zero_length), (1500, 1, 1));
         assert!((s.mean_request_bytes - 37376.0 / 3.0).abs() < 1e-9);
         let json = serde_json::to_string(&s).unwrap();
         assert!(json.contains("\"requests\":4"), "{json}");

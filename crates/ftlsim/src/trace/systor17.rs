@@ -36,19 +36,11 @@ impl LineParser for Systor17Parser {
             b"R" | b"r" => Op::Read,
             b"W" | b"w" => Op::Write,
             other => {
-                return Err(format!(
-                    "unknown IOType '{}' (expected R or W)",
-                    show(other)
-                ));
+                return Err(format!("unknown IOType '{}' (expected R or W)", show(other)));
             }
         };
         let (start, sectors) = byte_range(int("offset", f[4])?, int("size", f[5])?)?;
-        Ok(Parsed::Cmd(Raw {
-            time_ns,
-            op,
-            start,
-            sectors,
-        }))
+        Ok(Parsed::Cmd(Raw { time_ns, op, start, sectors }))
     }
 }
 
@@ -61,23 +53,14 @@ mod tests {
     fn parses() {
         let data = b"Timestamp,Response,IOType,LUN,Offset,Size\n1487145600.026409,0.000128,R,3,1024,4096\n1487145600.1,0.0001,W,3,8192,512\n";
         let (cmds, _) = read_all("systor17", data, false).unwrap();
-        assert_eq!(
-            (cmds[0].time.0, cmds[0].op, cmds[0].start.0, cmds[0].sectors),
-            (0, Op::Read, 2, 8)
-        );
-        assert_eq!(
-            (cmds[1].time.0, cmds[1].op, cmds[1].start.0, cmds[1].sectors),
-            (73_591_000, Op::Write, 16, 1)
-        );
+        assert_eq!((cmds[0].time.0, cmds[0].op, cmds[0].start.0, cmds[0].sectors), (0, Op::Read, 2, 8));
+        assert_eq!((cmds[1].time.0, cmds[1].op, cmds[1].start.0, cmds[1].sectors), (73_591_000, Op::Write, 16, 1));
     }
 
     #[test]
     fn bad_lines() {
         let data = b"Timestamp,Response,IOType,LUN,Offset,Size\n1.0,0.1,R,3,1024,4096\nTimestamp,Response,IOType,LUN,Offset,Size\n";
         let err = read_all("systor17", data, false).unwrap_err().to_string();
-        assert!(
-            err.ends_with(":3: timestamp 'Timestamp' is not a number"),
-            "{err}"
-        );
+        assert!(err.ends_with(":3: timestamp 'Timestamp' is not a number"), "{err}");
     }
 }

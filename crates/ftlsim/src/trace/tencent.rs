@@ -25,18 +25,10 @@ impl LineParser for TencentParser {
             b"0" => Op::Read,
             b"1" => Op::Write,
             other => {
-                return Err(format!(
-                    "unknown IOType '{}' (expected 0 = read or 1 = write)",
-                    show(other)
-                ));
+                return Err(format!("unknown IOType '{}' (expected 0 = read or 1 = write)", show(other)));
             }
         };
-        Ok(Parsed::Cmd(Raw {
-            time_ns,
-            op,
-            start,
-            sectors,
-        }))
+        Ok(Parsed::Cmd(Raw { time_ns, op, start, sectors }))
     }
 }
 
@@ -49,23 +41,14 @@ mod tests {
     fn parses() {
         let data = b"1538323200,12345,8,1,1063\n1538323201,999,16,0,1063\n";
         let (cmds, _) = read_all("tencent", data, false).unwrap();
-        assert_eq!(
-            (cmds[0].time.0, cmds[0].op, cmds[0].start.0, cmds[0].sectors),
-            (0, Op::Write, 12345, 8)
-        );
-        assert_eq!(
-            (cmds[1].time.0, cmds[1].op, cmds[1].start.0, cmds[1].sectors),
-            (1_000_000_000, Op::Read, 999, 16)
-        );
+        assert_eq!((cmds[0].time.0, cmds[0].op, cmds[0].start.0, cmds[0].sectors), (0, Op::Write, 12345, 8));
+        assert_eq!((cmds[1].time.0, cmds[1].op, cmds[1].start.0, cmds[1].sectors), (1_000_000_000, Op::Read, 999, 16));
     }
 
     #[test]
     fn bad_lines() {
         let data = b"1,2,8,1,1\n1,2,8,R,1\n";
         let err = read_all("tencent", data, false).unwrap_err().to_string();
-        assert!(
-            err.ends_with(":2: unknown IOType 'R' (expected 0 = read or 1 = write)"),
-            "{err}"
-        );
+        assert!(err.ends_with(":2: unknown IOType 'R' (expected 0 = read or 1 = write)"), "{err}");
     }
 }

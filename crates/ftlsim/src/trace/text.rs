@@ -79,10 +79,7 @@ impl<P: LineParser> TextSource<P> {
             buf: Vec::with_capacity(256),
             line: 0,
             parser,
-            tally: Tally {
-                skip_bad,
-                ..Tally::default()
-            },
+            tally: Tally { skip_bad, ..Tally::default() },
             rebase: Rebase::default(),
         }
     }
@@ -103,10 +100,7 @@ impl<P: LineParser> TextSource<P> {
     #[inline]
     fn with_next_line<T>(&mut self, f: impl FnOnce(&mut P, &[u8]) -> T) -> Result<Option<T>> {
         self.line += 1;
-        let avail = self
-            .reader
-            .fill_buf()
-            .map_err(|e| Error::io(&self.name, e))?;
+        let avail = self.reader.fill_buf().map_err(|e| Error::io(&self.name, e))?;
         if let Some(pos) = memchr::memchr(b'\n', avail) {
             let out = f(&mut self.parser, &avail[..pos]);
             self.reader.consume(pos + 1);
@@ -114,10 +108,7 @@ impl<P: LineParser> TextSource<P> {
         }
         // The line straddles buffer refills (or is the last, unterminated one).
         self.buf.clear();
-        let n = self
-            .reader
-            .read_until(b'\n', &mut self.buf)
-            .map_err(|e| Error::io(&self.name, e))?;
+        let n = self.reader.read_until(b'\n', &mut self.buf).map_err(|e| Error::io(&self.name, e))?;
         if n == 0 {
             return Ok(None);
         }
@@ -144,22 +135,13 @@ impl<P: LineParser> CmdSource for TextSource<P> {
                         continue;
                     }
                     let time = self.rebase.apply(raw.time_ns);
-                    return Ok(Some(HostCmd {
-                        time,
-                        op: raw.op,
-                        start: Sector(raw.start),
-                        sectors: raw.sectors,
-                    }));
+                    return Ok(Some(HostCmd { time, op: raw.op, start: Sector(raw.start), sectors: raw.sectors }));
                 }
                 Some(Err(reason)) => {
                     if self.tally.skip_bad {
                         self.tally.skipped += 1;
                     } else {
-                        return Err(Error::Trace {
-                            file: self.name.clone(),
-                            line: self.line,
-                            reason,
-                        });
+                        return Err(Error::Trace { file: self.name.clone(), line: self.line, reason });
                     }
                 }
             }

@@ -25,10 +25,7 @@ impl LineParser for WiscseeParser {
             b"D" => {}
             b"C" => return Ok(Parsed::Ignore),
             other => {
-                return Err(format!(
-                    "unknown action '{}' (expected D or C)",
-                    show(other)
-                ));
+                return Err(format!("unknown action '{}' (expected D or C)", show(other)));
             }
         }
         let op = match f[2] {
@@ -36,20 +33,12 @@ impl LineParser for WiscseeParser {
             b"write" => Op::Write,
             b"discard" => Op::Trim,
             other => {
-                return Err(format!(
-                    "unknown operation '{}' (expected read, write or discard)",
-                    show(other)
-                ));
+                return Err(format!("unknown operation '{}' (expected read, write or discard)", show(other)));
             }
         };
         let (start, sectors) = byte_range(int("offset", f[3])?, int("size", f[4])?)?;
         let time_ns = scaled("timestamp", f[5], 9)?;
-        Ok(Parsed::Cmd(Raw {
-            time_ns,
-            op,
-            start,
-            sectors,
-        }))
+        Ok(Parsed::Cmd(Raw { time_ns, op, start, sectors }))
     }
 }
 
@@ -63,10 +52,7 @@ mod tests {
         let data = b"39949 D read 299008 4096 0.000000000 0 False\n0 C read 299008 4096 0.000122793 0.000122793 False\n39949 D discard 331776 8192 0.000196695 7.3902e-05 False\n";
         let (cmds, _) = read_all("wiscsee", data, false).unwrap();
         assert_eq!(cmds.len(), 2);
-        assert_eq!(
-            (cmds[1].time.0, cmds[1].op, cmds[1].start.0, cmds[1].sectors),
-            (196_695, Op::Trim, 648, 16)
-        );
+        assert_eq!((cmds[1].time.0, cmds[1].op, cmds[1].start.0, cmds[1].sectors), (196_695, Op::Trim, 648, 16));
     }
 
     #[test]

@@ -56,11 +56,7 @@ pub fn write_trace(src: &mut dyn CmdSource, format: &Format, out: &mut dyn Write
         let unsupported = |what: &str| Error::Trace {
             file: name.clone(),
             line: n,
-            reason: format!(
-                "format '{}' cannot represent {what} (command {n}: {:?})",
-                format.name(),
-                c.op
-            ),
+            reason: format!("format '{}' cannot represent {what} (command {n}: {:?})", format.name(), c.op),
         };
         write_one(&mut w, format, &c, n, &mut rec).map_err(|e| match e {
             WriteErr::Io(e) => io(e),
@@ -92,13 +88,8 @@ fn write_one(
     use WriteErr::Unsupported as U;
     let t = c.time.0;
     let (s, len) = (c.start.0, c.sectors);
-    let bytes = || {
-        s.checked_mul(SECTOR_BYTES)
-            .ok_or(U("an offset beyond 2^64 bytes"))
-    };
-    let size = len
-        .checked_mul(SECTOR_BYTES)
-        .ok_or(U("a request of 2^64 bytes or more"))?;
+    let bytes = || s.checked_mul(SECTOR_BYTES).ok_or(U("an offset beyond 2^64 bytes"));
+    let size = len.checked_mul(SECTOR_BYTES).ok_or(U("a request of 2^64 bytes or more"))?;
     let rw = |read: &'static str, write: &'static str| match c.op {
         Op::Read => Ok(read),
         Op::Write => Ok(write),
@@ -116,13 +107,7 @@ fn write_one(
             writeln!(w, "{t},{op},{s},{len}")?;
         }
         Format::Spc => writeln!(w, "0,{s},{size},{},{}", rw("r", "w")?, Dec(t, 9))?,
-        Format::Msr => writeln!(
-            w,
-            "{},ftlsim,0,{},{},{size},0",
-            t / 100,
-            rw("Read", "Write")?,
-            bytes()?
-        )?,
+        Format::Msr => writeln!(w, "{},ftlsim,0,{},{},{size},0", t / 100, rw("Read", "Write")?, bytes()?)?,
         Format::Disksim => writeln!(w, "{} 0 {s} {len} {}", Dec(t, 6), rw("1", "0")?)?,
         Format::Ssdsim => writeln!(w, "{t} 0 {s} {len} {}", rw("1", "0")?)?,
         Format::Mqsim => writeln!(w, "{t} 0 {s} {len} {}", rw("1", "0")?)?,
@@ -160,16 +145,7 @@ fn write_one(
             };
             let nbytes = u32::try_from(size).map_err(|_| U("a request of 4 GiB or more"))?;
             rec.clear();
-            blktrace::encode(
-                rec,
-                false,
-                seq as u32,
-                t,
-                s,
-                nbytes,
-                TA_ISSUE | ((TC_ISSUE | cat) << 16),
-                &[],
-            );
+            blktrace::encode(rec, false, seq as u32, t, s, nbytes, TA_ISSUE | ((TC_ISSUE | cat) << 16), &[]);
             w.write_all(rec)?;
         }
     }
@@ -195,12 +171,7 @@ mod tests {
     }
 
     fn cmd(t: u64, op: Op, s: u64, n: u64) -> HostCmd {
-        HostCmd {
-            time: SimTime(t),
-            op,
-            start: Sector(s),
-            sectors: n,
-        }
+        HostCmd { time: SimTime(t), op, start: Sector(s), sectors: n }
     }
 
     fn cmds(with_trim: bool, with_flush: bool) -> Vec<HostCmd> {
@@ -240,58 +211,29 @@ mod tests {
             let want = cmds(trim, flush);
             let format: Format = fmt.parse().unwrap();
             let mut out = Vec::new();
-            let n =
-                write_trace(&mut VecSource(want.clone().into_iter()), &format, &mut out).unwrap();
+            let n = write_trace(&mut VecSource(want.clone().into_iter()), &format, &mut out).unwrap();
             assert_eq!(n, want.len() as u64);
             let (got, skipped) = read_all(fmt, &out, false).unwrap();
             assert_eq!((got, skipped), (want, 0), "{fmt}");
             // Detection recognises what the writer produced.
             let t = super::super::input::testutil::write_file(&format!("x.{fmt}"), &out);
             let detected = super::super::detect(&t.path).unwrap();
-            let same_family = matches!(
-                (&detected, &format),
-                (Format::Mqsim, Format::Ssdsim) | (Format::Ssdsim, Format::Mqsim)
-            );
-            assert!(
-                detected == format || same_family,
-                "{fmt}: detected {detected}"
-            );
+            let same_family =
+                matches!((&detected, &format), (Format::Mqsim, Format::Ssdsim) | (Format::Ssdsim, Format::Mqsim));
+            assert!(detected == format || same_family, "{fmt}: detected {detected}");
         }
     }
 
     #[test]
     fn unrepresentable_ops() {
-        for (fmt, op) in [
-            ("spc", Op::Trim),
-            ("msr", Op::Flush),
-            ("mqsim", Op::Trim),
-            ("wiscsee", Op::Flush),
-        ] {
-            let v = vec![
-                cmd(0, Op::Read, 0, 8),
-                cmd(5, op, 0, if op == Op::Flush { 0 } else { 8 }),
-            ];
-            let err = write_trace(
-                &mut VecSource(v.into_iter()),
-                &fmt.parse().unwrap(),
-                &mut Vec::new(),
-            )
-            .unwrap_err()
-            .to_string();
-            assert!(
-                err.contains(&format!("format '{fmt}' cannot represent"))
-                    && err.contains("command 2"),
-                "{err}"
-            );
+        for (fmt, op) in [("spc", Op::Trim), ("msr", Op::Flush), ("mqsim", Op::Trim), ("wiscsee", Op::Flush)] {
+            let v = vec![cmd(0, Op::Read, 0, 8), cmd(5, op, 0, if op == Op::Flush { 0 } else { 8 })];
+            let err = write_trace(&mut VecSource(v.into_iter()), &fmt.parse().unwrap(), &mut Vec::new())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(&format!("format '{fmt}' cannot represent")) && err.contains("command 2"), "{err}");
         }
         let spec: Format = "csv:time=0,op=1,offset=2,size=3,sep=tab".parse().unwrap();
-        assert!(
-            write_trace(
-                &mut VecSource(Vec::new().into_iter()),
-                &spec,
-                &mut Vec::new()
-            )
-            .is_err()
-        );
+        assert!(write_trace(&mut VecSource(Vec::new().into_iter()), &spec, &mut Vec::new()).is_err());
     }
 }
