@@ -17,6 +17,7 @@ pub mod engine;
 pub mod error;
 pub mod ftl;
 pub mod job;
+mod mem;
 pub mod nand;
 pub mod report;
 pub mod rng;

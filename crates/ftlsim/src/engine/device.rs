@@ -9,7 +9,7 @@
 
 use crate::error::Result;
 use crate::nand::{Geometry, NandArray, Payload, Timing};
-use crate::units::{BlockId, Lpn, Ppn, SimTime};
+use crate::units::{BlockId, Lpn, PlaneId, Ppn, SimTime};
 use serde::Serialize;
 
 /// Why a flash operation happened; every counter is split by it.
@@ -68,8 +68,9 @@ pub struct Device {
     channel_free: Vec<SimTime>,
     unit_free: Vec<SimTime>,
     host_free: SimTime,
-    /// Planes per array unit: 1 with plane parallelism, planes_per_die without.
-    planes_per_unit: u32,
+    /// Channel and array unit of each plane (lookups beat divisions here).
+    plane_channel: Vec<u32>,
+    plane_unit: Vec<u32>,
     pub counters: FlashCounters,
 }
 
@@ -81,7 +82,8 @@ impl Device {
             channel_free: vec![SimTime::ZERO; geo.channels as usize],
             unit_free: vec![SimTime::ZERO; (geo.planes / planes_per_unit) as usize],
             host_free: SimTime::ZERO,
-            planes_per_unit,
+            plane_channel: (0..geo.planes).map(|p| geo.channel_of(PlaneId(p))).collect(),
+            plane_unit: (0..geo.planes).map(|p| p / planes_per_unit).collect(),
             counters: FlashCounters::default(),
             timing,
             array,
@@ -99,9 +101,8 @@ impl Device {
 
     #[inline]
     fn resources(&self, block: BlockId) -> (usize, usize) {
-        let geo = self.array.geometry();
-        let plane = geo.plane_of(block);
-        (geo.channel_of(plane) as usize, (plane.0 / self.planes_per_unit) as usize)
+        let plane = self.array.geometry().plane_of(block).idx();
+        (self.plane_channel[plane] as usize, self.plane_unit[plane] as usize)
     }
 
     /// Reads a page; returns when its data has crossed the channel.

@@ -55,6 +55,8 @@ pub struct PageFtl {
     unwritten: UnwrittenReads,
     /// One page of bytes, for assembling payloads of partial writes.
     scratch: Vec<u8>,
+    /// Live pages of the GC victim being reclaimed (reused allocation).
+    live_scratch: Vec<u32>,
     stats: FtlStats,
 }
 
@@ -66,7 +68,7 @@ impl PageFtl {
         let spare = (geo.blocks_per_plane as u64).saturating_sub(data_blocks_per_plane);
         let reserve = ((cfg.gc.threshold * spare as f64).ceil() as u32).max(cfg.gc.min_free_blocks);
         PageFtl {
-            fwd: vec![NEVER; logical],
+            fwd: crate::mem::big_vec(logical, NEVER),
             pool: BlockPool::new(&geo, &cfg.gc, cfg.seed),
             active: vec![NO_BLOCK; geo.planes as usize],
             stripe: stripe_sequence(&geo, &cfg.ftl.stripe_order),
@@ -76,6 +78,7 @@ impl PageFtl {
             trim_enabled: cfg.ftl.trim,
             unwritten: cfg.host.unwritten_reads,
             scratch: if dev.array.stores_payloads() { vec![0; geo.page_size as usize] } else { Vec::new() },
+            live_scratch: Vec::new(),
             stats: FtlStats::default(),
             geo,
         }
@@ -145,14 +148,43 @@ impl PageFtl {
         self.stats.gc_invocations += 1;
         let plane = self.geo.plane_of(victim);
         let mut reads_done = now;
-        for page in 0..dev.array.written_pages(victim) {
-            let src = self.geo.ppn(victim, page);
-            let Some(lpn) = dev.array.oob_lpn(src) else { continue };
-            if self.fwd[lpn.idx()] != src.0 {
-                continue; // stale or trimmed: the lazy backward map says so
-            }
+        // Find the live pages first, in a branch-free pass: the forward-map
+        // lookups are independent cache misses the CPU can overlap, where a
+        // branch on each would serialize them (this loop dominated run time).
+        let mut live = std::mem::take(&mut self.live_scratch);
+        let written = dev.array.written_pages(victim);
+        live.resize(written as usize, 0);
+        let first = self.geo.ppn(victim, 0).0;
+        let mut n = 0;
+        for src in first..first + written {
+            let lpn = dev.array.oob_lpn(Ppn(src)).map_or(u32::MAX, |l| l.0);
+            // Stale or trimmed pages fail this test: the lazy backward map says so.
+            let is_live = self.fwd.get(lpn as usize).is_some_and(|&m| m == src);
+            live[n] = src;
+            n += is_live as usize;
+        }
+        live.truncate(n);
+        let result = self.copy_live(dev, victim, plane, &live, now, &mut reads_done);
+        self.live_scratch = live;
+        result?;
+        dev.erase(victim, reads_done, Cause::Gc)?;
+        self.pool.release(victim)
+    }
+
+    fn copy_live(
+        &mut self,
+        dev: &mut Device,
+        victim: BlockId,
+        plane: PlaneId,
+        live: &[u32],
+        now: SimTime,
+        reads_done: &mut SimTime,
+    ) -> Result<()> {
+        for &src in live {
+            let src = Ppn(src);
+            let lpn = dev.array.read(src)?;
             let read = dev.read(src, now, Cause::Gc)?;
-            reads_done = reads_done.max(read);
+            *reads_done = (*reads_done).max(read);
             let dst = self
                 .next_page(dev, plane, now, true)?
                 .ok_or_else(|| Error::invariant("page", format!("GC of {victim} found no free page in its plane")))?;
@@ -162,8 +194,7 @@ impl PageFtl {
             self.pool.add_valid(self.geo.block_of(dst), now);
             self.stats.gc_pages_copied += 1;
         }
-        dev.erase(victim, reads_done, Cause::Gc)?;
-        self.pool.release(victim)
+        Ok(())
     }
 
     fn write_page(

@@ -42,7 +42,7 @@ impl NandArray {
         let blocks = geo.blocks as usize;
         NandArray {
             endurance,
-            oob_lpn: vec![NO_LPN; pages],
+            oob_lpn: crate::mem::big_vec(pages, NO_LPN),
             oob_seq: record_sequence.then(|| vec![0; pages]),
             write_ptr: vec![0; blocks],
             erase_count: vec![0; blocks],

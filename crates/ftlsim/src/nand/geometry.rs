@@ -8,6 +8,33 @@
 use crate::config::GeometryConfig;
 use crate::units::{BlockId, PlaneId, Ppn};
 
+/// Division of 32-bit numbers by a fixed divisor with a multiply instead of
+/// a `div` instruction (Lemire, Kaser & Kurz, "Faster remainder by direct
+/// computation", 2019): exact for every 32-bit numerator. PPN decoding runs
+/// several divisions per flash operation, so this matters on the hot path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FastDiv {
+    d: u32,
+    m: u64,
+}
+
+impl FastDiv {
+    pub fn new(d: u32) -> FastDiv {
+        assert!(d > 0, "division by zero");
+        FastDiv { d, m: if d == 1 { 0 } else { u64::MAX / d as u64 + 1 } }
+    }
+
+    #[inline]
+    pub fn div(self, n: u32) -> u32 {
+        if self.d == 1 { n } else { ((self.m as u128 * n as u128) >> 64) as u32 }
+    }
+
+    #[inline]
+    pub fn rem(self, n: u32) -> u32 {
+        if self.d == 1 { 0 } else { ((self.m.wrapping_mul(n as u64) as u128 * self.d as u128) >> 64) as u32 }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Geometry {
     pub channels: u32,
@@ -22,6 +49,9 @@ pub struct Geometry {
     pub blocks: u32,
     pub pages: u32,
     pub sectors_per_page: u32,
+    by_pages_per_block: FastDiv,
+    by_blocks_per_plane: FastDiv,
+    by_planes_per_channel: FastDiv,
 }
 
 /// A PPN decoded into its physical coordinates.
@@ -52,6 +82,9 @@ impl Geometry {
             blocks,
             pages: blocks * c.pages_per_block,
             sectors_per_page: c.page_size / 512,
+            by_pages_per_block: FastDiv::new(c.pages_per_block),
+            by_blocks_per_plane: FastDiv::new(c.blocks_per_plane),
+            by_planes_per_channel: FastDiv::new(c.planes_per_die * c.dies_per_chip * c.chips_per_channel),
         }
     }
 
@@ -61,12 +94,12 @@ impl Geometry {
 
     #[inline]
     pub fn block_of(&self, ppn: Ppn) -> BlockId {
-        BlockId(ppn.0 / self.pages_per_block)
+        BlockId(self.by_pages_per_block.div(ppn.0))
     }
 
     #[inline]
     pub fn page_in_block(&self, ppn: Ppn) -> u32 {
-        ppn.0 % self.pages_per_block
+        self.by_pages_per_block.rem(ppn.0)
     }
 
     #[inline]
@@ -76,7 +109,7 @@ impl Geometry {
 
     #[inline]
     pub fn plane_of(&self, block: BlockId) -> PlaneId {
-        PlaneId(block.0 / self.blocks_per_plane)
+        PlaneId(self.by_blocks_per_plane.div(block.0))
     }
 
     /// The first block of a plane; its blocks are `first..first + blocks_per_plane`.
@@ -94,7 +127,7 @@ impl Geometry {
     /// Channel of a plane.
     #[inline]
     pub fn channel_of(&self, plane: PlaneId) -> u32 {
-        plane.0 / (self.planes_per_die * self.dies_per_chip * self.chips_per_channel)
+        self.by_planes_per_channel.div(plane.0)
     }
 
     pub fn plane_id(&self, channel: u32, chip: u32, die: u32, plane: u32) -> PlaneId {
@@ -133,6 +166,23 @@ mod tests {
             pages_per_block: 8,
             page_size: 4096,
         })
+    }
+
+    #[test]
+    fn fast_division_is_exact() {
+        let mut x = 0x9E37_79B9u32;
+        for d in [1u32, 2, 3, 7, 64, 100, 128, 1096, 4095, 65535, 1 << 20, u32::MAX] {
+            let f = FastDiv::new(d);
+            for n in [0u32, 1, d - 1, d, d.wrapping_add(1), u32::MAX, u32::MAX - 1, u32::MAX / 2] {
+                assert_eq!((f.div(n), f.rem(n)), (n / d, n % d), "{n} / {d}");
+            }
+            for _ in 0..10_000 {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                assert_eq!((f.div(x), f.rem(x)), (x / d, x % d), "{x} / {d}");
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,32 @@
+//! Large tables (forward maps, OOB arrays) allocated on transparent huge
+//! pages where the OS offers them: the simulator's hot loops index them at
+//! random, and with 4 KiB pages nearly every such access also misses the TLB.
+
+/// A vector of `n` copies of `value`, backed by huge pages when possible.
+pub fn big_vec<T: Copy>(n: usize, value: T) -> Vec<T> {
+    let mut v: Vec<T> = Vec::with_capacity(n);
+    advise_huge(v.as_mut_ptr() as *mut u8, n * std::mem::size_of::<T>());
+    v.resize(n, value);
+    v
+}
+
+#[cfg(target_os = "linux")]
+fn advise_huge(ptr: *mut u8, len: usize) {
+    const HUGE: usize = 2 << 20;
+    if len < 4 * HUGE {
+        return;
+    }
+    let start = (ptr as usize).next_multiple_of(HUGE);
+    let end = (ptr as usize + len) / HUGE * HUGE;
+    if end > start {
+        // SAFETY: the range lies inside an allocation this process owns;
+        // madvise only changes how the kernel backs it, never its contents.
+        // Failure (no THP support) is harmless, so the result is ignored.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise_huge(_ptr: *mut u8, _len: usize) {}
