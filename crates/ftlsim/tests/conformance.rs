@@ -196,8 +196,7 @@ fn check_ftl_cases(ftl_name: &str, overrides: &[&str], cases: u32) {
     }
 }
 
-/// Replays one case (regression tests of shrunk failures); returns the
-/// device's flash counters.
+/// Replays one case (regression tests of shrunk failures).
 fn replay(ftl_name: &str, overrides: &[&str], precondition: bool, cmds: &[Cmd]) {
     let cfg = config(ftl_name, overrides);
     if let Err(e) = run_case(&cfg, &Case { precondition, cmds: cmds.to_vec() }) {
