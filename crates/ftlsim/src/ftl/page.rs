@@ -10,11 +10,17 @@
 //! decremented at trim time.
 //!
 //! Writes rotate over the planes in the configured stripe order, one active
-//! block per plane shared by host writes and GC copies. When a plane's free
-//! blocks fall below its reserve (`gc.threshold` of its spare blocks, at
-//! least `gc.min_free_blocks`), foreground GC reclaims victims chosen by the
-//! shared [`BlockPool`] policy, copying valid pages within the plane, until
-//! the reserve is restored. Partial-page writes read the old page first
+//! block per plane shared by host writes and GC copies. Each plane keeps a
+//! reserve of free blocks for GC's copies (`gc.threshold` of its spare
+//! blocks, at least `gc.min_free_blocks`): before the host opens a new block
+//! in a plane holding no more free blocks than its reserve, foreground GC
+//! reclaims victims chosen by the shared [`BlockPool`] policy, copying valid
+//! pages within the plane, until the plane has one free block more, so the
+//! reserve is still in hand once the host has taken its block. The host
+//! never takes a plane's last free block (that only happens when GC could
+//! not restore the reserve): with one free block GC can always make
+//! progress, since reclaiming a victim never consumes more free blocks than
+//! its erase returns. Partial-page writes read the old page first
 //! (read-modify-write).
 //!
 //! Simplifications: no separate GC write frontier, no wear levelling beyond
@@ -23,7 +29,7 @@
 
 use super::pool::{BlockPool, BlockState};
 use super::{Ftl, FtlStats, PageChunk, Span, page_chunks, whole_pages};
-use crate::config::{Config, StripeUnit, UnwrittenReads, VictimPolicy};
+use crate::config::{Config, StripeUnit, UnwrittenReads};
 use crate::engine::{Cause, Device};
 use crate::error::{Error, Result};
 use crate::nand::{Geometry, Payload};
@@ -50,7 +56,6 @@ pub struct PageFtl {
     cursor: usize,
     /// Free blocks per plane GC keeps in hand.
     reserve: u32,
-    policy: VictimPolicy,
     trim_enabled: bool,
     unwritten: UnwrittenReads,
     /// One page of bytes, for assembling payloads of partial writes.
@@ -74,7 +79,6 @@ impl PageFtl {
             stripe: stripe_sequence(&geo, &cfg.ftl.stripe_order),
             cursor: 0,
             reserve,
-            policy: cfg.gc.policy,
             trim_enabled: cfg.ftl.trim,
             unwritten: cfg.host.unwritten_reads,
             scratch: if dev.array.stores_payloads() { vec![0; geo.page_size as usize] } else { Vec::new() },
@@ -90,8 +94,9 @@ impl PageFtl {
     }
 
     /// The next programmable page of `plane`, opening a block if needed.
-    /// Host allocations first let GC restore the plane's reserve; GC's own
-    /// copies draw on that reserve. `None`: the plane has no room left.
+    /// Host allocations first let GC restore the plane's reserve plus the
+    /// block the host takes; GC's own copies draw on that reserve. `None`:
+    /// the plane has no room left for the host.
     fn next_page(&mut self, dev: &mut Device, plane: PlaneId, now: SimTime, for_gc: bool) -> Result<Option<Ppn>> {
         let mut collected = for_gc;
         loop {
@@ -108,6 +113,12 @@ impl PageFtl {
                 collected = true;
                 self.collect(dev, plane, now)?;
                 continue;
+            }
+            // GC could not restore the reserve (a plane full of live data):
+            // the last free block stays GC's, or the plane could never be
+            // collected again once its data is overwritten elsewhere.
+            if !for_gc && self.pool.free_count(plane) <= 1 {
+                return Ok(None);
             }
             return Ok(self.pool.take_free(plane).map(|b| {
                 self.active[plane.idx()] = b.0;
@@ -128,16 +139,18 @@ impl PageFtl {
         Err(Error::DeviceFull("page FTL: no plane has a free page and GC cannot reclaim one".into()))
     }
 
-    /// Foreground GC: reclaims victims until the plane's reserve is restored.
+    /// Foreground GC before the host opens a block: reclaims victims until
+    /// the plane has more free blocks than its reserve.
     fn collect(&mut self, dev: &mut Device, plane: PlaneId, now: SimTime) -> Result<()> {
         let ppb = self.geo.pages_per_block;
-        // FIFO may legitimately rewrite full blocks; bound its work per call.
+        // FIFO, random and d-choices may pick full blocks (the models count
+        // that waste too); bound the work per call.
         let mut budget = self.geo.blocks_per_plane;
-        while self.pool.free_count(plane) < self.reserve && budget > 0 {
+        while self.pool.free_count(plane) <= self.reserve && budget > 0 {
             budget -= 1;
             let Some(victim) = self.pool.select_victim(plane, now) else { break };
-            if self.pool.valid(victim) >= ppb && self.policy != VictimPolicy::Fifo {
-                break; // policies other than FIFO reached a plane full of live data
+            if self.pool.valid(victim) >= ppb && self.pool.fewest_valid(plane).is_none_or(|v| v >= ppb) {
+                break; // the plane is full of live data: nothing to gain
             }
             self.reclaim(dev, victim, now)?;
         }
@@ -213,7 +226,8 @@ impl PageFtl {
         }
         // Assemble the payload now: GC below may move or erase the old page.
         if let Some(data) = data {
-            match dev.array.page_data(Ppn(old)).filter(|_| is_mapped(old)) {
+            // Only a mapped page has data: NEVER and TRIMMED are not page numbers.
+            match is_mapped(old).then(|| dev.array.page_data(Ppn(old))).flatten() {
                 Some(bytes) => self.scratch.copy_from_slice(bytes),
                 None => self.scratch.fill(0),
             }
@@ -281,7 +295,7 @@ impl Ftl for PageFtl {
             }
             if let Some(out) = out.as_deref_mut() {
                 let dst = &mut out[c.buf_range()];
-                match dev.array.page_data(Ppn(m)).filter(|_| is_mapped(m)) {
+                match is_mapped(m).then(|| dev.array.page_data(Ppn(m))).flatten() {
                     Some(page) => dst.copy_from_slice(&page[c.byte_range()]),
                     None => dst.fill(0),
                 }

@@ -241,6 +241,11 @@ impl BlockPool {
         }
     }
 
+    /// The fewest valid pages of any closed block of `plane`.
+    pub fn fewest_valid(&self, plane: PlaneId) -> Option<u32> {
+        self.greedy(plane).map(|b| self.valid(b))
+    }
+
     fn greedy(&self, plane: PlaneId) -> Option<BlockId> {
         let base = self.list(plane.idx(), 0);
         self.heads[base..=base + self.pages_per_block as usize].iter().find(|&&h| h != NIL).map(|&h| BlockId(h))
