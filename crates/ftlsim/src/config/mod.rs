@@ -156,8 +156,10 @@ pub enum VictimPolicy {
 pub struct GcConfig {
     #[serde(default = "defaults::policy")]
     pub policy: VictimPolicy,
-    /// Fraction of each plane's spare (over-provisioned) blocks kept free:
-    /// foreground GC runs while fewer are free.
+    /// Fraction of each plane's spare (over-provisioned) blocks kept free as
+    /// GC's reserve: before the host opens a block, foreground GC runs while
+    /// no more than this many blocks are free, so they stay in hand for GC's
+    /// copies.
     #[serde(default = "defaults::gc_threshold")]
     pub threshold: f64,
     /// Lower bound on the free blocks kept per plane, whatever the threshold.
