@@ -67,7 +67,8 @@ min_free_blocks = 2
         cfg
     };
     let logical_for = |reserve: u32| ((BLOCKS as f64 - reserve as f64 - 0.5) * PPB as f64 / ratio).round() as u64;
-    let reserve_of = |cfg: &Config| PageFtl::new(cfg, Simulation::new(cfg.clone()).unwrap().device()).reserve_blocks();
+    let reserve_of =
+        |cfg: &Config| PageFtl::new(cfg, Simulation::new(cfg.clone()).unwrap().device()).unwrap().reserve_blocks();
     let guess = build(logical_for(2));
     let reserve = reserve_of(&guess);
     let cfg = build(logical_for(reserve));

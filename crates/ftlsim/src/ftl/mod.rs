@@ -82,7 +82,7 @@ pub trait Ftl: Send {
 /// Builds the FTL named `name` for a validated config.
 pub fn build(name: &str, cfg: &Config, dev: &Device) -> Result<Box<dyn Ftl>> {
     match name {
-        "page" => Ok(Box::new(page::PageFtl::new(cfg, dev))),
+        "page" => Ok(Box::new(page::PageFtl::new(cfg, dev)?)),
         _ => Err(Error::Unknown { what: "FTL", name: name.into(), available: FTL_NAMES.join(", ") }),
     }
 }

@@ -66,13 +66,24 @@ pub struct PageFtl {
 }
 
 impl PageFtl {
-    pub fn new(cfg: &Config, dev: &Device) -> PageFtl {
+    pub fn new(cfg: &Config, dev: &Device) -> Result<PageFtl> {
         let geo = dev.geometry().clone();
         let logical = cfg.logical_pages() as usize;
         let data_blocks_per_plane = (logical as u64).div_ceil(geo.pages_per_block as u64 * geo.planes as u64);
         let spare = (geo.blocks_per_plane as u64).saturating_sub(data_blocks_per_plane);
         let reserve = ((cfg.gc.threshold * spare as f64).ceil() as u32).max(cfg.gc.min_free_blocks);
-        PageFtl {
+        // The host needs one block beyond GC's reserve to write into.
+        if spare < reserve as u64 + 1 {
+            return Err(Error::config(
+                "overprovisioning",
+                format!(
+                    "leaves {spare} spare blocks per plane; the page FTL needs at least {} (GC reserve {reserve} from \
+                     gc.threshold / gc.min_free_blocks, plus one to write into)",
+                    reserve + 1
+                ),
+            ));
+        }
+        Ok(PageFtl {
             fwd: crate::mem::big_vec(logical, NEVER),
             pool: BlockPool::new(&geo, &cfg.gc, cfg.seed),
             active: vec![NO_BLOCK; geo.planes as usize],
@@ -85,7 +96,7 @@ impl PageFtl {
             live_scratch: Vec::new(),
             stats: FtlStats::default(),
             geo,
-        }
+        })
     }
 
     /// Free blocks per plane that GC keeps in hand.
