@@ -111,7 +111,8 @@ impl Simulation {
         let geo = Geometry::new(&cfg.geometry);
         let timing = Timing::new(&cfg.timing, geo.page_size, cfg.host.link_ns_per_byte);
         let array = NandArray::new(geo, cfg.nand.endurance, cfg.nand.store_payloads, cfg.nand.records_sequence());
-        let dev = Device::new(array, timing);
+        let dev = Device::new(array, timing)
+            .with_pcm(Nanos::from_us_f64(cfg.pcm.read_us), Nanos::from_us_f64(cfg.pcm.write_us));
         let ftl = ftl::build(&cfg.ftl.name, &cfg, &dev)?;
         Ok(Simulation { logical_sectors: cfg.logical_sectors(), cfg, dev, ftl, precondition: None })
     }
@@ -293,6 +294,10 @@ impl Simulation {
             erase_count: EraseStats::from_counts(self.dev.array.erase_counts()),
             n_vb: self.ftl.blocks_with_valid_data(),
             mapping_ram_bytes: self.ftl.mapping_ram_bytes(),
+            mapping_hit_ratio: (stats.map_cached && stats.map_lookups > 0)
+                .then(|| stats.map_hits as f64 / stats.map_lookups as f64),
+            pcm_reads: self.dev.pcm.reads,
+            pcm_writes: self.dev.pcm.writes,
             logical_bytes: self.logical_sectors * SECTOR_BYTES,
             physical_bytes: geo.pages as u64 * geo.page_size as u64,
             sim_time_s,
@@ -301,6 +306,17 @@ impl Simulation {
             ..Report::default()
         };
         report::fill_flash(&mut r, &self.dev.counters);
+        let counts = report::energy::EnergyCounts {
+            flash_reads: r.flash_pages_read,
+            flash_programs: r.flash_pages_programmed,
+            flash_erases: r.blocks_erased,
+            ram_accesses: stats.ram_accesses,
+            ram_bytes: r.mapping_ram_bytes,
+            pcm_reads: r.pcm_reads,
+            pcm_writes: r.pcm_writes,
+            sim_time_s,
+        };
+        r.energy_j = report::energy::energy(&self.cfg, &counts);
         r.write_amplification =
             (r.host_pages_written > 0).then(|| r.flash_pages_programmed as f64 / r.host_pages_written as f64);
         r.n_eb = r.blocks_erased as f64 / geo.blocks as f64;

@@ -272,6 +272,56 @@ fn page_one_block_reserve() {
     check_ftl("page", &["gc.min_free_blocks=1", "gc.threshold=0", "gc.policy=random"]);
 }
 
+/// A CMT/QMT of four entries: nearly every translation misses and evicts.
+const TINY_CACHE: &str = "ftl.cache_bytes=32";
+
+#[test]
+fn dftl_whole_table_cached() {
+    check_ftl("dftl", &[]);
+}
+
+#[test]
+fn dftl_tiny_cache() {
+    check_ftl("dftl", &[TINY_CACHE]);
+}
+
+#[test]
+fn dftl_one_entry_cache_placing_unwritten_reads() {
+    check_ftl("dftl", &["ftl.cache_bytes=8", "host.unwritten_reads=place", "gc.policy=cost-benefit"]);
+}
+
+/// Small pages on a larger drive: six translation pages, so write-backs,
+/// batched GC updates and translation-page GC touch different pages.
+#[test]
+fn dftl_many_translation_pages() {
+    check_ftl("dftl", &[TINY_CACHE, "geometry.page_size=512", "geometry.blocks_per_plane=64", "gc.policy=d-choices"]);
+}
+
+#[test]
+fn dftl_without_trim() {
+    check_ftl("dftl", &[TINY_CACHE, "ftl.trim=false", "gc.policy=fifo"]);
+}
+
+#[test]
+fn hat_whole_table_cached() {
+    check_ftl("hat", &[]);
+}
+
+#[test]
+fn hat_tiny_cache() {
+    check_ftl("hat", &[TINY_CACHE]);
+}
+
+#[test]
+fn hat_one_entry_cache_placing_unwritten_reads() {
+    check_ftl("hat", &["ftl.cache_bytes=8", "host.unwritten_reads=place", "gc.policy=random"]);
+}
+
+#[test]
+fn hat_small_pages() {
+    check_ftl("hat", &[TINY_CACHE, "geometry.page_size=512", "geometry.blocks_per_plane=64"]);
+}
+
 // Regression tests of shrunk failures.
 
 /// A partial-page write to a never-written page (and a read of one under

@@ -40,6 +40,12 @@ pub struct Config {
     pub ftl: FtlConfig,
     #[serde(default)]
     pub report: ReportConfig,
+    /// The PCM holding HAT's page map.
+    #[serde(default)]
+    pub pcm: PcmConfig,
+    /// Currents and voltage of the energy model.
+    #[serde(default)]
+    pub energy: EnergyConfig,
     /// Seed for every random choice of the run (victim sampling, workloads).
     #[serde(default = "defaults::seed")]
     pub seed: u64,
@@ -183,6 +189,58 @@ pub struct FtlConfig {
     /// units, fastest-varying first.
     #[serde(default = "defaults::stripe_order")]
     pub stripe_order: Vec<StripeUnit>,
+    /// Demand-cached page maps (`dftl`, `hat`): controller RAM for the
+    /// mapping cache, bytes.
+    #[serde(default = "defaults::cache_bytes")]
+    pub cache_bytes: u64,
+    /// Bytes of one cached mapping entry (LPN and PPN).
+    #[serde(default = "defaults::cache_entry_bytes")]
+    pub cache_entry_bytes: u32,
+}
+
+impl FtlConfig {
+    /// Mapping entries the cache holds.
+    pub fn cache_entries(&self) -> u64 {
+        self.cache_bytes / self.cache_entry_bytes.max(1) as u64
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PcmConfig {
+    /// Reading one mapping entry, µs.
+    #[serde(default = "defaults::pcm_read_us")]
+    pub read_us: f64,
+    /// Writing one mapping entry in place, µs.
+    #[serde(default = "defaults::pcm_write_us")]
+    pub write_us: f64,
+}
+
+/// Energy = current × voltage × time of each operation (HAT's model).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EnergyConfig {
+    #[serde(default = "defaults::voltage_v")]
+    pub voltage_v: f64,
+    /// Flash array current while reading, programming or erasing, mA.
+    #[serde(default = "defaults::flash_ma")]
+    pub flash_ma: f64,
+    /// Controller RAM (DRAM or SRAM) current during one access, mA.
+    #[serde(default = "defaults::dram_access_ma")]
+    pub dram_access_ma: f64,
+    /// Duration of one RAM access (one mapping lookup or update), ns.
+    #[serde(default = "defaults::dram_access_ns")]
+    pub dram_access_ns: f64,
+    /// Refresh current of one DRAM device of `dram_device_bytes`, mA; the
+    /// FTL pays it for the whole run in proportion to the table bytes it holds.
+    #[serde(default = "defaults::dram_refresh_ma")]
+    pub dram_refresh_ma: f64,
+    #[serde(default = "defaults::dram_device_bytes")]
+    pub dram_device_bytes: u64,
+    #[serde(default = "defaults::pcm_read_ma")]
+    pub pcm_read_ma: f64,
+    #[serde(default = "defaults::pcm_write_ma")]
+    pub pcm_write_ma: f64,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -252,6 +310,42 @@ mod defaults {
     pub fn ftl_name() -> String {
         "page".into()
     }
+    pub fn cache_bytes() -> u64 {
+        128 * 1024
+    }
+    pub fn cache_entry_bytes() -> u32 {
+        8
+    }
+    pub fn pcm_read_us() -> f64 {
+        0.115
+    }
+    pub fn pcm_write_us() -> f64 {
+        90.0
+    }
+    pub fn voltage_v() -> f64 {
+        3.3
+    }
+    pub fn flash_ma() -> f64 {
+        25.0
+    }
+    pub fn dram_access_ma() -> f64 {
+        125.0
+    }
+    pub fn dram_access_ns() -> f64 {
+        50.0
+    }
+    pub fn dram_refresh_ma() -> f64 {
+        3.0
+    }
+    pub fn dram_device_bytes() -> u64 {
+        64 << 20
+    }
+    pub fn pcm_read_ma() -> f64 {
+        8.0
+    }
+    pub fn pcm_write_ma() -> f64 {
+        35.0
+    }
     pub fn stripe_order() -> Vec<StripeUnit> {
         vec![StripeUnit::Channel, StripeUnit::Chip, StripeUnit::Die, StripeUnit::Plane]
     }
@@ -267,7 +361,7 @@ macro_rules! default_from_serde {
         }
     )*};
 }
-default_from_serde!(NandConfig, HostConfig, GcConfig, FtlConfig, ReportConfig);
+default_from_serde!(NandConfig, HostConfig, GcConfig, FtlConfig, ReportConfig, PcmConfig, EnergyConfig);
 
 impl NandConfig {
     pub fn records_sequence(&self) -> bool {
@@ -413,6 +507,7 @@ impl Config {
         if !(self.report.window_ms.is_finite() && self.report.window_ms >= 0.0) {
             return Err(Error::config("report.window_ms", "must be a finite, non-negative duration"));
         }
+        self.validate_mapping()?;
         let order = &self.ftl.stripe_order;
         let mut seen = order.clone();
         seen.sort_by_key(|u| *u as u8);
@@ -422,6 +517,41 @@ impl Config {
         }
         if self.logical_pages() == 0 {
             return Err(Error::config("overprovisioning", "leaves no logical capacity"));
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// The mapping cache, PCM and energy tables.
+    fn validate_mapping(&self) -> Result<()> {
+        if self.ftl.cache_entry_bytes == 0 {
+            return Err(Error::config("ftl.cache_entry_bytes", "must be at least 1"));
+        }
+        if self.ftl.cache_entries() == 0 {
+            return Err(Error::config(
+                "ftl.cache_bytes",
+                format!("{} bytes hold no {}-byte mapping entry", self.ftl.cache_bytes, self.ftl.cache_entry_bytes),
+            ));
+        }
+        let e = &self.energy;
+        for (key, v) in [
+            ("pcm.read_us", self.pcm.read_us),
+            ("pcm.write_us", self.pcm.write_us),
+            ("energy.voltage_v", e.voltage_v),
+            ("energy.flash_ma", e.flash_ma),
+            ("energy.dram_access_ma", e.dram_access_ma),
+            ("energy.dram_access_ns", e.dram_access_ns),
+            ("energy.dram_refresh_ma", e.dram_refresh_ma),
+            ("energy.pcm_read_ma", e.pcm_read_ma),
+            ("energy.pcm_write_ma", e.pcm_write_ma),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(Error::config(key, format!("{v} is not a finite, non-negative value")));
+            }
+        }
+        if e.dram_device_bytes == 0 {
+            return Err(Error::config("energy.dram_device_bytes", "must be at least 1"));
         }
         Ok(())
     }
@@ -504,6 +634,18 @@ mod tests {
     fn unknown_preset_lists_the_available_ones() {
         let err = Config::load("no-such-drive", &[]).unwrap_err().to_string();
         assert!(err.contains("k9lag08u0m-4ch"), "{err}");
+    }
+
+    #[test]
+    fn mapping_cache_and_energy_keys_are_checked() {
+        let cfg = Config::load("hat-table4", &[]).unwrap();
+        assert_eq!(cfg.ftl.cache_entries(), 16384, "128 KiB of 8-byte entries (HAT Table 4)");
+        let err = Config::load("hat-table4", &["ftl.cache_bytes=7".into()]).unwrap_err();
+        assert!(err.to_string().contains("ftl.cache_bytes"), "{err}");
+        let err = Config::load("hat-table4", &["energy.flash_ma=-1".into()]).unwrap_err();
+        assert!(err.to_string().contains("energy.flash_ma"), "{err}");
+        let err = Config::load("hat-table4", &["pcm.write_ns=1".into()]).unwrap_err();
+        assert!(err.to_string().contains("write_ns"), "{err}");
     }
 
     #[test]

@@ -6,10 +6,15 @@
 //! the page transfer (the unit stays busy until its page register drains); a
 //! program moves the page over the bus and then occupies the unit for tPROG;
 //! an erase occupies the unit for tBERS.
+//!
+//! A byte-addressable PCM (phase-change memory) holding an FTL's mapping
+//! table, as in HAT, is one more resource with its own timeline, independent
+//! of the flash channels: its accesses queue behind each other (first come,
+//! first served) and overlap flash work.
 
 use crate::error::Result;
 use crate::nand::{Geometry, NandArray, Payload, Timing};
-use crate::units::{BlockId, Lpn, PlaneId, Ppn, SimTime};
+use crate::units::{BlockId, Lpn, Nanos, PlaneId, Ppn, SimTime};
 use serde::Serialize;
 
 /// Why a flash operation happened; every counter is split by it.
@@ -62,9 +67,20 @@ impl FlashCounters {
     }
 }
 
+/// PCM accesses, counted for the energy model.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PcmCounters {
+    pub reads: u64,
+    pub writes: u64,
+}
+
 pub struct Device {
     pub array: NandArray,
     timing: Timing,
+    pcm_read: Nanos,
+    pcm_write: Nanos,
+    pcm_free: SimTime,
+    pub pcm: PcmCounters,
     channel_free: Vec<SimTime>,
     unit_free: Vec<SimTime>,
     host_free: SimTime,
@@ -85,9 +101,41 @@ impl Device {
             plane_channel: (0..geo.planes).map(|p| geo.channel_of(PlaneId(p))).collect(),
             plane_unit: (0..geo.planes).map(|p| p / planes_per_unit).collect(),
             counters: FlashCounters::default(),
+            pcm_read: Nanos::ZERO,
+            pcm_write: Nanos::ZERO,
+            pcm_free: SimTime::ZERO,
+            pcm: PcmCounters::default(),
             timing,
             array,
         }
+    }
+
+    /// Attaches a PCM with these access times (HAT's mapping store).
+    pub fn with_pcm(mut self, read: Nanos, write: Nanos) -> Device {
+        self.pcm_read = read;
+        self.pcm_write = write;
+        self
+    }
+
+    /// Reads one mapping entry from PCM; returns when it is known.
+    #[inline]
+    pub fn pcm_read(&mut self, not_before: SimTime) -> SimTime {
+        self.pcm.reads += 1;
+        self.pcm_access(not_before, self.pcm_read)
+    }
+
+    /// Writes one mapping entry to PCM in place; returns when it is durable.
+    #[inline]
+    pub fn pcm_write(&mut self, not_before: SimTime) -> SimTime {
+        self.pcm.writes += 1;
+        self.pcm_access(not_before, self.pcm_write)
+    }
+
+    #[inline]
+    fn pcm_access(&mut self, not_before: SimTime, time: Nanos) -> SimTime {
+        let done = not_before.max(self.pcm_free) + time;
+        self.pcm_free = done;
+        done
     }
 
     #[inline]
@@ -180,13 +228,15 @@ impl Device {
         self.unit_free.fill(SimTime::ZERO);
         self.host_free = SimTime::ZERO;
         self.counters = FlashCounters::default();
+        self.pcm_free = SimTime::ZERO;
+        self.pcm = PcmCounters::default();
     }
 
     /// The latest time any resource is busy until.
     pub fn busy_until(&self) -> SimTime {
         let ch = self.channel_free.iter().max().copied().unwrap_or_default();
         let unit = self.unit_free.iter().max().copied().unwrap_or_default();
-        ch.max(unit).max(self.host_free)
+        ch.max(unit).max(self.host_free).max(self.pcm_free)
     }
 }
 
@@ -194,7 +244,6 @@ impl Device {
 mod tests {
     use super::*;
     use crate::config::{GeometryConfig, TimingConfig};
-    use crate::units::Nanos;
 
     fn device(plane_parallel: bool) -> Device {
         let geo = Geometry::new(&GeometryConfig {
@@ -254,5 +303,20 @@ mod tests {
         assert_eq!(d.counters.reads[Cause::Gc as usize], 1);
         assert_eq!(d.counters.erases[Cause::Gc as usize], 1);
         assert_eq!(d.counters.blocks_opened, 1);
+    }
+
+    #[test]
+    fn pcm_has_its_own_timeline() {
+        let mut d = device(false).with_pcm(Nanos(115), Nanos(90_000));
+        let flash = d.program(Ppn(0), Lpn(0), SimTime::ZERO, Cause::Host, Payload::None).unwrap();
+        let w = d.pcm_write(SimTime::ZERO);
+        assert_eq!(w, SimTime(90_000), "PCM does not wait for the flash");
+        assert_eq!(d.pcm_read(SimTime(10)), SimTime(90_115), "PCM accesses queue behind each other");
+        assert_eq!(d.pcm_read(SimTime(200_000)), SimTime(200_115));
+        assert_eq!(
+            d.program(Ppn(1), Lpn(1), SimTime::ZERO, Cause::Host, Payload::None).unwrap(),
+            flash + Nanos(XFER + 200_000)
+        );
+        assert_eq!(d.pcm, PcmCounters { reads: 2, writes: 1 });
     }
 }

@@ -13,4 +13,4 @@
 mod device;
 pub mod host;
 
-pub use device::{CAUSES, Cause, Device, FlashCounters};
+pub use device::{CAUSES, Cause, Device, FlashCounters, PcmCounters};

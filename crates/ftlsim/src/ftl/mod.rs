@@ -8,6 +8,9 @@
 //! what was written and not trimmed reads back; trimmed or never-written
 //! sectors read as zeros.
 
+pub mod cmt;
+pub mod dftl;
+pub mod hat;
 pub mod page;
 pub mod pool;
 
@@ -18,13 +21,20 @@ use crate::units::{Lpn, Sector, SimTime};
 use serde::Serialize;
 
 /// Names accepted by `--ftl`.
-pub const FTL_NAMES: &[&str] = &["page"];
+pub const FTL_NAMES: &[&str] = &["page", "dftl", "hat"];
 
 /// FTL-side counters for the report.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct FtlStats {
     pub gc_invocations: u64,
     pub gc_pages_copied: u64,
+    /// Mapping-table accesses in controller RAM (energy model).
+    pub ram_accesses: u64,
+    /// Demand-cached maps: host translations, and those the cache served.
+    pub map_lookups: u64,
+    pub map_hits: u64,
+    /// The FTL caches its map (a hit ratio is meaningful).
+    pub map_cached: bool,
     /// Reads of never-written pages served by placing data first (no cost).
     pub placed_reads: u64,
     /// Pages whose mapping a TRIM removed.
@@ -83,6 +93,8 @@ pub trait Ftl: Send {
 pub fn build(name: &str, cfg: &Config, dev: &Device) -> Result<Box<dyn Ftl>> {
     match name {
         "page" => Ok(Box::new(page::PageFtl::new(cfg, dev)?)),
+        "dftl" => Ok(Box::new(dftl::Dftl::new(cfg, dev)?)),
+        "hat" => Ok(Box::new(hat::Hat::new(cfg, dev)?)),
         _ => Err(Error::Unknown { what: "FTL", name: name.into(), available: FTL_NAMES.join(", ") }),
     }
 }

@@ -26,6 +26,11 @@
 //! Simplifications: no separate GC write frontier, no wear levelling beyond
 //! the pool's oldest-erased-first free queue, GC copies go through the bus
 //! (no copy-back).
+//!
+//! The data path (allocation, striping, GC, partial-page writes, TRIM,
+//! placed reads) is [`PageMapped`], generic over where the forward map lives
+//! ([`MapTable`]): `page` keeps it whole in RAM ([`DramMap`]); `dftl` and
+//! `hat` cache it and pay to reach the rest, with the same data side.
 
 use super::pool::{BlockPool, BlockState};
 use super::{Ftl, FtlStats, PageChunk, Span, page_chunks, whole_pages};
@@ -36,20 +41,148 @@ use crate::nand::{Geometry, Payload};
 use crate::units::{BlockId, Lpn, PlaneId, Ppn, SimTime};
 
 /// Forward-map value of a logical page never written (and never trimmed).
-const NEVER: u32 = u32::MAX;
+pub(super) const NEVER: u32 = u32::MAX;
 /// Forward-map value of a trimmed logical page.
-const TRIMMED: u32 = u32::MAX - 1;
+pub(super) const TRIMMED: u32 = u32::MAX - 1;
 const NO_BLOCK: u32 = u32::MAX;
 
 #[inline]
-fn is_mapped(v: u32) -> bool {
+pub(super) fn is_mapped(v: u32) -> bool {
     v < TRIMMED
 }
 
-pub struct PageFtl {
-    geo: Geometry,
+/// Where a page-mapped FTL keeps its forward map, and what reaching it costs.
+///
+/// Entries are numbered like the OOB LPNs of the flash pages they locate:
+/// `0..logical pages` for host data, and above that any pages the table
+/// keeps on flash itself (DFTL's translation pages), which the core
+/// allocates, garbage-collects and checks like data.
+pub trait MapTable: Send + Sized {
+    const NAME: &'static str;
+    /// A write's data waits for its translation (DFTL, as HAT describes it),
+    /// instead of only the bookkeeping of the old page doing so.
+    const SERIAL_WRITES: bool;
+
+    /// Entries, data and table pages.
+    fn len(&self) -> u32;
+
+    /// The current value of entry `x`, at no cost (GC validity, invariants).
+    fn get(&self, x: u32) -> u32;
+
+    /// Whether flash page `ppn` holds the current copy of entry `x`; `x` may
+    /// be any OOB value. Kept branch-free: GC calls it on every page.
+    #[inline]
+    fn is_live(&self, x: u32, ppn: u32) -> bool {
+        x < self.len() && self.get(x) == ppn
+    }
+
+    /// Translates host page `lpn` at `now`, making its entry ready for
+    /// [`set`](Self::set); returns the value and when it is known.
+    fn lookup(&mut self, core: &mut PageCore, dev: &mut Device, lpn: Lpn, now: SimTime) -> Result<(u32, SimTime)>;
+
+    /// Updates a looked-up host entry (host write or TRIM).
+    fn set(&mut self, lpn: Lpn, value: u32);
+
+    /// GC copied entry `x`'s page to `dst`.
+    fn moved(&mut self, dev: &mut Device, x: u32, dst: Ppn, now: SimTime);
+
+    /// Data of `lpn` placed on flash as if written before the run.
+    fn placed(&mut self, core: &mut PageCore, dev: &mut Device, lpn: Lpn, ppn: Ppn, now: SimTime) -> Result<()>;
+
+    fn stats(&self, stats: &mut FtlStats);
+
+    fn reset_stats(&mut self);
+
+    /// Modelled controller RAM of the table, bytes.
+    fn ram_bytes(&self, geo: &Geometry) -> u64;
+
+    /// Checks the table's own invariants (cache against backing store).
+    fn check(&self, _dev: &Device) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// The whole forward map in DRAM: every access is a hit and costs nothing.
+pub struct DramMap {
     fwd: Vec<u32>,
-    pool: BlockPool,
+    ram_accesses: u64,
+}
+
+impl MapTable for DramMap {
+    const NAME: &'static str = "page";
+    const SERIAL_WRITES: bool = false;
+
+    fn len(&self) -> u32 {
+        self.fwd.len() as u32
+    }
+
+    #[inline]
+    fn get(&self, x: u32) -> u32 {
+        self.fwd[x as usize]
+    }
+
+    #[inline]
+    fn is_live(&self, x: u32, ppn: u32) -> bool {
+        self.fwd.get(x as usize).is_some_and(|&m| m == ppn)
+    }
+
+    #[inline]
+    fn lookup(&mut self, _: &mut PageCore, _: &mut Device, lpn: Lpn, now: SimTime) -> Result<(u32, SimTime)> {
+        self.ram_accesses += 1;
+        Ok((self.fwd[lpn.idx()], now))
+    }
+
+    #[inline]
+    fn set(&mut self, lpn: Lpn, value: u32) {
+        self.ram_accesses += 1;
+        self.fwd[lpn.idx()] = value;
+    }
+
+    #[inline]
+    fn moved(&mut self, _: &mut Device, x: u32, dst: Ppn, _: SimTime) {
+        self.ram_accesses += 1;
+        self.fwd[x as usize] = dst.0;
+    }
+
+    fn placed(&mut self, _: &mut PageCore, _: &mut Device, lpn: Lpn, ppn: Ppn, _: SimTime) -> Result<()> {
+        self.fwd[lpn.idx()] = ppn.0;
+        Ok(())
+    }
+
+    fn stats(&self, stats: &mut FtlStats) {
+        stats.ram_accesses = self.ram_accesses;
+    }
+
+    fn reset_stats(&mut self) {
+        self.ram_accesses = 0;
+    }
+
+    fn ram_bytes(&self, geo: &Geometry) -> u64 {
+        // Forward map, backward map, and a 16-bit valid counter per block.
+        self.fwd.len() as u64 * 4 + geo.pages as u64 * 4 + geo.blocks as u64 * 2
+    }
+}
+
+/// The page-mapping FTL: the page-mapped data path over a DRAM forward map.
+pub type PageFtl = PageMapped<DramMap>;
+
+impl PageFtl {
+    pub fn new(cfg: &Config, dev: &Device) -> Result<PageFtl> {
+        let map = DramMap { fwd: crate::mem::big_vec(cfg.logical_pages() as usize, NEVER), ram_accesses: 0 };
+        PageMapped::with_map(cfg, dev, map)
+    }
+}
+
+/// A page-mapped FTL: the shared data path over forward map `M`.
+pub struct PageMapped<M: MapTable> {
+    core: PageCore,
+    map: M,
+}
+
+/// The page-mapped data path, apart from the forward map.
+pub struct PageCore {
+    pub(super) geo: Geometry,
+    pub(super) pool: BlockPool,
     /// Active block of each plane, or `NO_BLOCK`.
     active: Vec<u32>,
     stripe: Vec<PlaneId>,
@@ -65,8 +198,23 @@ pub struct PageFtl {
     stats: FtlStats,
 }
 
-impl PageFtl {
-    pub fn new(cfg: &Config, dev: &Device) -> Result<PageFtl> {
+impl<M: MapTable> PageMapped<M> {
+    pub fn with_map(cfg: &Config, dev: &Device, map: M) -> Result<PageMapped<M>> {
+        Ok(PageMapped { core: PageCore::new(cfg, dev)?, map })
+    }
+
+    /// Free blocks per plane that GC keeps in hand.
+    pub fn reserve_blocks(&self) -> u32 {
+        self.core.reserve
+    }
+
+    pub fn map(&self) -> &M {
+        &self.map
+    }
+}
+
+impl PageCore {
+    fn new(cfg: &Config, dev: &Device) -> Result<PageCore> {
         let geo = dev.geometry().clone();
         let logical = cfg.logical_pages() as usize;
         let data_blocks_per_plane = (logical as u64).div_ceil(geo.pages_per_block as u64 * geo.planes as u64);
@@ -83,8 +231,7 @@ impl PageFtl {
                 ),
             ));
         }
-        Ok(PageFtl {
-            fwd: crate::mem::big_vec(logical, NEVER),
+        Ok(PageCore {
             pool: BlockPool::new(&geo, &cfg.gc, cfg.seed),
             active: vec![NO_BLOCK; geo.planes as usize],
             stripe: stripe_sequence(&geo, &cfg.ftl.stripe_order),
@@ -99,16 +246,18 @@ impl PageFtl {
         })
     }
 
-    /// Free blocks per plane that GC keeps in hand.
-    pub fn reserve_blocks(&self) -> u32 {
-        self.reserve
-    }
-
     /// The next programmable page of `plane`, opening a block if needed.
     /// Host allocations first let GC restore the plane's reserve plus the
     /// block the host takes; GC's own copies draw on that reserve. `None`:
     /// the plane has no room left for the host.
-    fn next_page(&mut self, dev: &mut Device, plane: PlaneId, now: SimTime, for_gc: bool) -> Result<Option<Ppn>> {
+    fn next_page<M: MapTable>(
+        &mut self,
+        map: &mut M,
+        dev: &mut Device,
+        plane: PlaneId,
+        now: SimTime,
+        for_gc: bool,
+    ) -> Result<Option<Ppn>> {
         let mut collected = for_gc;
         loop {
             let a = self.active[plane.idx()];
@@ -122,7 +271,7 @@ impl PageFtl {
             }
             if !collected {
                 collected = true;
-                self.collect(dev, plane, now)?;
+                self.collect(map, dev, plane, now)?;
                 continue;
             }
             // GC could not restore the reserve (a plane full of live data):
@@ -139,11 +288,11 @@ impl PageFtl {
     }
 
     /// A page for host data: the next plane in stripe order with room.
-    fn alloc_host_page(&mut self, dev: &mut Device, now: SimTime) -> Result<Ppn> {
+    pub(super) fn alloc_host_page<M: MapTable>(&mut self, map: &mut M, dev: &mut Device, now: SimTime) -> Result<Ppn> {
         for _ in 0..self.stripe.len() {
             let plane = self.stripe[self.cursor];
             self.cursor = (self.cursor + 1) % self.stripe.len();
-            if let Some(ppn) = self.next_page(dev, plane, now, false)? {
+            if let Some(ppn) = self.next_page(map, dev, plane, now, false)? {
                 return Ok(ppn);
             }
         }
@@ -152,7 +301,7 @@ impl PageFtl {
 
     /// Foreground GC before the host opens a block: reclaims victims until
     /// the plane has more free blocks than its reserve.
-    fn collect(&mut self, dev: &mut Device, plane: PlaneId, now: SimTime) -> Result<()> {
+    fn collect<M: MapTable>(&mut self, map: &mut M, dev: &mut Device, plane: PlaneId, now: SimTime) -> Result<()> {
         let ppb = self.geo.pages_per_block;
         // FIFO, random and d-choices may pick full blocks (the models count
         // that waste too); bound the work per call.
@@ -163,12 +312,12 @@ impl PageFtl {
             if self.pool.valid(victim) >= ppb && self.pool.fewest_valid(plane).is_none_or(|v| v >= ppb) {
                 break; // the plane is full of live data: nothing to gain
             }
-            self.reclaim(dev, victim, now)?;
+            self.reclaim(map, dev, victim, now)?;
         }
         Ok(())
     }
 
-    fn reclaim(&mut self, dev: &mut Device, victim: BlockId, now: SimTime) -> Result<()> {
+    fn reclaim<M: MapTable>(&mut self, map: &mut M, dev: &mut Device, victim: BlockId, now: SimTime) -> Result<()> {
         self.stats.gc_invocations += 1;
         let plane = self.geo.plane_of(victim);
         let mut reads_done = now;
@@ -183,20 +332,22 @@ impl PageFtl {
         for src in first..first + written {
             let lpn = dev.array.oob_lpn(Ppn(src)).map_or(u32::MAX, |l| l.0);
             // Stale or trimmed pages fail this test: the lazy backward map says so.
-            let is_live = self.fwd.get(lpn as usize).is_some_and(|&m| m == src);
+            let is_live = map.is_live(lpn, src);
             live[n] = src;
             n += is_live as usize;
         }
         live.truncate(n);
-        let result = self.copy_live(dev, victim, plane, &live, now, &mut reads_done);
+        let result = self.copy_live(map, dev, victim, plane, &live, now, &mut reads_done);
         self.live_scratch = live;
         result?;
         dev.erase(victim, reads_done, Cause::Gc)?;
         self.pool.release(victim)
     }
 
-    fn copy_live(
+    #[allow(clippy::too_many_arguments)]
+    fn copy_live<M: MapTable>(
         &mut self,
+        map: &mut M,
         dev: &mut Device,
         victim: BlockId,
         plane: PlaneId,
@@ -210,10 +361,10 @@ impl PageFtl {
             let read = dev.read(src, now, Cause::Gc)?;
             *reads_done = (*reads_done).max(read);
             let dst = self
-                .next_page(dev, plane, now, true)?
+                .next_page(map, dev, plane, now, true)?
                 .ok_or_else(|| Error::invariant("page", format!("GC of {victim} found no free page in its plane")))?;
             dev.program(dst, lpn, read, Cause::Gc, Payload::CopyFrom(src))?;
-            self.fwd[lpn.idx()] = dst.0;
+            map.moved(dev, lpn.0, dst, now);
             self.pool.invalidate(victim, now);
             self.pool.add_valid(self.geo.block_of(dst), now);
             self.stats.gc_pages_copied += 1;
@@ -221,18 +372,19 @@ impl PageFtl {
         Ok(())
     }
 
-    fn write_page(
+    fn write_page<M: MapTable>(
         &mut self,
+        map: &mut M,
         dev: &mut Device,
         c: PageChunk,
         now: SimTime,
         ready: SimTime,
         data: Option<&[u8]>,
     ) -> Result<SimTime> {
-        let old = self.fwd[c.lpn.idx()];
-        let mut start = ready;
+        let (old, known) = map.lookup(self, dev, c.lpn, now)?;
+        let mut start = if M::SERIAL_WRITES { ready.max(known) } else { ready };
         if !c.is_full_page(self.geo.sectors_per_page) && is_mapped(old) {
-            start = dev.read(Ppn(old), ready, Cause::Host)?;
+            start = dev.read(Ppn(old), start.max(known), Cause::Host)?;
             self.stats.rmw_reads += 1;
         }
         // Assemble the payload now: GC below may move or erase the old page.
@@ -248,23 +400,24 @@ impl PageFtl {
             self.pool.invalidate(self.geo.block_of(Ppn(old)), now);
         }
         // Unmapped while GC may run, so GC does not copy the page being replaced.
-        self.fwd[c.lpn.idx()] = TRIMMED;
-        let ppn = self.alloc_host_page(dev, now)?;
+        map.set(c.lpn, TRIMMED);
+        let ppn = self.alloc_host_page(map, dev, now)?;
         let payload = if data.is_some() { Payload::Bytes(&self.scratch) } else { Payload::None };
         let done = dev.program(ppn, c.lpn, start, Cause::Host, payload)?;
-        self.fwd[c.lpn.idx()] = ppn.0;
+        map.set(c.lpn, ppn.0);
         self.pool.add_valid(self.geo.block_of(ppn), now);
         Ok(done)
     }
 
-    /// Puts a never-written page on flash at no cost, as if written before the run.
-    fn place(&mut self, dev: &mut Device, lpn: Lpn, now: SimTime) -> Result<Ppn> {
-        let ppn = self.alloc_host_page(dev, now)?;
+    /// Puts a never-written page on flash at no cost, as if written before
+    /// the run; returns where it is now (the map may move it at once).
+    fn place<M: MapTable>(&mut self, map: &mut M, dev: &mut Device, lpn: Lpn, now: SimTime) -> Result<u32> {
+        let ppn = self.alloc_host_page(map, dev, now)?;
         dev.place(ppn, lpn, Payload::None)?;
-        self.fwd[lpn.idx()] = ppn.0;
         self.pool.add_valid(self.geo.block_of(ppn), now);
         self.stats.placed_reads += 1;
-        Ok(ppn)
+        map.placed(self, dev, lpn, ppn, now)?;
+        Ok(map.get(lpn.0))
     }
 }
 
@@ -289,20 +442,21 @@ fn stripe_sequence(geo: &Geometry, order: &[StripeUnit]) -> Vec<PlaneId> {
         .collect()
 }
 
-impl Ftl for PageFtl {
+impl<M: MapTable> Ftl for PageMapped<M> {
     fn name(&self) -> &'static str {
-        "page"
+        M::NAME
     }
 
     fn read(&mut self, dev: &mut Device, span: Span, now: SimTime, mut out: Option<&mut [u8]>) -> Result<SimTime> {
+        let (core, map) = (&mut self.core, &mut self.map);
         let mut done = now;
-        for c in page_chunks(span, self.geo.sectors_per_page) {
-            let mut m = self.fwd[c.lpn.idx()];
-            if m == NEVER && self.unwritten == UnwrittenReads::Place {
-                m = self.place(dev, c.lpn, now)?.0;
+        for c in page_chunks(span, core.geo.sectors_per_page) {
+            let (mut m, known) = map.lookup(core, dev, c.lpn, now)?;
+            if m == NEVER && core.unwritten == UnwrittenReads::Place {
+                m = core.place(map, dev, c.lpn, now)?;
             }
             if is_mapped(m) {
-                done = done.max(dev.read(Ppn(m), now, Cause::Host)?);
+                done = done.max(dev.read(Ppn(m), known, Cause::Host)?);
             }
             if let Some(out) = out.as_deref_mut() {
                 let dst = &mut out[c.buf_range()];
@@ -324,55 +478,68 @@ impl Ftl for PageFtl {
         data: Option<&[u8]>,
     ) -> Result<SimTime> {
         let mut done = ready;
-        for c in page_chunks(span, self.geo.sectors_per_page) {
-            done = done.max(self.write_page(dev, c, now, ready, data)?);
+        for c in page_chunks(span, self.core.geo.sectors_per_page) {
+            done = done.max(self.core.write_page(&mut self.map, dev, c, now, ready, data)?);
         }
         Ok(done)
     }
 
-    fn trim(&mut self, _dev: &mut Device, span: Span, now: SimTime) -> Result<SimTime> {
-        if !self.trim_enabled {
+    fn trim(&mut self, dev: &mut Device, span: Span, now: SimTime) -> Result<SimTime> {
+        let (core, map) = (&mut self.core, &mut self.map);
+        if !core.trim_enabled {
             return Ok(now);
         }
-        for lpn in whole_pages(span, self.geo.sectors_per_page) {
-            let old = self.fwd[lpn as usize];
+        let mut done = now;
+        for lpn in whole_pages(span, core.geo.sectors_per_page) {
+            let (old, known) = map.lookup(core, dev, Lpn(lpn), now)?;
+            done = done.max(known);
             if is_mapped(old) {
-                self.pool.invalidate(self.geo.block_of(Ppn(old)), now);
-                self.stats.trimmed_pages += 1;
+                core.pool.invalidate(core.geo.block_of(Ppn(old)), now);
+                core.stats.trimmed_pages += 1;
             }
-            self.fwd[lpn as usize] = TRIMMED;
+            map.set(Lpn(lpn), TRIMMED);
         }
-        Ok(now)
+        Ok(done)
     }
 
     fn stats(&self) -> FtlStats {
-        self.stats.clone()
+        let mut s = self.core.stats.clone();
+        self.map.stats(&mut s);
+        s
     }
 
     fn reset_stats(&mut self) {
-        self.stats = FtlStats::default();
+        self.core.stats = FtlStats::default();
+        self.map.reset_stats();
     }
 
     fn mapping_ram_bytes(&self) -> u64 {
-        // Forward map, backward map, and a 16-bit valid counter per block.
-        self.fwd.len() as u64 * 4 + self.geo.pages as u64 * 4 + self.geo.blocks as u64 * 2
+        self.map.ram_bytes(&self.core.geo)
     }
 
     fn blocks_with_valid_data(&self) -> u64 {
-        self.pool.blocks_with_valid_data()
+        self.core.pool.blocks_with_valid_data()
     }
 
     fn check_invariants(&self, dev: &Device) -> Result<()> {
-        let fail = |reason: String| Err(Error::invariant("page", reason));
+        self.core.check(&self.map, dev)?;
+        self.map.check(dev)
+    }
+}
+
+impl PageCore {
+    fn check<M: MapTable>(&self, map: &M, dev: &Device) -> Result<()> {
+        let fail = |reason: String| Err(Error::invariant(M::NAME, reason));
         let mut valid = vec![0u32; self.geo.blocks as usize];
-        for (lpn, &m) in self.fwd.iter().enumerate() {
+        for x in 0..map.len() {
+            let m = map.get(x);
             if !is_mapped(m) {
                 continue;
             }
             let ppn = Ppn(m);
             match dev.array.read(ppn) {
-                Ok(l) if l.idx() == lpn => {}
-                _ => return fail(format!("LPN {lpn} maps to {ppn}, whose OOB does not hold it")),
+                Ok(l) if l.0 == x => {}
+                _ => return fail(format!("entry {x} maps to {ppn}, whose OOB does not hold it")),
             }
             valid[self.geo.block_of(ppn).idx()] += 1;
         }

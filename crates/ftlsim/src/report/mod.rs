@@ -5,8 +5,10 @@
 //! [`Report`] is the finished, serializable summary. The JSON schema is
 //! documented field by field in `docs/report.md`.
 
+pub mod energy;
 mod table;
 
+pub use energy::EnergyReport;
 pub use table::{render_comparison, render_table};
 
 use crate::engine::{CAUSES, Cause, FlashCounters};
@@ -165,6 +167,14 @@ pub struct Report {
     /// N_vb / (N_pb × N_eb); `null` when nothing was programmed or erased.
     pub e_ftl: Option<f64>,
     pub mapping_ram_bytes: u64,
+    /// Host translations served by the mapping cache (`dftl`, `hat`); `null`
+    /// for FTLs holding their whole map in RAM.
+    pub mapping_hit_ratio: Option<f64>,
+    /// PCM mapping-entry accesses (`hat`).
+    pub pcm_reads: u64,
+    pub pcm_writes: u64,
+    /// Joules by component (see `report::energy`).
+    pub energy_j: EnergyReport,
     pub logical_bytes: u64,
     pub physical_bytes: u64,
     pub sim_time_s: f64,

@@ -55,6 +55,15 @@ fn rows(r: &Report) -> Vec<(&'static str, String)> {
         ("N_pb / N_vb / N_eb", format!("{} / {} / {:.4}", r.n_pb, r.n_vb, r.n_eb)),
         ("E_ftl", opt(r.e_ftl, 4)),
         ("mapping RAM", format!("{:.2} MiB", r.mapping_ram_bytes as f64 / 1048576.0)),
+        ("mapping cache hit ratio", opt(r.mapping_hit_ratio, 4)),
+        ("PCM reads / writes", format!("{} / {}", r.pcm_reads, r.pcm_writes)),
+        (
+            "energy J (flash / DRAM / PCM / total)",
+            format!(
+                "{:.4} / {:.4} / {:.4} / {:.4}",
+                r.energy_j.flash, r.energy_j.dram, r.energy_j.pcm, r.energy_j.total
+            ),
+        ),
         ("simulated time", format!("{:.3} s", r.sim_time_s)),
         ("wall time", format!("{:.3} s", r.wall_time_s)),
     ]

@@ -1,0 +1,382 @@
+//! The mapping cache of demand-cached page maps: DFTL's cached mapping table
+//! (CMT) and HAT's quick mapping table (QMT).
+//!
+//! [`MapCache`] is an LRU set of mapping entries, each with a dirty (HAT:
+//! "update") bit, in fixed arrays with O(1) hit, insert and eviction. Dirty
+//! entries can be threaded into per-group lists so DFTL finds every dirty
+//! entry of one translation page without scanning.
+//!
+//! [`CachedMap`] models the table's contents in two layers: `stored`, the
+//! image the backing store holds (DFTL's translation pages, HAT's PCM), and
+//! `cur`, the value the FTL acts on. An entry may differ between them only
+//! while it is cached and dirty; a miss loads the *stored* value, so a lost
+//! write-back reads stale data (the conformance suite sees it) or trips the
+//! check that the loaded value is the current one.
+
+use crate::error::{Error, Result};
+use crate::ftl::FtlStats;
+use crate::units::Lpn;
+
+const NIL: u32 = u32::MAX;
+
+pub struct MapCache {
+    capacity: u32,
+    len: u32,
+    /// Slot of each entry, or `NIL`.
+    slot_of: Vec<u32>,
+    key: Vec<u32>,
+    dirty: Vec<bool>,
+    /// LRU list over slots: `head` most, `tail` least recently used.
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    head: u32,
+    tail: u32,
+    /// Entries per group (0: no dirty lists).
+    group_size: u32,
+    group_head: Vec<u32>,
+    dprev: Vec<u32>,
+    dnext: Vec<u32>,
+}
+
+impl MapCache {
+    /// A cache of `capacity` entries over `entries` entries, with dirty
+    /// lists per group of `group_size` entries when that is non-zero.
+    pub fn new(entries: u32, capacity: u32, group_size: u32) -> MapCache {
+        let capacity = capacity.clamp(1, entries.max(1));
+        let slots = capacity as usize;
+        let lists = if group_size == 0 { 0 } else { entries.div_ceil(group_size) as usize };
+        MapCache {
+            capacity,
+            len: 0,
+            slot_of: crate::mem::big_vec(entries as usize, NIL),
+            key: vec![NIL; slots],
+            dirty: vec![false; slots],
+            prev: vec![NIL; slots],
+            next: vec![NIL; slots],
+            head: NIL,
+            tail: NIL,
+            group_size,
+            group_head: vec![NIL; lists],
+            dprev: vec![NIL; if lists > 0 { slots } else { 0 }],
+            dnext: vec![NIL; if lists > 0 { slots } else { 0 }],
+        }
+    }
+
+    pub fn capacity(&self) -> u32 {
+        self.capacity
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.len == self.capacity
+    }
+
+    pub fn contains(&self, x: u32) -> bool {
+        self.slot_of[x as usize] != NIL
+    }
+
+    pub fn is_dirty(&self, x: u32) -> bool {
+        let s = self.slot_of[x as usize];
+        s != NIL && self.dirty[s as usize]
+    }
+
+    /// The least recently used entry.
+    pub fn lru(&self) -> Option<u32> {
+        (self.tail != NIL).then(|| self.key[self.tail as usize])
+    }
+
+    /// A hit makes `x` the most recently used entry.
+    #[inline]
+    pub fn touch(&mut self, x: u32) -> bool {
+        let s = self.slot_of[x as usize];
+        if s == NIL {
+            return false;
+        }
+        if s != self.head {
+            self.unlink(s);
+            self.push_front(s);
+        }
+        true
+    }
+
+    /// Caches `x` (clean), evicting the least recently used entry when
+    /// full. Evicting a dirty entry would lose an update: the caller must
+    /// have written it back first.
+    pub fn insert(&mut self, x: u32) -> Result<()> {
+        debug_assert!(!self.contains(x), "entry {x} cached twice");
+        let s = if self.len < self.capacity {
+            self.len += 1;
+            self.len - 1
+        } else {
+            let s = self.tail;
+            if self.dirty[s as usize] {
+                return Err(Error::invariant("map cache", format!("evicting dirty entry {}", self.key[s as usize])));
+            }
+            self.unlink(s);
+            self.slot_of[self.key[s as usize] as usize] = NIL;
+            s
+        };
+        self.key[s as usize] = x;
+        self.dirty[s as usize] = false;
+        self.slot_of[x as usize] = s;
+        self.push_front(s);
+        Ok(())
+    }
+
+    /// Marks cached entry `x` as differing from the backing store.
+    #[inline]
+    pub fn mark_dirty(&mut self, x: u32) {
+        let s = self.slot_of[x as usize];
+        assert!(s != NIL, "mapping entry {x} updated while not cached");
+        if self.dirty[s as usize] {
+            return;
+        }
+        self.dirty[s as usize] = true;
+        if self.group_size > 0 {
+            let g = (x / self.group_size) as usize;
+            let h = self.group_head[g];
+            self.dprev[s as usize] = NIL;
+            self.dnext[s as usize] = h;
+            if h != NIL {
+                self.dprev[h as usize] = s;
+            }
+            self.group_head[g] = s;
+        }
+    }
+
+    /// Clears the dirty bit of cached entry `x` (ungrouped caches).
+    pub fn clean(&mut self, x: u32) {
+        debug_assert_eq!(self.group_size, 0);
+        let s = self.slot_of[x as usize];
+        assert!(s != NIL, "mapping entry {x} cleaned while not cached");
+        self.dirty[s as usize] = false;
+    }
+
+    /// Cleans every dirty entry of group `g`, calling `f` on each.
+    pub fn clean_group(&mut self, g: u32, mut f: impl FnMut(u32)) {
+        let mut s = std::mem::replace(&mut self.group_head[g as usize], NIL);
+        while s != NIL {
+            self.dirty[s as usize] = false;
+            f(self.key[s as usize]);
+            s = self.dnext[s as usize];
+        }
+    }
+
+    fn push_front(&mut self, s: u32) {
+        self.prev[s as usize] = NIL;
+        self.next[s as usize] = self.head;
+        if self.head != NIL {
+            self.prev[self.head as usize] = s;
+        } else {
+            self.tail = s;
+        }
+        self.head = s;
+    }
+
+    fn unlink(&mut self, s: u32) {
+        let (p, n) = (self.prev[s as usize], self.next[s as usize]);
+        if p != NIL {
+            self.next[p as usize] = n;
+        } else {
+            self.head = n;
+        }
+        if n != NIL {
+            self.prev[n as usize] = p;
+        } else {
+            self.tail = p;
+        }
+    }
+
+    /// Checks the LRU list, the index and the dirty lists agree.
+    pub fn check(&self) -> Result<()> {
+        let fail = |reason: String| Err(Error::invariant("map cache", reason));
+        let (mut n, mut s) = (0, self.head);
+        while s != NIL {
+            n += 1;
+            if n > self.len || self.slot_of[self.key[s as usize] as usize] != s {
+                return fail(format!("LRU list and index disagree at slot {s}"));
+            }
+            s = self.next[s as usize];
+        }
+        if n != self.len {
+            return fail(format!("LRU list holds {n} of {} entries", self.len));
+        }
+        if self.group_size > 0 {
+            let mut listed = 0;
+            for (g, &h) in self.group_head.iter().enumerate() {
+                let mut s = h;
+                while s != NIL {
+                    listed += 1;
+                    if !self.dirty[s as usize] || self.key[s as usize] / self.group_size != g as u32 {
+                        return fail(format!("dirty list of group {g} holds slot {s} wrongly"));
+                    }
+                    s = self.dnext[s as usize];
+                }
+            }
+            let dirty = self.dirty[..self.len as usize].iter().filter(|&&d| d).count();
+            if listed != dirty {
+                return fail(format!("{dirty} dirty entries, {listed} on dirty lists"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A cached page map: current values, the backing store's image, the cache
+/// of which entries are held in RAM, and the counters of the report.
+pub struct CachedMap {
+    pub cur: Vec<u32>,
+    pub stored: Vec<u32>,
+    pub cache: MapCache,
+    lookups: u64,
+    hits: u64,
+    ram_accesses: u64,
+}
+
+impl CachedMap {
+    pub fn new(entries: u32, capacity: u64, group_size: u32, unmapped: u32) -> CachedMap {
+        CachedMap {
+            cur: crate::mem::big_vec(entries as usize, unmapped),
+            stored: crate::mem::big_vec(entries as usize, unmapped),
+            cache: MapCache::new(entries, capacity.min(u32::MAX as u64) as u32, group_size),
+            lookups: 0,
+            hits: 0,
+            ram_accesses: 0,
+        }
+    }
+
+    /// A host translation served by the cache, if it holds the entry.
+    #[inline]
+    pub fn hit(&mut self, lpn: Lpn) -> Option<u32> {
+        self.lookups += 1;
+        if self.cache.touch(lpn.0) {
+            self.hits += 1;
+            self.ram_accesses += 1;
+            return Some(self.cur[lpn.idx()]);
+        }
+        None
+    }
+
+    /// Caches `lpn` with the value the backing store holds (after a miss
+    /// has paid to read it).
+    pub fn load(&mut self, ftl: &'static str, lpn: Lpn) -> Result<u32> {
+        let v = self.stored[lpn.idx()];
+        if v != self.cur[lpn.idx()] {
+            return Err(Error::invariant(
+                ftl,
+                format!("LPN {} loads {v} from the backing store, but its mapping is {}", lpn.0, self.cur[lpn.idx()]),
+            ));
+        }
+        self.cache.insert(lpn.0)?;
+        self.ram_accesses += 1;
+        Ok(v)
+    }
+
+    #[inline]
+    pub fn set(&mut self, lpn: Lpn, value: u32) {
+        self.ram_accesses += 1;
+        self.cur[lpn.idx()] = value;
+        self.cache.mark_dirty(lpn.0);
+    }
+
+    /// GC moved entry `x`: a cached entry becomes dirty; an uncached one is
+    /// updated in the backing store (returns false: the caller pays for it).
+    #[inline]
+    pub fn moved(&mut self, x: u32, value: u32) -> bool {
+        self.cur[x as usize] = value;
+        if self.cache.contains(x) {
+            self.ram_accesses += 1;
+            self.cache.mark_dirty(x);
+            return true;
+        }
+        self.stored[x as usize] = value;
+        false
+    }
+
+    /// Writes cached entry `x` back to the image.
+    pub fn write_back(&mut self, x: u32) {
+        self.stored[x as usize] = self.cur[x as usize];
+    }
+
+    /// A mapping as if written before the run: current and stored alike.
+    pub fn placed(&mut self, lpn: Lpn, value: u32) {
+        self.cur[lpn.idx()] = value;
+        self.stored[lpn.idx()] = value;
+    }
+
+    pub fn stats(&self, s: &mut FtlStats) {
+        s.map_cached = true;
+        s.map_lookups = self.lookups;
+        s.map_hits = self.hits;
+        s.ram_accesses = self.ram_accesses;
+    }
+
+    pub fn reset_stats(&mut self) {
+        (self.lookups, self.hits, self.ram_accesses) = (0, 0, 0);
+    }
+
+    /// Every entry not dirty in the cache equals its stored image.
+    pub fn check(&self, ftl: &'static str) -> Result<()> {
+        self.cache.check()?;
+        for (x, (&c, &s)) in self.cur.iter().zip(&self.stored).enumerate() {
+            if c != s && !self.cache.is_dirty(x as u32) {
+                return Err(Error::invariant(ftl, format!("LPN {x} maps to {c}, not dirty, but stored as {s}")));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lru_evicts_least_recently_used_and_refuses_dirty_victims() {
+        let mut c = MapCache::new(100, 3, 10);
+        for x in [1, 2, 3] {
+            c.insert(x).unwrap();
+        }
+        assert!(c.is_full());
+        assert!(c.touch(1));
+        assert_eq!(c.lru(), Some(2));
+        c.mark_dirty(2);
+        assert!(c.insert(4).is_err(), "a dirty victim must be written back first");
+        let mut cleaned = Vec::new();
+        c.clean_group(0, |x| cleaned.push(x));
+        assert_eq!(cleaned, vec![2]);
+        c.insert(4).unwrap();
+        assert!(!c.contains(2) && c.contains(4));
+        assert_eq!(c.lru(), Some(3));
+        c.check().unwrap();
+    }
+
+    #[test]
+    fn dirty_lists_group_entries() {
+        let mut c = MapCache::new(100, 8, 10);
+        for x in [5, 15, 7, 9] {
+            c.insert(x).unwrap();
+            c.mark_dirty(x);
+        }
+        c.check().unwrap();
+        let mut g0 = Vec::new();
+        c.clean_group(0, |x| g0.push(x));
+        g0.sort();
+        assert_eq!(g0, vec![5, 7, 9]);
+        assert!(c.is_dirty(15) && !c.is_dirty(5));
+        c.check().unwrap();
+    }
+
+    #[test]
+    fn a_lost_write_back_is_caught_on_load() {
+        let mut m = CachedMap::new(10, 1, 0, u32::MAX);
+        assert_eq!(m.hit(Lpn(3)), None);
+        m.load("t", Lpn(3)).unwrap();
+        m.set(Lpn(3), 42);
+        assert!(m.check("t").is_ok());
+        // Evict without writing back: the stored image is stale.
+        m.cache.clean(3);
+        assert!(m.check("t").is_err());
+        m.cache.insert(4).unwrap();
+        assert!(m.load("t", Lpn(3)).is_err());
+    }
+}

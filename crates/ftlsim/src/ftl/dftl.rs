@@ -1,0 +1,196 @@
+//! `dftl`: the demand-based page-mapping FTL of Gupta, Kim and Urgaonkar
+//! (ASPLOS 2009), as Hu et al. describe it in "Achieving Page-Mapping FTL
+//! Performance at Block-Mapping FTL Cost by Hiding Address Translation".
+//!
+//! The page map lives in translation pages on the same flash as the data
+//! (`page size / 4 B` entries each), located by a global translation
+//! directory (GTD) in controller SRAM. A cached mapping table (CMT) of
+//! `ftl.cache_bytes / ftl.cache_entry_bytes` entries, LRU, holds recently
+//! used entries. Address translation sits on the request's critical path:
+//!
+//! - a miss first writes back the LRU victim if it is dirty — a
+//!   read-modify-write of its translation page that takes every dirty cached
+//!   entry of that page along (batch update) — then reads the translation
+//!   page holding the wanted entry; only then does the data operation start;
+//! - GC moving a data page updates its cached entry, or, when it is not
+//!   cached, its translation page, rewritten once however many of its
+//!   entries moved (batched) — at the next translation, in the background,
+//!   through the ordinary write frontier. Rewriting during GC itself would
+//!   spend the collected plane's reserve on pages GC did not reclaim, and with
+//!   small blocks a victim's copies plus its translation rewrites can exceed
+//!   the block it frees;
+//! - translation pages are ordinary flash pages: they share the write
+//!   frontier and GC with data (OOB LPN = logical pages + translation page
+//!   number), and GC moving one updates the GTD.
+//!
+//! The data side is `page`'s ([`PageMapped`]). With a CMT as large as the
+//! table no entry is ever evicted and DFTL behaves exactly as `page`.
+//!
+//! Simplifications: translation pages share the data write frontier instead
+//! of dedicated translation blocks; a translation page never written holds
+//! no data worth reading, so a miss on it costs nothing (it exists once an
+//! entry of it is written back, or data is placed under it); SRAM lookups
+//! take no time; TRIM translates like a write.
+
+use super::FtlStats;
+use super::cmt::CachedMap;
+use super::page::{MapTable, NEVER, PageCore, PageMapped, is_mapped};
+use crate::config::Config;
+use crate::engine::{Cause, Device};
+use crate::error::{Error, Result};
+use crate::nand::{Geometry, Payload};
+use crate::units::{Lpn, Ppn, SimTime};
+
+pub type Dftl = PageMapped<DftlMap>;
+
+impl Dftl {
+    pub fn new(cfg: &Config, dev: &Device) -> Result<Dftl> {
+        let logical = cfg.logical_pages() as u32;
+        let epp = dev.geometry().page_size / 4;
+        let pages = logical.div_ceil(epp);
+        let map = DftlMap {
+            m: CachedMap::new(logical, cfg.ftl.cache_entries(), epp, NEVER),
+            logical,
+            epp,
+            gtd: vec![NEVER; pages as usize],
+            pending: Vec::new(),
+            is_pending: vec![false; pages as usize],
+            entry_bytes: cfg.ftl.cache_entry_bytes as u64,
+        };
+        PageMapped::with_map(cfg, dev, map)
+    }
+}
+
+pub struct DftlMap {
+    m: CachedMap,
+    logical: u32,
+    /// Mapping entries per translation page.
+    epp: u32,
+    /// Global translation directory: where each translation page is.
+    gtd: Vec<u32>,
+    /// Translation pages GC updated in the image but has not rewritten yet.
+    pending: Vec<u32>,
+    is_pending: Vec<bool>,
+    entry_bytes: u64,
+}
+
+impl DftlMap {
+    /// Rewrites translation page `t` with every dirty cached entry of it:
+    /// reads the old page (if any), programs the new one. Returns the
+    /// program's end.
+    fn write_back(&mut self, core: &mut PageCore, dev: &mut Device, t: u32, now: SimTime) -> Result<SimTime> {
+        let old = self.gtd[t as usize];
+        let start = if is_mapped(old) { dev.read(Ppn(old), now, Cause::Mapping)? } else { now };
+        let ppn = core.alloc_host_page(self, dev, now)?;
+        // Only now: GC during the allocation may have dirtied more entries
+        // of this page, moved its old copy, or rewritten it.
+        let m = &mut self.m;
+        let (cur, stored) = (&m.cur, &mut m.stored);
+        m.cache.clean_group(t, |x| stored[x as usize] = cur[x as usize]);
+        let geo = dev.geometry();
+        let current = self.gtd[t as usize];
+        if is_mapped(current) {
+            core.pool.invalidate(geo.block_of(Ppn(current)), now);
+        }
+        core.pool.add_valid(geo.block_of(ppn), now);
+        self.gtd[t as usize] = ppn.0;
+        dev.program(ppn, Lpn(self.logical + t), start, Cause::Mapping, Payload::None)
+    }
+}
+
+impl MapTable for DftlMap {
+    const NAME: &'static str = "dftl";
+    const SERIAL_WRITES: bool = true;
+
+    fn len(&self) -> u32 {
+        self.logical + self.gtd.len() as u32
+    }
+
+    #[inline]
+    fn get(&self, x: u32) -> u32 {
+        if x < self.logical {
+            self.m.cur[x as usize]
+        } else {
+            self.gtd.get((x - self.logical) as usize).copied().unwrap_or(NEVER)
+        }
+    }
+
+    fn lookup(&mut self, core: &mut PageCore, dev: &mut Device, lpn: Lpn, now: SimTime) -> Result<(u32, SimTime)> {
+        if let Some(v) = self.m.hit(lpn) {
+            return Ok((v, now));
+        }
+        // Rewrites GC could not afford: background work, off this request's path.
+        for _ in 0..self.pending.len() {
+            let Some(t) = self.pending.pop() else { break };
+            self.is_pending[t as usize] = false;
+            self.write_back(core, dev, t, now)?;
+        }
+        let mut t = now;
+        if self.m.cache.is_full() {
+            let victim = self.m.cache.lru().expect("a full cache has an LRU entry");
+            if self.m.cache.is_dirty(victim) {
+                t = self.write_back(core, dev, victim / self.epp, now)?;
+            }
+        }
+        let page = self.gtd[(lpn.0 / self.epp) as usize];
+        if is_mapped(page) {
+            t = dev.read(Ppn(page), t, Cause::Mapping)?;
+        }
+        Ok((self.m.load("dftl", lpn)?, t))
+    }
+
+    #[inline]
+    fn set(&mut self, lpn: Lpn, value: u32) {
+        self.m.set(lpn, value);
+    }
+
+    #[inline]
+    fn moved(&mut self, _: &mut Device, x: u32, dst: Ppn, _: SimTime) {
+        if x >= self.logical {
+            self.gtd[(x - self.logical) as usize] = dst.0;
+        } else if !self.m.moved(x, dst.0) {
+            let t = x / self.epp;
+            if !self.is_pending[t as usize] {
+                self.is_pending[t as usize] = true;
+                self.pending.push(t);
+            }
+        }
+    }
+
+    fn placed(&mut self, core: &mut PageCore, dev: &mut Device, lpn: Lpn, ppn: Ppn, now: SimTime) -> Result<()> {
+        self.m.placed(lpn, ppn.0);
+        let t = lpn.0 / self.epp;
+        if !is_mapped(self.gtd[t as usize]) {
+            // Its translation page was on flash before the run too.
+            let page = core.alloc_host_page(self, dev, now)?;
+            dev.place(page, Lpn(self.logical + t), Payload::None)?;
+            core.pool.add_valid(dev.geometry().block_of(page), now);
+            self.gtd[t as usize] = page.0;
+        }
+        Ok(())
+    }
+
+    fn stats(&self, stats: &mut FtlStats) {
+        self.m.stats(stats);
+    }
+
+    fn reset_stats(&mut self) {
+        self.m.reset_stats();
+    }
+
+    fn ram_bytes(&self, geo: &Geometry) -> u64 {
+        // CMT, GTD (4 B per translation page), 16-bit valid counts per block.
+        self.m.cache.capacity() as u64 * self.entry_bytes + self.gtd.len() as u64 * 4 + geo.blocks as u64 * 2
+    }
+
+    fn check(&self, _dev: &Device) -> Result<()> {
+        let flagged = self.is_pending.iter().filter(|&&p| p).count();
+        if flagged != self.pending.len() {
+            return Err(Error::invariant(
+                "dftl",
+                format!("{flagged} pages flagged pending, {} listed", self.pending.len()),
+            ));
+        }
+        self.m.check("dftl")
+    }
+}

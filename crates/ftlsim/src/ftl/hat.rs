@@ -1,0 +1,116 @@
+//! `hat`: Hu, Jiang, Tian, Xu and Luo, "Achieving Page-Mapping FTL
+//! Performance at Block-Mapping FTL Cost by Hiding Address Translation"
+//! (MSST 2010).
+//!
+//! The whole page map (SMT) sits in byte-addressable PCM, updated in place
+//! one entry at a time, on its own access path ([`Device::pcm_read`],
+//! [`Device::pcm_write`]: a PCM timeline independent of the flash channels).
+//! A quick mapping table (QMT) in controller RAM caches entries, LRU, each
+//! with an update bit. Following the paper's Algorithm 1 and Figures 6–7:
+//!
+//! - a QMT hit translates at once;
+//! - a miss reads the entry from PCM (0.115 µs) while the request waits for
+//!   its flash unit, so the data operation starts at the later of the two;
+//!   a write's data does not wait for the lookup at all (only the old page's
+//!   bookkeeping needs it);
+//! - a victim with its update bit set is written back to PCM (90 µs) in
+//!   parallel with the data operation — after the lookup, on the PCM's own
+//!   timeline, which later lookups queue behind;
+//! - GC moving a page updates its QMT entry, or the SMT in PCM directly.
+//!
+//! The data side is `page`'s ([`PageMapped`]); no mapping data is on flash,
+//! so flash operations and erases equal `page`'s for the same input.
+//!
+//! Simplifications: one PCM device serving accesses first come, first
+//! served; RAM lookups take no time.
+
+use super::FtlStats;
+use super::cmt::CachedMap;
+use super::page::{MapTable, NEVER, PageCore, PageMapped};
+use crate::config::Config;
+use crate::engine::Device;
+use crate::error::Result;
+use crate::nand::Geometry;
+use crate::units::{Lpn, Ppn, SimTime};
+
+pub type Hat = PageMapped<HatMap>;
+
+impl Hat {
+    pub fn new(cfg: &Config, dev: &Device) -> Result<Hat> {
+        let logical = cfg.logical_pages() as u32;
+        let map = HatMap {
+            m: CachedMap::new(logical, cfg.ftl.cache_entries(), 0, NEVER),
+            entry_bytes: cfg.ftl.cache_entry_bytes as u64,
+        };
+        PageMapped::with_map(cfg, dev, map)
+    }
+}
+
+pub struct HatMap {
+    m: CachedMap,
+    entry_bytes: u64,
+}
+
+impl MapTable for HatMap {
+    const NAME: &'static str = "hat";
+    const SERIAL_WRITES: bool = false;
+
+    fn len(&self) -> u32 {
+        self.m.cur.len() as u32
+    }
+
+    #[inline]
+    fn get(&self, x: u32) -> u32 {
+        self.m.cur[x as usize]
+    }
+
+    fn lookup(&mut self, _: &mut PageCore, dev: &mut Device, lpn: Lpn, now: SimTime) -> Result<(u32, SimTime)> {
+        if let Some(v) = self.m.hit(lpn) {
+            return Ok((v, now));
+        }
+        let known = dev.pcm_read(now);
+        if self.m.cache.is_full() {
+            let victim = self.m.cache.lru().expect("a full cache has an LRU entry");
+            if self.m.cache.is_dirty(victim) {
+                dev.pcm_write(now);
+                self.m.write_back(victim);
+                self.m.cache.clean(victim);
+            }
+        }
+        Ok((self.m.load("hat", lpn)?, known))
+    }
+
+    #[inline]
+    fn set(&mut self, lpn: Lpn, value: u32) {
+        self.m.set(lpn, value);
+    }
+
+    #[inline]
+    fn moved(&mut self, dev: &mut Device, x: u32, dst: Ppn, now: SimTime) {
+        if !self.m.moved(x, dst.0) {
+            dev.pcm_write(now);
+        }
+    }
+
+    fn placed(&mut self, _: &mut PageCore, _: &mut Device, lpn: Lpn, ppn: Ppn, _: SimTime) -> Result<()> {
+        self.m.placed(lpn, ppn.0);
+        Ok(())
+    }
+
+    fn stats(&self, stats: &mut FtlStats) {
+        self.m.stats(stats);
+    }
+
+    fn reset_stats(&mut self) {
+        self.m.reset_stats();
+    }
+
+    fn ram_bytes(&self, geo: &Geometry) -> u64 {
+        // QMT and 16-bit valid counts per block; the SMT is in PCM.
+        self.m.cache.capacity() as u64 * self.entry_bytes + geo.blocks as u64 * 2
+    }
+
+    fn check(&self, _dev: &Device) -> Result<()> {
+        self.m.check("hat")
+    }
+}
