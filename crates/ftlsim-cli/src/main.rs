@@ -36,6 +36,28 @@ enum Command {
     Config(ConfigCommand),
     /// List the FTL schemes.
     Ftls,
+    /// Reproduce a paper's experiment: tables on stdout, data files and a figure in --out.
+    #[command(subcommand)]
+    Repro(ReproCommand),
+}
+
+#[derive(Subcommand)]
+enum ReproCommand {
+    /// Hu et al., HAT: page, block, FAST, DFTL and HAT on Table 3-like workloads and Figure 11.
+    Hat {
+        /// Also replay this trace (after the same fill).
+        #[arg(long)]
+        trace: Option<PathBuf>,
+        /// Directory for hat.csv, hat.json, hat.md and hat.svg.
+        #[arg(long, default_value = "repro-out")]
+        out: PathBuf,
+        /// A small drive and short runs (seconds).
+        #[arg(long)]
+        quick: bool,
+        /// Override a key of the hat-table4 preset (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+    },
 }
 
 #[derive(Args, Clone)]
@@ -254,6 +276,7 @@ fn dispatch(cmd: Command) -> Result<(), Error> {
         Command::Gen(a) => gen_trace(a),
         Command::Trace(t) => trace_cmd(t),
         Command::Config(c) => config_cmd(c),
+        Command::Repro(r) => repro(r),
         Command::Ftls => {
             for name in ftlsim::ftl::FTL_NAMES {
                 println!("{name}");
@@ -328,6 +351,30 @@ fn compare(a: CompareArgs) -> Result<(), Error> {
     }
     print!("{}", render_comparison(&reports, &labels));
     Ok(())
+}
+
+fn repro(r: ReproCommand) -> Result<(), Error> {
+    use ftlsim::repro::hat;
+    match r {
+        ReproCommand::Hat { trace, out, quick, set } => {
+            let opts = hat::Options { trace, quick, overrides: set };
+            let results = hat::run(&opts, &mut |what| eprintln!("ftlsim: repro hat: {what}"))?;
+            std::fs::create_dir_all(&out).map_err(|e| Error::io(&out, e))?;
+            let json = serde_json::to_string_pretty(&results).expect("results serialize");
+            let md = hat::to_markdown(&results);
+            for (name, text) in [
+                ("hat.csv", hat::to_csv(&results)),
+                ("hat.json", json),
+                ("hat.md", md.clone()),
+                ("hat.svg", hat::to_svg(&results)),
+            ] {
+                write_file(&out.join(name), text.as_bytes())?;
+            }
+            print!("{md}");
+            eprintln!("ftlsim: wrote hat.csv, hat.json, hat.md, hat.svg to {}", out.display());
+            Ok(())
+        }
+    }
 }
 
 fn gen_trace(a: GenArgs) -> Result<(), Error> {

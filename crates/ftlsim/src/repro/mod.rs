@@ -1,0 +1,6 @@
+//! Paper experiments, one module each: `ftlsim repro <name>` runs them and
+//! writes their tables and figures. Each returns structured rows; rendering
+//! to CSV, JSON, Markdown and SVG is the module's too, so every front end
+//! (CLI, Python) writes the same files.
+
+pub mod hat;
