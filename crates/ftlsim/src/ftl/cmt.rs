@@ -8,7 +8,8 @@
 //!
 //! [`CachedMap`] models the table's contents in two layers: `stored`, the
 //! image the backing store holds (DFTL's translation pages, HAT's PCM), and
-//! `cur`, the value the FTL acts on. An entry may differ between them only
+//! `cur`, the value the FTL acts on. Both sit with the entry's cache slot in
+//! one 16-byte record, so GC updating an entry touches one cache line. An entry may differ between them only
 //! while it is cached and dirty; a miss loads the *stored* value, so a lost
 //! write-back reads stale data (the conformance suite sees it) or trips the
 //! check that the loaded value is the current one.
@@ -19,11 +20,20 @@ use crate::units::Lpn;
 
 const NIL: u32 = u32::MAX;
 
+/// One mapping entry: its current value, its backing-store image, and its
+/// cache slot (or `NIL`).
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(16))]
+pub struct Entry {
+    pub cur: u32,
+    pub stored: u32,
+    slot: u32,
+}
+
 pub struct MapCache {
     capacity: u32,
     len: u32,
-    /// Slot of each entry, or `NIL`.
-    slot_of: Vec<u32>,
+    pub ent: Vec<Entry>,
     key: Vec<u32>,
     dirty: Vec<bool>,
     /// LRU list over slots: `head` most, `tail` least recently used.
@@ -41,14 +51,14 @@ pub struct MapCache {
 impl MapCache {
     /// A cache of `capacity` entries over `entries` entries, with dirty
     /// lists per group of `group_size` entries when that is non-zero.
-    pub fn new(entries: u32, capacity: u32, group_size: u32) -> MapCache {
+    pub fn new(entries: u32, capacity: u32, group_size: u32, unmapped: u32) -> MapCache {
         let capacity = capacity.clamp(1, entries.max(1));
         let slots = capacity as usize;
         let lists = if group_size == 0 { 0 } else { entries.div_ceil(group_size) as usize };
         MapCache {
             capacity,
             len: 0,
-            slot_of: crate::mem::big_vec(entries as usize, NIL),
+            ent: crate::mem::big_vec(entries as usize, Entry { cur: unmapped, stored: unmapped, slot: NIL }),
             key: vec![NIL; slots],
             dirty: vec![false; slots],
             prev: vec![NIL; slots],
@@ -71,11 +81,11 @@ impl MapCache {
     }
 
     pub fn contains(&self, x: u32) -> bool {
-        self.slot_of[x as usize] != NIL
+        self.ent[x as usize].slot != NIL
     }
 
     pub fn is_dirty(&self, x: u32) -> bool {
-        let s = self.slot_of[x as usize];
+        let s = self.ent[x as usize].slot;
         s != NIL && self.dirty[s as usize]
     }
 
@@ -87,7 +97,7 @@ impl MapCache {
     /// A hit makes `x` the most recently used entry.
     #[inline]
     pub fn touch(&mut self, x: u32) -> bool {
-        let s = self.slot_of[x as usize];
+        let s = self.ent[x as usize].slot;
         if s == NIL {
             return false;
         }
@@ -112,12 +122,12 @@ impl MapCache {
                 return Err(Error::invariant("map cache", format!("evicting dirty entry {}", self.key[s as usize])));
             }
             self.unlink(s);
-            self.slot_of[self.key[s as usize] as usize] = NIL;
+            self.ent[self.key[s as usize] as usize].slot = NIL;
             s
         };
         self.key[s as usize] = x;
         self.dirty[s as usize] = false;
-        self.slot_of[x as usize] = s;
+        self.ent[x as usize].slot = s;
         self.push_front(s);
         Ok(())
     }
@@ -125,7 +135,7 @@ impl MapCache {
     /// Marks cached entry `x` as differing from the backing store.
     #[inline]
     pub fn mark_dirty(&mut self, x: u32) {
-        let s = self.slot_of[x as usize];
+        let s = self.ent[x as usize].slot;
         assert!(s != NIL, "mapping entry {x} updated while not cached");
         if self.dirty[s as usize] {
             return;
@@ -143,20 +153,26 @@ impl MapCache {
         }
     }
 
-    /// Clears the dirty bit of cached entry `x` (ungrouped caches).
-    pub fn clean(&mut self, x: u32) {
+    /// Writes cached entry `x` back to the image and clears its dirty bit
+    /// (ungrouped caches).
+    pub fn write_back(&mut self, x: u32) {
         debug_assert_eq!(self.group_size, 0);
-        let s = self.slot_of[x as usize];
-        assert!(s != NIL, "mapping entry {x} cleaned while not cached");
-        self.dirty[s as usize] = false;
+        let e = &mut self.ent[x as usize];
+        assert!(e.slot != NIL, "mapping entry {x} written back while not cached");
+        e.stored = e.cur;
+        self.dirty[e.slot as usize] = false;
     }
 
-    /// Cleans every dirty entry of group `g`, calling `f` on each.
-    pub fn clean_group(&mut self, g: u32, mut f: impl FnMut(u32)) {
+    /// Writes every dirty entry of group `g` back to the image and cleans
+    /// it, calling `f` on each.
+    pub fn write_back_group(&mut self, g: u32, mut f: impl FnMut(u32)) {
         let mut s = std::mem::replace(&mut self.group_head[g as usize], NIL);
         while s != NIL {
             self.dirty[s as usize] = false;
-            f(self.key[s as usize]);
+            let x = self.key[s as usize];
+            let e = &mut self.ent[x as usize];
+            e.stored = e.cur;
+            f(x);
             s = self.dnext[s as usize];
         }
     }
@@ -192,7 +208,7 @@ impl MapCache {
         let (mut n, mut s) = (0, self.head);
         while s != NIL {
             n += 1;
-            if n > self.len || self.slot_of[self.key[s as usize] as usize] != s {
+            if n > self.len || self.ent[self.key[s as usize] as usize].slot != s {
                 return fail(format!("LRU list and index disagree at slot {s}"));
             }
             s = self.next[s as usize];
@@ -221,11 +237,9 @@ impl MapCache {
     }
 }
 
-/// A cached page map: current values, the backing store's image, the cache
-/// of which entries are held in RAM, and the counters of the report.
+/// A cached page map: the entries with their cache, and the counters of
+/// the report.
 pub struct CachedMap {
-    pub cur: Vec<u32>,
-    pub stored: Vec<u32>,
     pub cache: MapCache,
     lookups: u64,
     hits: u64,
@@ -235,13 +249,21 @@ pub struct CachedMap {
 impl CachedMap {
     pub fn new(entries: u32, capacity: u64, group_size: u32, unmapped: u32) -> CachedMap {
         CachedMap {
-            cur: crate::mem::big_vec(entries as usize, unmapped),
-            stored: crate::mem::big_vec(entries as usize, unmapped),
-            cache: MapCache::new(entries, capacity.min(u32::MAX as u64) as u32, group_size),
+            cache: MapCache::new(entries, capacity.min(u32::MAX as u64) as u32, group_size, unmapped),
             lookups: 0,
             hits: 0,
             ram_accesses: 0,
         }
+    }
+
+    pub fn len(&self) -> u32 {
+        self.cache.ent.len() as u32
+    }
+
+    /// The current value of entry `x`.
+    #[inline]
+    pub fn cur(&self, x: u32) -> u32 {
+        self.cache.ent[x as usize].cur
     }
 
     /// A host translation served by the cache, if it holds the entry.
@@ -251,7 +273,7 @@ impl CachedMap {
         if self.cache.touch(lpn.0) {
             self.hits += 1;
             self.ram_accesses += 1;
-            return Some(self.cur[lpn.idx()]);
+            return Some(self.cur(lpn.0));
         }
         None
     }
@@ -259,22 +281,22 @@ impl CachedMap {
     /// Caches `lpn` with the value the backing store holds (after a miss
     /// has paid to read it).
     pub fn load(&mut self, ftl: &'static str, lpn: Lpn) -> Result<u32> {
-        let v = self.stored[lpn.idx()];
-        if v != self.cur[lpn.idx()] {
+        let e = self.cache.ent[lpn.idx()];
+        if e.stored != e.cur {
             return Err(Error::invariant(
                 ftl,
-                format!("LPN {} loads {v} from the backing store, but its mapping is {}", lpn.0, self.cur[lpn.idx()]),
+                format!("LPN {} loads {} from the backing store, but its mapping is {}", lpn.0, e.stored, e.cur),
             ));
         }
         self.cache.insert(lpn.0)?;
         self.ram_accesses += 1;
-        Ok(v)
+        Ok(e.stored)
     }
 
     #[inline]
     pub fn set(&mut self, lpn: Lpn, value: u32) {
         self.ram_accesses += 1;
-        self.cur[lpn.idx()] = value;
+        self.cache.ent[lpn.idx()].cur = value;
         self.cache.mark_dirty(lpn.0);
     }
 
@@ -282,25 +304,21 @@ impl CachedMap {
     /// updated in the backing store (returns false: the caller pays for it).
     #[inline]
     pub fn moved(&mut self, x: u32, value: u32) -> bool {
-        self.cur[x as usize] = value;
-        if self.cache.contains(x) {
+        let e = &mut self.cache.ent[x as usize];
+        e.cur = value;
+        if e.slot != NIL {
             self.ram_accesses += 1;
             self.cache.mark_dirty(x);
             return true;
         }
-        self.stored[x as usize] = value;
+        e.stored = value;
         false
-    }
-
-    /// Writes cached entry `x` back to the image.
-    pub fn write_back(&mut self, x: u32) {
-        self.stored[x as usize] = self.cur[x as usize];
     }
 
     /// A mapping as if written before the run: current and stored alike.
     pub fn placed(&mut self, lpn: Lpn, value: u32) {
-        self.cur[lpn.idx()] = value;
-        self.stored[lpn.idx()] = value;
+        let e = &mut self.cache.ent[lpn.idx()];
+        (e.cur, e.stored) = (value, value);
     }
 
     pub fn stats(&self, s: &mut FtlStats) {
@@ -317,9 +335,12 @@ impl CachedMap {
     /// Every entry not dirty in the cache equals its stored image.
     pub fn check(&self, ftl: &'static str) -> Result<()> {
         self.cache.check()?;
-        for (x, (&c, &s)) in self.cur.iter().zip(&self.stored).enumerate() {
-            if c != s && !self.cache.is_dirty(x as u32) {
-                return Err(Error::invariant(ftl, format!("LPN {x} maps to {c}, not dirty, but stored as {s}")));
+        for (x, e) in self.cache.ent.iter().enumerate() {
+            if e.cur != e.stored && !self.cache.is_dirty(x as u32) {
+                return Err(Error::invariant(
+                    ftl,
+                    format!("LPN {x} maps to {}, not dirty, but stored as {}", e.cur, e.stored),
+                ));
             }
         }
         Ok(())
@@ -332,7 +353,7 @@ mod tests {
 
     #[test]
     fn lru_evicts_least_recently_used_and_refuses_dirty_victims() {
-        let mut c = MapCache::new(100, 3, 10);
+        let mut c = MapCache::new(100, 3, 10, u32::MAX);
         for x in [1, 2, 3] {
             c.insert(x).unwrap();
         }
@@ -342,7 +363,7 @@ mod tests {
         c.mark_dirty(2);
         assert!(c.insert(4).is_err(), "a dirty victim must be written back first");
         let mut cleaned = Vec::new();
-        c.clean_group(0, |x| cleaned.push(x));
+        c.write_back_group(0, |x| cleaned.push(x));
         assert_eq!(cleaned, vec![2]);
         c.insert(4).unwrap();
         assert!(!c.contains(2) && c.contains(4));
@@ -352,14 +373,14 @@ mod tests {
 
     #[test]
     fn dirty_lists_group_entries() {
-        let mut c = MapCache::new(100, 8, 10);
+        let mut c = MapCache::new(100, 8, 10, u32::MAX);
         for x in [5, 15, 7, 9] {
             c.insert(x).unwrap();
             c.mark_dirty(x);
         }
         c.check().unwrap();
         let mut g0 = Vec::new();
-        c.clean_group(0, |x| g0.push(x));
+        c.write_back_group(0, |x| g0.push(x));
         g0.sort();
         assert_eq!(g0, vec![5, 7, 9]);
         assert!(c.is_dirty(15) && !c.is_dirty(5));
@@ -373,8 +394,9 @@ mod tests {
         m.load("t", Lpn(3)).unwrap();
         m.set(Lpn(3), 42);
         assert!(m.check("t").is_ok());
-        // Evict without writing back: the stored image is stale.
-        m.cache.clean(3);
+        // Clear the dirty bit without writing back: the stored image is stale.
+        m.cache.write_back(3);
+        m.cache.ent[3].stored = u32::MAX;
         assert!(m.check("t").is_err());
         m.cache.insert(4).unwrap();
         assert!(m.load("t", Lpn(3)).is_err());

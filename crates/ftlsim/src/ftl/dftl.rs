@@ -84,9 +84,7 @@ impl DftlMap {
         let ppn = core.alloc_host_page(self, dev, now)?;
         // Only now: GC during the allocation may have dirtied more entries
         // of this page, moved its old copy, or rewritten it.
-        let m = &mut self.m;
-        let (cur, stored) = (&m.cur, &mut m.stored);
-        m.cache.clean_group(t, |x| stored[x as usize] = cur[x as usize]);
+        self.m.cache.write_back_group(t, |_| {});
         let geo = dev.geometry();
         let current = self.gtd[t as usize];
         if is_mapped(current) {
@@ -109,7 +107,7 @@ impl MapTable for DftlMap {
     #[inline]
     fn get(&self, x: u32) -> u32 {
         if x < self.logical {
-            self.m.cur[x as usize]
+            self.m.cur(x)
         } else {
             self.gtd.get((x - self.logical) as usize).copied().unwrap_or(NEVER)
         }

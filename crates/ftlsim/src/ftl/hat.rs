@@ -56,12 +56,12 @@ impl MapTable for HatMap {
     const SERIAL_WRITES: bool = false;
 
     fn len(&self) -> u32 {
-        self.m.cur.len() as u32
+        self.m.len()
     }
 
     #[inline]
     fn get(&self, x: u32) -> u32 {
-        self.m.cur[x as usize]
+        self.m.cur(x)
     }
 
     fn lookup(&mut self, _: &mut PageCore, dev: &mut Device, lpn: Lpn, now: SimTime) -> Result<(u32, SimTime)> {
@@ -73,8 +73,7 @@ impl MapTable for HatMap {
             let victim = self.m.cache.lru().expect("a full cache has an LRU entry");
             if self.m.cache.is_dirty(victim) {
                 dev.pcm_write(now);
-                self.m.write_back(victim);
-                self.m.cache.clean(victim);
+                self.m.cache.write_back(victim);
             }
         }
         Ok((self.m.load("hat", lpn)?, known))

@@ -1,0 +1,39 @@
+//! `ftlsim repro hat` as a user runs it.
+
+use assert_cmd::Command;
+
+const FIN1_EXCERPT: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/traces/ssdsim_ascii/ssdsim-example-fin1.ascii");
+
+#[test]
+fn repro_hat_quick_writes_tables_data_and_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("ftlsim")
+        .unwrap()
+        .args(["repro", "hat", "--quick", "--trace", FIN1_EXCERPT, "--out"])
+        .arg(dir.path())
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let stdout = String::from_utf8(out).unwrap();
+    assert!(stdout.contains("Mean response time") && stdout.contains("| Openmail-like |"), "{stdout}");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.path().join("hat.json")).unwrap()).unwrap();
+    let ftls = json["ftls"].as_array().unwrap().len();
+    assert_eq!(json["workloads"].as_array().unwrap().len(), 5 * ftls);
+    let csv = std::fs::read_to_string(dir.path().join("hat.csv")).unwrap();
+    assert!(csv.starts_with("table,workload,ftl,") && csv.contains("workload,Web-like,hat,"));
+    assert!(std::fs::read_to_string(dir.path().join("hat.svg")).unwrap().contains("</svg>"));
+    assert_eq!(std::fs::read_to_string(dir.path().join("hat.md")).unwrap(), stdout);
+}
+
+#[test]
+fn repro_hat_names_a_bad_override() {
+    Command::cargo_bin("ftlsim")
+        .unwrap()
+        .args(["repro", "hat", "--quick", "--set", "ftl.cache_bytes=3"])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("ftl.cache_bytes"));
+}

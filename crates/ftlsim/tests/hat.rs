@@ -1,0 +1,145 @@
+//! DFTL and HAT against the ideal page FTL, and the HAT paper's experiment.
+
+use ftlsim::job::{Input, Job};
+use ftlsim::repro::hat::{self, Options, SHAPES, Shape};
+use ftlsim::{Config, Precondition, Report};
+
+const FIN1_EXCERPT: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/traces/ssdsim_ascii/ssdsim-example-fin1.ascii");
+
+fn quick_config(ftl: &str, extra: &[&str]) -> Config {
+    let mut opts = Options { quick: true, ..Options::default() };
+    opts.overrides = extra.iter().map(|s| s.to_string()).collect();
+    hat::config(&opts, ftl).unwrap()
+}
+
+fn run(cfg: Config, input: Input, precondition: Precondition) -> Report {
+    Job { config: cfg, input, precondition: Some(precondition) }.run(&mut |_, _| true).unwrap()
+}
+
+/// Report fields that legitimately differ between FTLs holding the same
+/// mappings in different places: the name, the modelled RAM and what
+/// follows from it (DRAM energy), the cache's hit ratio (page has none),
+/// and the host-side measurements of the simulator itself.
+const DIFFERING: [&str; 6] =
+    ["ftl", "mapping_ram_bytes", "mapping_hit_ratio", "energy_j", "wall_time_s", "peak_rss_bytes"];
+
+fn comparable(r: &Report) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).unwrap();
+    let map = v.as_object_mut().unwrap();
+    for k in DIFFERING {
+        assert!(map.remove(k).is_some(), "report has no field {k}");
+    }
+    v
+}
+
+#[test]
+fn dftl_with_the_whole_table_cached_equals_page() {
+    let logical = quick_config("page", &[]).logical_pages();
+    let whole = format!("ftl.cache_bytes={}", logical * 8);
+    let cases = [
+        (
+            Input::Workload(hat::spec(&SHAPES[0], &quick_config("page", &[]), 3000)),
+            Precondition { fill: 1.0, overwrite: 0.0 },
+        ),
+        // Steady state with GC running: random overwrites first.
+        (
+            Input::Workload("rw=randrw,rwmixread=30,bs=512-16k,ios=20000,iodepth=16,dist=zipf:0.9".into()),
+            Precondition { fill: 1.0, overwrite: 1.0 },
+        ),
+    ];
+    for (input, pre) in cases {
+        let page = run(quick_config("page", &[]), input.clone(), pre);
+        let dftl = run(quick_config("dftl", &[&whole]), input, pre);
+        assert_eq!(comparable(&page), comparable(&dftl), "DFTL with a whole-table CMT must behave as page");
+        assert_eq!(page.energy_j.flash, dftl.energy_j.flash);
+        assert_eq!(dftl.flash_reads_by_cause.mapping + dftl.flash_programs_by_cause.mapping, 0);
+        assert!(dftl.mapping_hit_ratio.is_some_and(|h| h > 0.0));
+    }
+    let gc = run(
+        quick_config("page", &[]),
+        Input::Workload("rw=randwrite,bs=4k,ios=20000,iodepth=16".into()),
+        Precondition { fill: 1.0, overwrite: 1.0 },
+    );
+    assert!(gc.blocks_erased > 0, "the steady-state case must exercise GC");
+}
+
+#[test]
+fn dftl_with_a_small_cache_pays_for_translation_on_flash() {
+    let input = Input::Workload("rw=randrw,rwmixread=50,bs=2k,ios=20000,iodepth=8".into());
+    let pre = Precondition { fill: 1.0, overwrite: 0.5 };
+    let page = run(quick_config("page", &[]), input.clone(), pre);
+    let dftl = run(quick_config("dftl", &["ftl.cache_bytes=4096"]), input, pre);
+    assert!(dftl.flash_reads_by_cause.mapping > 0 && dftl.flash_programs_by_cause.mapping > 0);
+    assert!(dftl.mapping_hit_ratio.unwrap() < 0.1, "{:?}", dftl.mapping_hit_ratio);
+    assert!(dftl.latency_us.all.mean > 1.3 * page.latency_us.all.mean);
+    assert_eq!(dftl.host_pages_written, page.host_pages_written);
+}
+
+fn mean_vs_page(ftl: &str, shape: &Shape, extra: &[&str]) -> f64 {
+    let fill = Precondition { fill: 1.0, overwrite: 0.0 };
+    let spec = hat::spec(shape, &quick_config("page", extra), 3000);
+    let page = run(quick_config("page", extra), Input::Workload(spec.clone()), fill);
+    let other = run(quick_config(ftl, extra), Input::Workload(spec), fill);
+    other.latency_us.all.mean / page.latency_us.all.mean - 1.0
+}
+
+#[test]
+fn hat_stays_within_one_percent_of_page_on_fin_and_web_like_workloads() {
+    for shape in SHAPES {
+        let dev = mean_vs_page("hat", &shape, &[]);
+        assert!(dev.abs() < 0.01, "{}: HAT {:+.3}% from page", shape.name, dev * 100.0);
+    }
+    let trace = Input::Trace { path: FIN1_EXCERPT.into(), format: None, skip_bad_lines: false };
+    let fill = Precondition { fill: 1.0, overwrite: 0.0 };
+    let page = run(quick_config("page", &["host.out_of_range=wrap"]), trace.clone(), fill);
+    let hat = run(quick_config("hat", &["host.out_of_range=wrap"]), trace, fill);
+    let dev = hat.latency_us.all.mean / page.latency_us.all.mean - 1.0;
+    assert!(dev.abs() < 0.01, "Financial1 excerpt: HAT {:+.3}%", dev * 100.0);
+    assert!(hat.pcm_reads > 0 && hat.mapping_hit_ratio.unwrap() < 1.0);
+    // No mapping data on flash: flash work and erases equal page's.
+    assert_eq!(
+        (hat.flash_pages_read, hat.flash_pages_programmed),
+        (page.flash_pages_read, page.flash_pages_programmed)
+    );
+    assert_eq!(hat.blocks_erased, page.blocks_erased);
+}
+
+#[test]
+fn dftl_falls_behind_more_as_locality_drops_and_load_rises() {
+    let fin1 = SHAPES[0];
+    let local = mean_vs_page("dftl", &fin1, &[]);
+    let scattered = mean_vs_page("dftl", &Shape { paper_hit_ratio: 0.05, ..fin1 }, &[]);
+    let loaded = mean_vs_page("dftl", &Shape { interarrival_ms: fin1.interarrival_ms / 20.0, ..fin1 }, &[]);
+    assert!(local > 0.05, "DFTL {:+.1}% from page", local * 100.0);
+    assert!(scattered > local * 1.5, "locality drop: {local:.3} -> {scattered:.3}");
+    assert!(loaded > local + 0.05, "load rise: {local:.3} -> {loaded:.3}");
+    // HAT hides both.
+    assert!(mean_vs_page("hat", &Shape { paper_hit_ratio: 0.05, interarrival_ms: 0.4, ..fin1 }, &[]).abs() < 0.01);
+}
+
+#[test]
+fn the_experiment_tunes_hit_ratios_near_the_papers_and_is_deterministic() {
+    let opts = Options { trace: Some(FIN1_EXCERPT.into()), quick: true, overrides: vec![] };
+    let a = hat::run(&opts, &mut |_| {}).unwrap();
+    let n = a.ftls.len();
+    assert!(["page", "dftl", "hat"].iter().all(|f| a.ftls.iter().any(|x| x == f)));
+    assert_eq!(a.workloads.len(), 5 * n);
+    assert_eq!(a.micro.len(), 2 * hat::MICRO_SECTORS.len() * n);
+    for w in a.workloads.iter().filter(|w| w.ftl == "hat" && w.workload != "Web-like") {
+        // Quick runs are short; the full run lands within ~2 points (README).
+        if let (Some(h), Some(p)) = (w.mapping_hit_ratio, w.paper_hit_ratio) {
+            assert!((h - p).abs() < 0.05, "{}: hit ratio {h:.3}, paper {p:.3}", w.workload);
+        }
+    }
+    for m in a.micro.iter().filter(|m| m.ftl == "dftl") {
+        assert!(m.vs_page.unwrap() < 0.8, "{m:?}: DFTL must lose IOPS to translation reads");
+    }
+    let b = hat::run(&opts, &mut |_| {}).unwrap();
+    assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
+    let csv = hat::to_csv(&a);
+    assert_eq!(csv.lines().count(), 1 + a.workloads.len() + a.micro.len());
+    assert!(hat::to_svg(&a).starts_with("<svg"));
+    let md = hat::to_markdown(&a);
+    assert!(md.contains("| Fin1-like |") && md.contains("| ssdsim-example-fin1.ascii |"), "{md}");
+}
