@@ -71,6 +71,8 @@ fn dftl_with_a_small_cache_pays_for_translation_on_flash() {
     let page = run(quick_config("page", &[]), input.clone(), pre);
     let dftl = run(quick_config("dftl", &["ftl.cache_bytes=4096"]), input, pre);
     assert!(dftl.flash_reads_by_cause.mapping > 0 && dftl.flash_programs_by_cause.mapping > 0);
+    assert!(dftl.erases_by_cause.mapping > 0, "translation blocks are garbage-collected too");
+    assert_eq!(page.erases_by_cause.mapping, 0);
     assert!(dftl.mapping_hit_ratio.unwrap() < 0.1, "{:?}", dftl.mapping_hit_ratio);
     assert!(dftl.latency_us.all.mean > 1.3 * page.latency_us.all.mean);
     assert_eq!(dftl.host_pages_written, page.host_pages_written);

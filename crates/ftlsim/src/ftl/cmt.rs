@@ -14,8 +14,10 @@
 //! write-back reads stale data (the conformance suite sees it) or trips the
 //! check that the loaded value is the current one.
 
+use crate::config::FtlConfig;
 use crate::error::{Error, Result};
 use crate::ftl::FtlStats;
+use crate::nand::Geometry;
 use crate::units::Lpn;
 
 const NIL: u32 = u32::MAX;
@@ -141,8 +143,8 @@ impl MapCache {
             return;
         }
         self.dirty[s as usize] = true;
-        if self.group_size > 0 {
-            let g = (x / self.group_size) as usize;
+        if let Some(g) = x.checked_div(self.group_size) {
+            let g = g as usize;
             let h = self.group_head[g];
             self.dprev[s as usize] = NIL;
             self.dnext[s as usize] = h;
@@ -222,7 +224,7 @@ impl MapCache {
                 let mut s = h;
                 while s != NIL {
                     listed += 1;
-                    if !self.dirty[s as usize] || self.key[s as usize] / self.group_size != g as u32 {
+                    if !self.dirty[s as usize] || self.key[s as usize].checked_div(self.group_size) != Some(g as u32) {
                         return fail(format!("dirty list of group {g} holds slot {s} wrongly"));
                     }
                     s = self.dnext[s as usize];
@@ -241,22 +243,26 @@ impl MapCache {
 /// the report.
 pub struct CachedMap {
     pub cache: MapCache,
+    entry_bytes: u64,
     lookups: u64,
     hits: u64,
     ram_accesses: u64,
 }
 
 impl CachedMap {
-    pub fn new(entries: u32, capacity: u64, group_size: u32, unmapped: u32) -> CachedMap {
+    /// A map of `entries`, `cfg.ftl`'s cache, dirty lists per `group_size`.
+    pub fn new(entries: u32, cfg: &FtlConfig, group_size: u32, unmapped: u32) -> CachedMap {
+        let capacity = cfg.cache_entries().min(u32::MAX as u64) as u32;
         CachedMap {
-            cache: MapCache::new(entries, capacity.min(u32::MAX as u64) as u32, group_size, unmapped),
+            cache: MapCache::new(entries, capacity, group_size, unmapped),
+            entry_bytes: cfg.cache_entry_bytes as u64,
             lookups: 0,
             hits: 0,
             ram_accesses: 0,
         }
     }
 
-    pub fn len(&self) -> u32 {
+    pub fn entries(&self) -> u32 {
         self.cache.ent.len() as u32
     }
 
@@ -319,6 +325,11 @@ impl CachedMap {
     pub fn placed(&mut self, lpn: Lpn, value: u32) {
         let e = &mut self.cache.ent[lpn.idx()];
         (e.cur, e.stored) = (value, value);
+    }
+
+    /// Controller RAM of the cache and of 16-bit valid counts per block.
+    pub fn ram_bytes(&self, geo: &Geometry) -> u64 {
+        self.cache.capacity() as u64 * self.entry_bytes + geo.blocks as u64 * 2
     }
 
     pub fn stats(&self, s: &mut FtlStats) {
@@ -389,7 +400,8 @@ mod tests {
 
     #[test]
     fn a_lost_write_back_is_caught_on_load() {
-        let mut m = CachedMap::new(10, 1, 0, u32::MAX);
+        let cfg = FtlConfig { cache_bytes: 8, ..FtlConfig::default() };
+        let mut m = CachedMap::new(10, &cfg, 0, u32::MAX);
         assert_eq!(m.hit(Lpn(3)), None);
         m.load("t", Lpn(3)).unwrap();
         m.set(Lpn(3), 42);

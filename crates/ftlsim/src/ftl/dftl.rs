@@ -21,7 +21,9 @@
 //!   the block it frees;
 //! - translation pages are ordinary flash pages: they share the write
 //!   frontier and GC with data (OOB LPN = logical pages + translation page
-//!   number), and GC moving one updates the GTD.
+//!   number), and GC moving one updates the GTD. The report counts their
+//!   reads, programs and GC copies as `mapping`, and so the erase of a
+//!   victim written mostly with translation pages.
 //!
 //! The data side is `page`'s ([`PageMapped`]). With a CMT as large as the
 //! table no entry is ever evicted and DFTL behaves exactly as `page`.
@@ -49,13 +51,12 @@ impl Dftl {
         let epp = dev.geometry().page_size / 4;
         let pages = logical.div_ceil(epp);
         let map = DftlMap {
-            m: CachedMap::new(logical, cfg.ftl.cache_entries(), epp, NEVER),
+            m: CachedMap::new(logical, &cfg.ftl, epp, NEVER),
             logical,
             epp,
             gtd: vec![NEVER; pages as usize],
             pending: Vec::new(),
             is_pending: vec![false; pages as usize],
-            entry_bytes: cfg.ftl.cache_entry_bytes as u64,
         };
         PageMapped::with_map(cfg, dev, map)
     }
@@ -71,7 +72,6 @@ pub struct DftlMap {
     /// Translation pages GC updated in the image but has not rewritten yet.
     pending: Vec<u32>,
     is_pending: Vec<bool>,
-    entry_bytes: u64,
 }
 
 impl DftlMap {
@@ -100,7 +100,7 @@ impl MapTable for DftlMap {
     const NAME: &'static str = "dftl";
     const SERIAL_WRITES: bool = true;
 
-    fn len(&self) -> u32 {
+    fn entries(&self) -> u32 {
         self.logical + self.gtd.len() as u32
     }
 
@@ -177,8 +177,8 @@ impl MapTable for DftlMap {
     }
 
     fn ram_bytes(&self, geo: &Geometry) -> u64 {
-        // CMT, GTD (4 B per translation page), 16-bit valid counts per block.
-        self.m.cache.capacity() as u64 * self.entry_bytes + self.gtd.len() as u64 * 4 + geo.blocks as u64 * 2
+        // The CMT is SRAM, charged alike; the GTD takes 4 B per translation page.
+        self.m.ram_bytes(geo) + self.gtd.len() as u64 * 4
     }
 
     fn check(&self, _dev: &Device) -> Result<()> {

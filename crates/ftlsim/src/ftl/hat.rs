@@ -38,25 +38,21 @@ pub type Hat = PageMapped<HatMap>;
 impl Hat {
     pub fn new(cfg: &Config, dev: &Device) -> Result<Hat> {
         let logical = cfg.logical_pages() as u32;
-        let map = HatMap {
-            m: CachedMap::new(logical, cfg.ftl.cache_entries(), 0, NEVER),
-            entry_bytes: cfg.ftl.cache_entry_bytes as u64,
-        };
+        let map = HatMap { m: CachedMap::new(logical, &cfg.ftl, 0, NEVER) };
         PageMapped::with_map(cfg, dev, map)
     }
 }
 
 pub struct HatMap {
     m: CachedMap,
-    entry_bytes: u64,
 }
 
 impl MapTable for HatMap {
     const NAME: &'static str = "hat";
     const SERIAL_WRITES: bool = false;
 
-    fn len(&self) -> u32 {
-        self.m.len()
+    fn entries(&self) -> u32 {
+        self.m.entries()
     }
 
     #[inline]
@@ -105,8 +101,8 @@ impl MapTable for HatMap {
     }
 
     fn ram_bytes(&self, geo: &Geometry) -> u64 {
-        // QMT and 16-bit valid counts per block; the SMT is in PCM.
-        self.m.cache.capacity() as u64 * self.entry_bytes + geo.blocks as u64 * 2
+        // The SMT is in PCM, not RAM.
+        self.m.ram_bytes(geo)
     }
 
     fn check(&self, _dev: &Device) -> Result<()> {

@@ -64,7 +64,7 @@ pub trait MapTable: Send + Sized {
     const SERIAL_WRITES: bool;
 
     /// Entries, data and table pages.
-    fn len(&self) -> u32;
+    fn entries(&self) -> u32;
 
     /// The current value of entry `x`, at no cost (GC validity, invariants).
     fn get(&self, x: u32) -> u32;
@@ -73,7 +73,7 @@ pub trait MapTable: Send + Sized {
     /// be any OOB value. Kept branch-free: GC calls it on every page.
     #[inline]
     fn is_live(&self, x: u32, ppn: u32) -> bool {
-        x < self.len() && self.get(x) == ppn
+        x < self.entries() && self.get(x) == ppn
     }
 
     /// Translates host page `lpn` at `now`, making its entry ready for
@@ -112,7 +112,7 @@ impl MapTable for DramMap {
     const NAME: &'static str = "page";
     const SERIAL_WRITES: bool = false;
 
-    fn len(&self) -> u32 {
+    fn entries(&self) -> u32 {
         self.fwd.len() as u32
     }
 
@@ -190,6 +190,8 @@ pub struct PageCore {
     /// Free blocks per plane GC keeps in hand.
     reserve: u32,
     trim_enabled: bool,
+    /// Logical pages: OOB values above are the map's own pages.
+    logical: u32,
     unwritten: UnwrittenReads,
     /// One page of bytes, for assembling payloads of partial writes.
     scratch: Vec<u8>,
@@ -238,6 +240,7 @@ impl PageCore {
             cursor: 0,
             reserve,
             trim_enabled: cfg.ftl.trim,
+            logical: logical as u32,
             unwritten: cfg.host.unwritten_reads,
             scratch: if dev.array.stores_payloads() { vec![0; geo.page_size as usize] } else { Vec::new() },
             live_scratch: Vec::new(),
@@ -328,19 +331,22 @@ impl PageCore {
         let written = dev.array.written_pages(victim);
         live.resize(written as usize, 0);
         let first = self.geo.ppn(victim, 0).0;
-        let mut n = 0;
+        let (mut n, mut table_pages) = (0, 0);
         for src in first..first + written {
             let lpn = dev.array.oob_lpn(Ppn(src)).map_or(u32::MAX, |l| l.0);
             // Stale or trimmed pages fail this test: the lazy backward map says so.
             let is_live = map.is_live(lpn, src);
             live[n] = src;
             n += is_live as usize;
+            table_pages += (lpn >= self.logical && lpn != u32::MAX) as u32;
         }
         live.truncate(n);
         let result = self.copy_live(map, dev, victim, plane, &live, now, &mut reads_done);
         self.live_scratch = live;
         result?;
-        dev.erase(victim, reads_done, Cause::Gc)?;
+        // A block written mostly with the map's own pages is the map's cost.
+        let cause = if 2 * table_pages > written { Cause::Mapping } else { Cause::Gc };
+        dev.erase(victim, reads_done, cause)?;
         self.pool.release(victim)
     }
 
@@ -358,12 +364,13 @@ impl PageCore {
         for &src in live {
             let src = Ppn(src);
             let lpn = dev.array.read(src)?;
-            let read = dev.read(src, now, Cause::Gc)?;
+            let cause = if lpn.0 >= self.logical { Cause::Mapping } else { Cause::Gc };
+            let read = dev.read(src, now, cause)?;
             *reads_done = (*reads_done).max(read);
             let dst = self
                 .next_page(map, dev, plane, now, true)?
                 .ok_or_else(|| Error::invariant("page", format!("GC of {victim} found no free page in its plane")))?;
-            dev.program(dst, lpn, read, Cause::Gc, Payload::CopyFrom(src))?;
+            dev.program(dst, lpn, read, cause, Payload::CopyFrom(src))?;
             map.moved(dev, lpn.0, dst, now);
             self.pool.invalidate(victim, now);
             self.pool.add_valid(self.geo.block_of(dst), now);
@@ -531,7 +538,7 @@ impl PageCore {
     fn check<M: MapTable>(&self, map: &M, dev: &Device) -> Result<()> {
         let fail = |reason: String| Err(Error::invariant(M::NAME, reason));
         let mut valid = vec![0u32; self.geo.blocks as usize];
-        for x in 0..map.len() {
+        for x in 0..map.entries() {
             let m = map.get(x);
             if !is_mapped(m) {
                 continue;

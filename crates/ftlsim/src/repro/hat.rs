@@ -152,6 +152,23 @@ pub fn spec(shape: &Shape, cfg: &Config, requests: u64) -> String {
     )
 }
 
+/// Where one workload's commands come from.
+enum Source {
+    Shape(Shape),
+    Trace(PathBuf),
+}
+
+impl Source {
+    fn name(&self) -> String {
+        match self {
+            Source::Shape(s) => format!("{}-like", s.name),
+            Source::Trace(p) => {
+                p.file_name().map_or_else(|| p.display().to_string(), |f| f.to_string_lossy().into_owned())
+            }
+        }
+    }
+}
+
 /// Runs the whole experiment; `on_run` hears of each run as it starts.
 pub fn run(opts: &Options, on_run: &mut dyn FnMut(&str)) -> Result<HatResults> {
     let ftls = ftls();
@@ -160,38 +177,30 @@ pub fn run(opts: &Options, on_run: &mut dyn FnMut(&str)) -> Result<HatResults> {
     }
     let n = sizes(opts.quick);
     let fill = Some(Precondition { fill: 1.0, overwrite: 0.0 });
-    let mut inputs: Vec<(String, Option<f64>, Box<dyn Fn(&Config) -> Input>)> = SHAPES
-        .iter()
-        .map(|s| {
-            let shape = *s;
-            let make: Box<dyn Fn(&Config) -> Input> =
-                Box::new(move |cfg: &Config| Input::Workload(spec(&shape, cfg, n.requests)));
-            (format!("{}-like", s.name), Some(s.paper_hit_ratio), make)
-        })
-        .collect();
-    if let Some(path) = &opts.trace {
-        let path = path.clone();
-        let name = path.file_name().map_or_else(|| path.display().to_string(), |f| f.to_string_lossy().into_owned());
-        inputs.push((
-            name,
-            None,
-            Box::new(move |_: &Config| Input::Trace { path: path.clone(), format: None, skip_bad_lines: false }),
-        ));
-    }
+    let mut inputs: Vec<Source> = SHAPES.into_iter().map(Source::Shape).collect();
+    inputs.extend(opts.trace.clone().map(Source::Trace));
     let mut workloads = Vec::new();
-    for (name, paper_hit, input) in &inputs {
+    for source in &inputs {
+        let name = source.name();
         let mut reports = Vec::new();
         for ftl in &ftls {
             on_run(&format!("{name} / {ftl}"));
             let mut config = config(opts, ftl)?;
-            if matches!(input(&config), Input::Trace { .. }) {
-                // Real traces may address beyond the (quick) drive.
-                config.host.out_of_range = crate::config::OutOfRange::Wrap;
-            }
-            let job = Job { input: input(&config), config, precondition: fill };
-            reports.push(job.run(&mut |_, _| true)?);
+            let input = match source {
+                Source::Shape(shape) => Input::Workload(spec(shape, &config, n.requests)),
+                Source::Trace(path) => {
+                    // Real traces may address beyond the (quick) drive.
+                    config.host.out_of_range = crate::config::OutOfRange::Wrap;
+                    Input::Trace { path: path.clone(), format: None, skip_bad_lines: false }
+                }
+            };
+            reports.push(Job { input, config, precondition: fill }.run(&mut |_, _| true)?);
         }
-        workloads.extend(workload_rows(name, *paper_hit, &reports));
+        let paper_hit = match source {
+            Source::Shape(shape) => Some(shape.paper_hit_ratio),
+            Source::Trace(_) => None,
+        };
+        workloads.extend(workload_rows(&name, paper_hit, &reports));
     }
     let mut micro = Vec::new();
     for ftl in &ftls {
