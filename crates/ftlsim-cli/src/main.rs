@@ -83,10 +83,12 @@ struct InputArgs {
     #[arg(long, value_name = "SPEC")]
     precondition: Option<String>,
     /// Host arrival mode for traces: open (timestamps) or closed (host.mode).
-    #[arg(long)]
+    /// A workload's own iodepth= or rate= decides its mode instead.
+    #[arg(long, conflicts_with = "workload")]
     mode: Option<String>,
-    /// Queue depth in closed-loop mode (host.queue_depth).
-    #[arg(long)]
+    /// Queue depth in closed-loop trace replay (host.queue_depth); for a
+    /// workload, use its iodepth= key.
+    #[arg(long, conflicts_with = "workload")]
     qd: Option<u32>,
     /// Multiply trace inter-arrival times (host.time_scale).
     #[arg(long)]
