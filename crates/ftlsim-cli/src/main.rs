@@ -83,10 +83,12 @@ struct InputArgs {
     #[arg(long, value_name = "SPEC")]
     precondition: Option<String>,
     /// Host arrival mode for traces: open (timestamps) or closed (host.mode).
-    #[arg(long)]
+    /// A workload's own iodepth= or rate= decides its mode instead.
+    #[arg(long, conflicts_with = "workload")]
     mode: Option<String>,
-    /// Queue depth in closed-loop mode (host.queue_depth).
-    #[arg(long)]
+    /// Queue depth in closed-loop trace replay (host.queue_depth); for a
+    /// workload, use its iodepth= key.
+    #[arg(long, conflicts_with = "workload")]
     qd: Option<u32>,
     /// Multiply trace inter-arrival times (host.time_scale).
     #[arg(long)]
@@ -106,7 +108,7 @@ impl InputArgs {
             o.push(format!("host.queue_depth={q}"));
         }
         if let Some(s) = self.time_scale {
-            o.push(format!("host.time_scale={s}"));
+            o.push(format!("host.time_scale={}", toml_float(s)));
         }
         o
     }
@@ -167,7 +169,7 @@ struct CompareArgs {
     vary: Vec<String>,
     #[command(flatten)]
     input: InputArgs,
-    /// Write all reports as a JSON array to this path.
+    /// Write all reports as a JSON array to this path ("-" for stdout instead of the table).
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
     #[arg(long, short)]
@@ -241,10 +243,34 @@ fn main() -> ExitCode {
     match dispatch(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("ftlsim: error: {e}");
+            eprintln!("ftlsim: error: {}", error_message(&e));
             ExitCode::from(1)
         }
     }
+}
+
+/// The error's one-line reason. Config type errors come from the TOML
+/// deserializer with a trailing "\nin `key`\n" repeating a key the message
+/// already names; that line is dropped.
+fn error_message(e: &Error) -> String {
+    let text = e.to_string();
+    let mut lines = text.lines().map(str::trim_end).filter(|l| !l.trim().is_empty());
+    let first = lines.next().unwrap_or_default().to_string();
+    lines.fold(first, |mut msg, line| {
+        let redundant =
+            line.strip_prefix("in `").and_then(|k| k.strip_suffix('`')).is_some_and(|key| msg.contains(key));
+        if !redundant {
+            msg.push('\n');
+            msg.push_str(line);
+        }
+        msg
+    })
+}
+
+/// `x` as a TOML float literal, for `--set`-style overrides (Rust's `Display`
+/// writes 1e20 as a 21-digit integer, which TOML cannot hold).
+fn toml_float(x: f64) -> String {
+    if x.is_nan() { "nan".into() } else { format!("{x:?}") }
 }
 
 fn dispatch(cmd: Command) -> Result<(), Error> {
@@ -268,10 +294,11 @@ fn run(a: RunArgs) -> Result<(), Error> {
     if let Some(f) = &a.ftl {
         extra.push(format!("ftl.name={f}"));
     }
-    if a.output.timeseries.is_some() {
-        extra.insert(0, "report.window_ms=100".into());
+    let mut config = load_config(&a.drive, &extra)?;
+    if a.output.timeseries.is_some() && config.report.window_ms == 0.0 {
+        // The default window, unless the config or a --set chose one.
+        config.report.window_ms = 100.0;
     }
-    let config = load_config(&a.drive, &extra)?;
     let job = Job { config, input: a.input.input()?, precondition: a.input.precondition()? };
     let json_to_stdout = a.output.json.as_deref() == Some(Path::new("-"));
     let report = run_with_progress(&job, a.output.quiet || json_to_stdout)?;
@@ -279,7 +306,7 @@ fn run(a: RunArgs) -> Result<(), Error> {
         write_timeseries(path, &report)?;
     }
     match &a.output.json {
-        Some(p) if json_to_stdout => println!("{}", to_json(&report)),
+        Some(_) if json_to_stdout => println!("{}", to_json(&report)),
         Some(p) => {
             write_file(p, to_json(&report).as_bytes())?;
             print!("{}", render_table(&report));
@@ -323,16 +350,27 @@ fn compare(a: CompareArgs) -> Result<(), Error> {
             labels.push(if label.is_empty() { name } else { format!("{name} {label}") });
         }
     }
-    if let Some(path) = &a.json {
-        write_file(path, serde_json::to_string_pretty(&reports).expect("reports serialize").as_bytes())?;
+    let json = serde_json::to_string_pretty(&reports).expect("reports serialize");
+    match &a.json {
+        Some(p) if p == Path::new("-") => println!("{json}"),
+        Some(p) => {
+            write_file(p, json.as_bytes())?;
+            print!("{}", render_comparison(&reports, &labels));
+        }
+        None => print!("{}", render_comparison(&reports, &labels)),
     }
-    print!("{}", render_comparison(&reports, &labels));
     Ok(())
 }
 
 fn gen_trace(a: GenArgs) -> Result<(), Error> {
     let config = load_config(&a.drive, &[])?;
-    let spec = WorkloadSpec::parse(&a.workload)?;
+    let mut spec = WorkloadSpec::parse(&a.workload)?;
+    // As in `run --workload` (Job::prepare): a spec without its own seed
+    // follows the config's seed, so `gen` then `run --trace` replays the
+    // same commands as `run --workload` with the same --seed.
+    if !a.workload.contains("seed=") {
+        spec.seed = config.seed;
+    }
     let mut w = workload::generator(&spec, config.logical_sectors())?;
     let format: Format = a.format.parse()?;
     let n = with_output(&a.out, |out| trace::write_trace(&mut w, &format, out))?;
@@ -355,7 +393,10 @@ fn trace_cmd(t: TraceCommand) -> Result<(), Error> {
                 let value = serde_json::to_value(&stats).expect("stats serialize");
                 if let serde_json::Value::Object(map) = value {
                     for (k, v) in map {
-                        println!("{k}  {v}");
+                        match v {
+                            serde_json::Value::String(s) => println!("{k}  {s}"),
+                            v => println!("{k}  {v}"),
+                        }
                     }
                 }
             }
