@@ -243,28 +243,10 @@ fn main() -> ExitCode {
     match dispatch(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("ftlsim: error: {}", error_message(&e));
+            eprintln!("ftlsim: error: {e}");
             ExitCode::from(1)
         }
     }
-}
-
-/// The error's one-line reason. Config type errors come from the TOML
-/// deserializer with a trailing "\nin `key`\n" repeating a key the message
-/// already names; that line is dropped.
-fn error_message(e: &Error) -> String {
-    let text = e.to_string();
-    let mut lines = text.lines().map(str::trim_end).filter(|l| !l.trim().is_empty());
-    let first = lines.next().unwrap_or_default().to_string();
-    lines.fold(first, |mut msg, line| {
-        let redundant =
-            line.strip_prefix("in `").and_then(|k| k.strip_suffix('`')).is_some_and(|key| msg.contains(key));
-        if !redundant {
-            msg.push('\n');
-            msg.push_str(line);
-        }
-        msg
-    })
 }
 
 /// `x` as a TOML float literal, for `--set`-style overrides (Rust's `Display`

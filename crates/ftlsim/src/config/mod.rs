@@ -299,8 +299,11 @@ impl Config {
 
     /// Parses TOML text (`origin` names it in errors), applies overrides, validates.
     pub fn from_toml_str(text: &str, origin: &str, overrides: &[String]) -> Result<Config> {
-        let mut tree: toml::Table =
-            toml::from_str(text).map_err(|e| Error::config(origin, format!("invalid TOML: {e}")))?;
+        let mut tree: toml::Table = toml::from_str(text).map_err(|e: toml::de::Error| {
+            // One line: the position and the parser's message, not its ASCII-art snippet.
+            let line = e.span().map_or(0, |span| text[..span.start.min(text.len())].lines().count().max(1));
+            Error::config(format!("{origin}:{line}"), format!("invalid TOML: {}", e.message()))
+        })?;
         for kv in overrides {
             apply_override(&mut tree, kv)?;
         }
@@ -312,7 +315,7 @@ impl Config {
         let de = toml::Value::Table(tree);
         let cfg: Config = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
-            Error::config(if path == "." { "(top level)".into() } else { path }, e.into_inner().to_string())
+            Error::config(if path == "." { "(top level)".into() } else { path }, e.into_inner().message().to_string())
         })?;
         cfg.validate()?;
         Ok(cfg)
