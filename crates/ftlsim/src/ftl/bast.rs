@@ -168,3 +168,53 @@ impl Ftl for Bast {
         self.core.check_invariants(dev, |key, block| self.log(key) == Some(block))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::hybrid::testing::{Cost, cost, drive, trim, write};
+
+    /// One log block per chip: a second logical block's write merges the first's log.
+    const ONE_LOG: &[&str] = &["ftl.log_blocks=1"];
+
+    #[test]
+    fn switch_merge_is_one_erase() {
+        let (mut f, mut d) = drive("bast", ONE_LOG);
+        write(f.as_mut(), &mut d, &[0, 1, 2, 3]);
+        let first = cost(f.as_mut(), &mut d, |f, d| write(f, d, &[4]));
+        assert_eq!(first, Cost { copies: 0, erases: 0, kinds: [1, 0, 0] }, "no old data block yet");
+        // Key 1's one-page log is partial-merged here, before key 0 takes the log.
+        write(f.as_mut(), &mut d, &[0, 1, 2, 3]);
+        let second = cost(f.as_mut(), &mut d, |f, d| write(f, d, &[5]));
+        assert_eq!(second, Cost { copies: 0, erases: 1, kinds: [1, 0, 0] }, "the old data block erased");
+    }
+
+    #[test]
+    fn partial_merge_copies_the_rest() {
+        let (mut f, mut d) = drive("bast", ONE_LOG);
+        write(f.as_mut(), &mut d, &[0, 1, 2, 3, 4]); // key 0 switched in, full
+        write(f.as_mut(), &mut d, &[0, 1]); // key 0's log: offsets 0, 1 in order
+        let c = cost(f.as_mut(), &mut d, |f, d| write(f, d, &[5]));
+        assert_eq!(c, Cost { copies: 2, erases: 1, kinds: [0, 1, 0] }, "N - k = 2 copies, 1 erase");
+    }
+
+    #[test]
+    fn full_merge_is_n_copies_and_two_erases() {
+        let (mut f, mut d) = drive("bast", ONE_LOG);
+        write(f.as_mut(), &mut d, &[0, 1, 2, 3, 4]);
+        write(f.as_mut(), &mut d, &[1, 0]);
+        let c = cost(f.as_mut(), &mut d, |f, d| write(f, d, &[5]));
+        assert_eq!(c, Cost { copies: 4, erases: 2, kinds: [0, 0, 1] }, "N reads + N writes, 2 erases");
+    }
+
+    #[test]
+    fn trimmed_pages_are_not_copied() {
+        let (mut f, mut d) = drive("bast", ONE_LOG);
+        write(f.as_mut(), &mut d, &[0, 1, 2, 3, 4]);
+        write(f.as_mut(), &mut d, &[1, 0]);
+        trim(f.as_mut(), &mut d, 2, 2);
+        let c = cost(f.as_mut(), &mut d, |f, d| write(f, d, &[5]));
+        assert_eq!(c, Cost { copies: 2, erases: 2, kinds: [0, 0, 1] }, "offsets 2 and 3 trimmed");
+        assert_eq!(f.stats().trim_copies_saved, 2);
+        assert_eq!(f.stats().trim_list_entries, 0, "the merge realized the list");
+    }
+}

@@ -137,3 +137,29 @@ impl Ftl for BlockFtl {
         self.core.check_invariants(dev, |_, _| false)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::hybrid::testing::{Cost, cost, drive, trim, write};
+
+    #[test]
+    fn in_place_writes_then_a_rewrite_copies_the_block() {
+        let (mut f, mut d) = drive("block", &[]);
+        let fill = cost(f.as_mut(), &mut d, |f, d| write(f, d, &[0, 1, 2, 3]));
+        assert_eq!(fill, Cost { copies: 0, erases: 0, kinds: [0, 0, 0] });
+        let rewrite = cost(f.as_mut(), &mut d, |f, d| write(f, d, &[1]));
+        assert_eq!(rewrite, Cost { copies: 3, erases: 1, kinds: [0, 0, 1] }, "N - 1 copies + new data");
+    }
+
+    #[test]
+    fn holes_are_padded_and_trimmed_tails_dropped() {
+        let (mut f, mut d) = drive("block", &[]);
+        write(f.as_mut(), &mut d, &[2]);
+        assert_eq!(f.stats().pages_padded, 2, "offsets 0 and 1 padded to program offset 2 in order");
+        write(f.as_mut(), &mut d, &[3]);
+        trim(f.as_mut(), &mut d, 3, 1);
+        let c = cost(f.as_mut(), &mut d, |f, d| write(f, d, &[0]));
+        assert_eq!(c, Cost { copies: 1, erases: 1, kinds: [0, 0, 1] }, "offset 2 copied, trimmed 3 not");
+        assert_eq!(f.stats().trim_copies_saved, 1);
+    }
+}

@@ -483,3 +483,77 @@ impl Hybrid {
         Ok(())
     }
 }
+
+/// Hand-built drives for the merge-cost tests of the schemes.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::config::Config;
+    use crate::engine::Device;
+    use crate::ftl::{Ftl, FtlStats, Span, build};
+    use crate::nand::{Geometry, NandArray, Timing};
+    use crate::units::{Sector, SimTime};
+
+    /// One chip, 16 blocks of 4 single-sector pages, 32 logical pages: LPN
+    /// `4 * key + offset`.
+    pub fn drive(ftl: &str, overrides: &[&str]) -> (Box<dyn Ftl>, Device) {
+        let text = r#"
+name = "tiny"
+overprovisioning = 1.0
+[geometry]
+channels = 1
+blocks_per_plane = 16
+pages_per_block = 4
+page_size = 512
+[timing]
+read_us = 20.0
+program_us = 200.0
+erase_us = 1500.0
+bus_ns_per_byte = 1.0
+"#;
+        let mut all = vec![format!("ftl.name={ftl}")];
+        all.extend(overrides.iter().map(|s| s.to_string()));
+        let cfg = Config::from_toml_str(text, "tiny", &all).unwrap();
+        let geo = Geometry::new(&cfg.geometry);
+        let timing = Timing::new(&cfg.timing, geo.page_size, cfg.host.link_ns_per_byte);
+        let dev = Device::new(NandArray::new(geo, 1000, false, false), timing);
+        (build(ftl, &cfg, &dev).unwrap(), dev)
+    }
+
+    /// Writes the pages `lpns`, one command each.
+    pub fn write(ftl: &mut dyn Ftl, dev: &mut Device, lpns: &[u32]) {
+        for &l in lpns {
+            let span = Span { start: Sector(l as u64), sectors: 1 };
+            ftl.write(dev, span, SimTime::ZERO, SimTime::ZERO, None).unwrap();
+        }
+        ftl.check_invariants(dev).unwrap();
+    }
+
+    pub fn trim(ftl: &mut dyn Ftl, dev: &mut Device, start: u32, pages: u32) {
+        let span = Span { start: Sector(start as u64), sectors: pages as u64 };
+        ftl.trim(dev, span, SimTime::ZERO).unwrap();
+        ftl.check_invariants(dev).unwrap();
+    }
+
+    /// What a step cost: (merge copies, erases, merges switch/partial/full).
+    #[derive(Debug, PartialEq, Eq)]
+    pub struct Cost {
+        pub copies: u64,
+        pub erases: u64,
+        pub kinds: [u64; 3],
+    }
+
+    pub fn cost(ftl: &mut dyn Ftl, dev: &mut Device, step: impl FnOnce(&mut dyn Ftl, &mut Device)) -> Cost {
+        let snap = |s: FtlStats, d: &Device| {
+            let erases = d.counters.erases.iter().sum::<u64>();
+            (s.merge_pages_copied, erases, [s.merges_switch, s.merges_partial, s.merges_full])
+        };
+        let before = snap(ftl.stats(), dev);
+        step(ftl, dev);
+        let after = snap(ftl.stats(), dev);
+        Cost {
+            copies: after.0 - before.0,
+            erases: after.1 - before.1,
+            kinds: [0, 1, 2].map(|i| after.2[i] - before.2[i]),
+        }
+    }
+}
