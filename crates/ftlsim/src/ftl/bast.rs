@@ -15,9 +15,9 @@
 //! or its log block. Modelled RAM: the data-block map, per log block its
 //! owner (4 B) and a page table (2 B per page), and the TRIM structure.
 
-use super::hybrid::{Hybrid, NONE};
+use super::hybrid::{Hybrid, NONE, PageWrites, core_delegates};
 use super::merge;
-use super::{Ftl, FtlStats, PageChunk, Span, page_chunks};
+use super::{Ftl, FtlStats, PageChunk, Span};
 use crate::config::Config;
 use crate::engine::{Cause, Device};
 use crate::error::Result;
@@ -57,14 +57,6 @@ impl Bast {
         Some(log)
     }
 
-    fn write_page(&mut self, dev: &mut Device, c: PageChunk, ready: SimTime, data: Option<&[u8]>) -> Result<SimTime> {
-        let (key, _) = self.core.stripes.locate(c.lpn);
-        let start = self.core.prepare(dev, c, ready, data)?;
-        let (log, merged) = self.log_with_room(dev, key, ready)?;
-        let ppn = self.core.geo.ppn(log, self.core.written(dev, log));
-        self.core.program_host(dev, ppn, c.lpn, start.max(merged))
-    }
-
     /// `key`'s log block with a free page, merging a full log or a victim
     /// first; returns it and when the merges are done.
     fn log_with_room(&mut self, dev: &mut Device, key: u32, now: SimTime) -> Result<(BlockId, SimTime)> {
@@ -100,13 +92,25 @@ impl Bast {
     }
 }
 
-impl Ftl for Bast {
-    fn name(&self) -> &'static str {
-        "bast"
+impl PageWrites for Bast {
+    fn core_mut(&mut self) -> &mut Hybrid {
+        &mut self.core
     }
 
-    fn read(&mut self, dev: &mut Device, span: Span, now: SimTime, out: Option<&mut [u8]>) -> Result<SimTime> {
-        self.core.read(dev, span, now, out)
+    fn write_page(&mut self, dev: &mut Device, c: PageChunk, ready: SimTime, data: Option<&[u8]>) -> Result<SimTime> {
+        let (key, _) = self.core.stripes.locate(c.lpn);
+        let start = self.core.prepare(dev, c, ready, data)?;
+        let (log, merged) = self.log_with_room(dev, key, ready)?;
+        let ppn = self.core.geo.ppn(log, self.core.written(dev, log));
+        self.core.program_host(dev, ppn, c.lpn, start.max(merged))
+    }
+}
+
+impl Ftl for Bast {
+    core_delegates!();
+
+    fn name(&self) -> &'static str {
+        "bast"
     }
 
     fn write(
@@ -117,12 +121,7 @@ impl Ftl for Bast {
         ready: SimTime,
         data: Option<&[u8]>,
     ) -> Result<SimTime> {
-        self.core.unlist_span(span, ready);
-        let mut done = ready;
-        for c in page_chunks(span, self.core.geo.sectors_per_page) {
-            done = done.max(self.write_page(dev, c, ready, data)?);
-        }
-        Ok(done)
+        self.write_span(dev, span, ready, data)
     }
 
     fn trim(&mut self, dev: &mut Device, span: Span, now: SimTime) -> Result<SimTime> {
@@ -139,21 +138,9 @@ impl Ftl for Bast {
         Ok(done)
     }
 
-    fn stats(&self) -> FtlStats {
-        self.core.stats()
-    }
-
-    fn reset_stats(&mut self) {
-        self.core.reset_stats();
-    }
-
     fn mapping_ram_bytes(&self) -> u64 {
         let logs = self.max_logs as u64 * self.core.stripes.chips() as u64;
         self.core.ram_bytes() + logs * (4 + 2 * self.core.ppb() as u64)
-    }
-
-    fn blocks_with_valid_data(&self) -> u64 {
-        self.core.blocks_with_valid_data()
     }
 
     fn check_invariants(&self, dev: &Device) -> Result<()> {

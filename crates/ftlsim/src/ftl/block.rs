@@ -13,7 +13,7 @@
 //! Invariants: a key's live pages are all in its data block, at their
 //! offsets. Modelled RAM: 4 B per logical block, plus the TRIM structure.
 
-use super::hybrid::Hybrid;
+use super::hybrid::{Hybrid, core_delegates};
 use super::{Ftl, FtlStats, PageChunk, Span, page_chunks};
 use crate::config::Config;
 use crate::engine::{Cause, Device};
@@ -69,12 +69,10 @@ impl BlockFtl {
 }
 
 impl Ftl for BlockFtl {
+    core_delegates!();
+
     fn name(&self) -> &'static str {
         "block"
-    }
-
-    fn read(&mut self, dev: &mut Device, span: Span, now: SimTime, out: Option<&mut [u8]>) -> Result<SimTime> {
-        self.core.read(dev, span, now, out)
     }
 
     fn write(
@@ -117,20 +115,8 @@ impl Ftl for BlockFtl {
         Ok(done)
     }
 
-    fn stats(&self) -> FtlStats {
-        self.core.stats()
-    }
-
-    fn reset_stats(&mut self) {
-        self.core.reset_stats();
-    }
-
     fn mapping_ram_bytes(&self) -> u64 {
         self.core.ram_bytes()
-    }
-
-    fn blocks_with_valid_data(&self) -> u64 {
-        self.core.blocks_with_valid_data()
     }
 
     fn check_invariants(&self, dev: &Device) -> Result<()> {

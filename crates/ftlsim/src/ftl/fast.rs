@@ -22,9 +22,9 @@
 //! Modelled RAM: the data-block map, a 4 B page map entry per random-log
 //! page, 8 B per sequential log, and the TRIM structure.
 
-use super::hybrid::Hybrid;
+use super::hybrid::{Hybrid, PageWrites, core_delegates};
 use super::merge;
-use super::{Ftl, FtlStats, PageChunk, Span, page_chunks};
+use super::{Ftl, FtlStats, PageChunk, Span};
 use crate::config::Config;
 use crate::engine::{Cause, Device};
 use crate::error::Result;
@@ -56,28 +56,6 @@ impl Fast {
             assoc: Vec::new(),
             core,
         })
-    }
-
-    fn write_page(&mut self, dev: &mut Device, c: PageChunk, ready: SimTime, data: Option<&[u8]>) -> Result<SimTime> {
-        let (key, off) = self.core.stripes.locate(c.lpn);
-        let chip = self.core.stripes.chip_of(key) as usize;
-        let start = self.core.prepare(dev, c, ready, data)?;
-        let continues = matches!(self.seq_log[chip], Some((k, b)) if k == key && self.core.written(dev, b) == off);
-        if self.seq_enabled && (off == 0 || continues) {
-            let mut t = ready;
-            if off == 0 {
-                t = self.close_seq(dev, chip, ready)?;
-                self.seq_log[chip] = Some((key, self.core.alloc(chip as u32)?));
-            }
-            let (_, b) = self.seq_log[chip].expect("opened above");
-            let done = self.core.program_host(dev, self.core.geo.ppn(b, off), c.lpn, start.max(t))?;
-            if off + 1 == self.core.ppb() {
-                return self.close_seq(dev, chip, done);
-            }
-            return Ok(done);
-        }
-        let (ppn, t) = self.rand_page(dev, chip, ready)?;
-        self.core.program_host(dev, ppn, c.lpn, start.max(t))
     }
 
     /// Switch or partial merge of the chip's sequential log, if any.
@@ -151,13 +129,39 @@ impl Fast {
     }
 }
 
-impl Ftl for Fast {
-    fn name(&self) -> &'static str {
-        "fast"
+impl PageWrites for Fast {
+    fn core_mut(&mut self) -> &mut Hybrid {
+        &mut self.core
     }
 
-    fn read(&mut self, dev: &mut Device, span: Span, now: SimTime, out: Option<&mut [u8]>) -> Result<SimTime> {
-        self.core.read(dev, span, now, out)
+    fn write_page(&mut self, dev: &mut Device, c: PageChunk, ready: SimTime, data: Option<&[u8]>) -> Result<SimTime> {
+        let (key, off) = self.core.stripes.locate(c.lpn);
+        let chip = self.core.stripes.chip_of(key) as usize;
+        let start = self.core.prepare(dev, c, ready, data)?;
+        let continues = matches!(self.seq_log[chip], Some((k, b)) if k == key && self.core.written(dev, b) == off);
+        if self.seq_enabled && (off == 0 || continues) {
+            let mut t = ready;
+            if off == 0 {
+                t = self.close_seq(dev, chip, ready)?;
+                self.seq_log[chip] = Some((key, self.core.alloc(chip as u32)?));
+            }
+            let (_, b) = self.seq_log[chip].expect("opened above");
+            let done = self.core.program_host(dev, self.core.geo.ppn(b, off), c.lpn, start.max(t))?;
+            if off + 1 == self.core.ppb() {
+                return self.close_seq(dev, chip, done);
+            }
+            return Ok(done);
+        }
+        let (ppn, t) = self.rand_page(dev, chip, ready)?;
+        self.core.program_host(dev, ppn, c.lpn, start.max(t))
+    }
+}
+
+impl Ftl for Fast {
+    core_delegates!();
+
+    fn name(&self) -> &'static str {
+        "fast"
     }
 
     fn write(
@@ -168,12 +172,7 @@ impl Ftl for Fast {
         ready: SimTime,
         data: Option<&[u8]>,
     ) -> Result<SimTime> {
-        self.core.unlist_span(span, ready);
-        let mut done = ready;
-        for c in page_chunks(span, self.core.geo.sectors_per_page) {
-            done = done.max(self.write_page(dev, c, ready, data)?);
-        }
-        Ok(done)
+        self.write_span(dev, span, ready, data)
     }
 
     fn trim(&mut self, dev: &mut Device, span: Span, now: SimTime) -> Result<SimTime> {
@@ -194,22 +193,10 @@ impl Ftl for Fast {
         Ok(done)
     }
 
-    fn stats(&self) -> FtlStats {
-        self.core.stats()
-    }
-
-    fn reset_stats(&mut self) {
-        self.core.reset_stats();
-    }
-
     fn mapping_ram_bytes(&self) -> u64 {
         let chips = self.core.stripes.chips() as u64;
         let rand_pages = self.max_rand as u64 * chips * self.core.ppb() as u64;
         self.core.ram_bytes() + rand_pages * 4 + self.seq_enabled as u64 * chips * 8
-    }
-
-    fn blocks_with_valid_data(&self) -> u64 {
-        self.core.blocks_with_valid_data()
     }
 
     fn check_invariants(&self, dev: &Device) -> Result<()> {

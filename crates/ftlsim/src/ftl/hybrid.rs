@@ -484,6 +484,47 @@ impl Hybrid {
     }
 }
 
+/// The [`super::Ftl`] methods every block-mapped scheme answers from its
+/// `core` field.
+macro_rules! core_delegates {
+    () => {
+        fn read(&mut self, dev: &mut Device, span: Span, now: SimTime, out: Option<&mut [u8]>) -> Result<SimTime> {
+            self.core.read(dev, span, now, out)
+        }
+
+        fn stats(&self) -> FtlStats {
+            self.core.stats()
+        }
+
+        fn reset_stats(&mut self) {
+            self.core.reset_stats();
+        }
+
+        fn blocks_with_valid_data(&self) -> u64 {
+            self.core.blocks_with_valid_data()
+        }
+    };
+}
+pub(crate) use core_delegates;
+
+/// A log-block scheme, which places host pages one at a time.
+pub trait PageWrites {
+    fn core_mut(&mut self) -> &mut Hybrid;
+
+    fn write_page(&mut self, dev: &mut Device, c: PageChunk, ready: SimTime, data: Option<&[u8]>) -> Result<SimTime>;
+
+    /// A host write: its pages leave the TRIM list, then go one by one.
+    fn write_span(&mut self, dev: &mut Device, span: Span, ready: SimTime, data: Option<&[u8]>) -> Result<SimTime> {
+        self.core_mut().unlist_span(span, ready);
+        let spp = self.core_mut().geo.sectors_per_page;
+        let mut done = ready;
+        for c in page_chunks(span, spp) {
+            done = done.max(self.write_page(dev, c, ready, data)?);
+        }
+        Ok(done)
+    }
+}
+
 /// Hand-built drives for the merge-cost tests of the schemes.
 #[cfg(test)]
 pub(crate) mod testing {

@@ -269,15 +269,20 @@ pub fn to_svg(rows: &[Row]) -> String {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"11\">\n",
         2.0 * h + 120.0
     );
-    let panels: [(&str, f64, Box<dyn Fn(&Row) -> f64>); 2] = [
-        ("N_pb: blocks programmed", 20.0, Box::new(move |r: &Row| r.n_pb as f64 / max_pb)),
-        ("E_ftl = N_vb / (N_pb x N_eb), log scale", h + 80.0, Box::new(move |r: &Row| log_fraction(r.e_ftl, max_e))),
+    // Bar heights as fractions of the panel.
+    let panels = [
+        ("N_pb: blocks programmed", 20.0, rows.iter().map(|r| r.n_pb as f64 / max_pb).collect::<Vec<_>>()),
+        (
+            "E_ftl = N_vb / (N_pb x N_eb), log scale",
+            h + 80.0,
+            rows.iter().map(|r| log_fraction(r.e_ftl, max_e)).collect(),
+        ),
     ];
-    for (title, top, value) in &panels {
+    for (title, top, values) in &panels {
         s.push_str(&format!("<text x=\"10\" y=\"{}\" font-weight=\"bold\">{title}</text>\n", top));
         for (i, r) in rows.iter().enumerate() {
-            let x = 10.0 + i as f64 * (bar + gap) * 1.0 + (i / 4) as f64 * 30.0;
-            let bh = value(r) * h;
+            let x = 10.0 + i as f64 * (bar + gap) + (i / 4) as f64 * 30.0;
+            let bh = values[i] * h;
             let fill = match (r.ftl.as_str(), r.trim) {
                 ("page", true) => "#1f77b4",
                 ("page", false) => "#aec7e8",
