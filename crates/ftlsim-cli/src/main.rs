@@ -36,6 +36,25 @@ enum Command {
     Config(ConfigCommand),
     /// List the FTL schemes.
     Ftls,
+    /// Reproduce a paper's experiment: a table, data files and a figure.
+    #[command(subcommand)]
+    Repro(ReproCommand),
+}
+
+#[derive(Subcommand)]
+enum ReproCommand {
+    /// Kim et al., "FTL Design for TRIM Command", Tables 2-4: FAST and page
+    /// mapping with and without TRIM on an OS install and IOZone phases.
+    TrimFtl {
+        /// Directory for trim-ftl.{csv,json,md,svg}.
+        #[arg(long, default_value = "repro-out")]
+        out: PathBuf,
+        /// A drive 1/8 the size: seconds instead of minutes.
+        #[arg(long)]
+        quick: bool,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
 }
 
 #[derive(Args, Clone)]
@@ -262,6 +281,7 @@ fn dispatch(cmd: Command) -> Result<(), Error> {
         Command::Gen(a) => gen_trace(a),
         Command::Trace(t) => trace_cmd(t),
         Command::Config(c) => config_cmd(c),
+        Command::Repro(ReproCommand::TrimFtl { out, quick, seed }) => repro_trim_ftl(&out, quick, seed),
         Command::Ftls => {
             for name in ftlsim::ftl::FTL_NAMES {
                 println!("{name}");
@@ -421,6 +441,20 @@ fn config_cmd(c: ConfigCommand) -> Result<(), Error> {
             );
         }
     }
+    Ok(())
+}
+
+fn repro_trim_ftl(out: &Path, quick: bool, seed: u64) -> Result<(), Error> {
+    use ftlsim::repro::trim_ftl;
+    let rows = trim_ftl::run(quick, seed)?;
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    let table = trim_ftl::to_markdown(&rows);
+    write_file(&out.join("trim-ftl.csv"), trim_ftl::to_csv(&rows).as_bytes())?;
+    write_file(&out.join("trim-ftl.json"), serde_json::to_string_pretty(&rows).expect("rows serialize").as_bytes())?;
+    write_file(&out.join("trim-ftl.md"), table.as_bytes())?;
+    write_file(&out.join("trim-ftl.svg"), trim_ftl::to_svg(&rows).as_bytes())?;
+    print!("{table}");
+    eprintln!("ftlsim: wrote {}/trim-ftl.{{csv,json,md,svg}}", out.display());
     Ok(())
 }
 

@@ -20,6 +20,7 @@ pub mod job;
 mod mem;
 pub mod nand;
 pub mod report;
+pub mod repro;
 pub mod rng;
 pub mod sim;
 pub mod trace;

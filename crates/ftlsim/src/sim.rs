@@ -319,6 +319,7 @@ impl Simulation {
             ..Report::default()
         };
         report::fill_flash(&mut r, &self.dev.counters);
+        report::fill_merges(&mut r, &stats);
         r.write_amplification =
             (r.host_pages_written > 0).then(|| r.flash_pages_programmed as f64 / r.host_pages_written as f64);
         r.n_eb = r.blocks_erased as f64 / geo.blocks as f64;

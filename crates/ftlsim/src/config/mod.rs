@@ -183,6 +183,46 @@ pub struct FtlConfig {
     /// units, fastest-varying first.
     #[serde(default = "defaults::stripe_order")]
     pub stripe_order: Vec<StripeUnit>,
+    /// Hybrid FTLs (`block`, `bast`, `fast`): how a request is spread over
+    /// the chips.
+    #[serde(default = "defaults::striping")]
+    pub striping: Striping,
+    /// Hybrid FTLs: TRIM kept in a hash-bucketed list consulted at merge
+    /// time, or applied to the mapping at once.
+    #[serde(default = "defaults::trim_mode")]
+    pub trim_mode: TrimMode,
+    /// Hybrid FTLs: groups (hash buckets) of the TRIM list.
+    #[serde(default = "defaults::trim_list_groups")]
+    pub trim_list_groups: u32,
+    /// BAST: log blocks per chip.
+    #[serde(default = "defaults::log_blocks")]
+    pub log_blocks: u32,
+    /// FAST: sequential log blocks per chip (0 or 1).
+    #[serde(default = "defaults::seq_log_blocks")]
+    pub seq_log_blocks: u32,
+    /// FAST: random log blocks per chip, shared by all data blocks.
+    #[serde(default = "defaults::rand_log_blocks")]
+    pub rand_log_blocks: u32,
+}
+
+/// How hybrid FTLs stripe logical pages over chips (TRIM paper, Figs. 1-2).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Striping {
+    /// Consecutive pages go to consecutive chips.
+    Page,
+    /// Consecutive logical blocks go to consecutive chips.
+    Block,
+}
+
+/// When hybrid FTLs act on TRIM.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum TrimMode {
+    /// Keep ranges in the hash-bucketed list; merges consult it.
+    List,
+    /// Unmap at once (a per-page bitmap in RAM); erase emptied blocks at once.
+    Immediate,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -251,6 +291,24 @@ mod defaults {
     }
     pub fn ftl_name() -> String {
         "page".into()
+    }
+    pub fn striping() -> Striping {
+        Striping::Page
+    }
+    pub fn trim_mode() -> TrimMode {
+        TrimMode::List
+    }
+    pub fn trim_list_groups() -> u32 {
+        1024
+    }
+    pub fn log_blocks() -> u32 {
+        5
+    }
+    pub fn seq_log_blocks() -> u32 {
+        1
+    }
+    pub fn rand_log_blocks() -> u32 {
+        4
     }
     pub fn stripe_order() -> Vec<StripeUnit> {
         vec![StripeUnit::Channel, StripeUnit::Chip, StripeUnit::Die, StripeUnit::Plane]
@@ -425,6 +483,23 @@ impl Config {
         }
         if self.logical_pages() == 0 {
             return Err(Error::config("overprovisioning", "leaves no logical capacity"));
+        }
+        self.validate_hybrid()
+    }
+
+    fn validate_hybrid(&self) -> Result<()> {
+        let f = &self.ftl;
+        if f.trim_list_groups == 0 {
+            return Err(Error::config("ftl.trim_list_groups", "must be at least 1"));
+        }
+        if f.log_blocks == 0 {
+            return Err(Error::config("ftl.log_blocks", "BAST needs at least 1 log block per chip"));
+        }
+        if f.seq_log_blocks > 1 {
+            return Err(Error::config("ftl.seq_log_blocks", format!("{} must be 0 or 1", f.seq_log_blocks)));
+        }
+        if f.rand_log_blocks == 0 {
+            return Err(Error::config("ftl.rand_log_blocks", "FAST needs at least 1 random log block per chip"));
         }
         Ok(())
     }
