@@ -36,7 +36,7 @@ enum Command {
     Config(ConfigCommand),
     /// List the FTL schemes.
     Ftls,
-    /// Reproduce a paper's experiment: tables on stdout, data files and a figure in --out.
+    /// Reproduce a paper's experiment: a table, data files and a figure.
     #[command(subcommand)]
     Repro(ReproCommand),
 }
@@ -57,6 +57,18 @@ enum ReproCommand {
         /// Override a key of the hat-table4 preset (repeatable).
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<String>,
+    },
+    /// Kim et al., "FTL Design for TRIM Command", Tables 2-4: FAST and page
+    /// mapping with and without TRIM on an OS install and IOZone phases.
+    TrimFtl {
+        /// Directory for trim-ftl.{csv,json,md,svg}.
+        #[arg(long, default_value = "repro-out")]
+        out: PathBuf,
+        /// A drive 1/8 the size: seconds instead of minutes.
+        #[arg(long)]
+        quick: bool,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
     },
 }
 
@@ -105,10 +117,12 @@ struct InputArgs {
     #[arg(long, value_name = "SPEC")]
     precondition: Option<String>,
     /// Host arrival mode for traces: open (timestamps) or closed (host.mode).
-    #[arg(long)]
+    /// A workload's own iodepth= or rate= decides its mode instead.
+    #[arg(long, conflicts_with = "workload")]
     mode: Option<String>,
-    /// Queue depth in closed-loop mode (host.queue_depth).
-    #[arg(long)]
+    /// Queue depth in closed-loop trace replay (host.queue_depth); for a
+    /// workload, use its iodepth= key.
+    #[arg(long, conflicts_with = "workload")]
     qd: Option<u32>,
     /// Multiply trace inter-arrival times (host.time_scale).
     #[arg(long)]
@@ -128,7 +142,7 @@ impl InputArgs {
             o.push(format!("host.queue_depth={q}"));
         }
         if let Some(s) = self.time_scale {
-            o.push(format!("host.time_scale={s}"));
+            o.push(format!("host.time_scale={}", toml_float(s)));
         }
         o
     }
@@ -189,7 +203,7 @@ struct CompareArgs {
     vary: Vec<String>,
     #[command(flatten)]
     input: InputArgs,
-    /// Write all reports as a JSON array to this path.
+    /// Write all reports as a JSON array to this path ("-" for stdout instead of the table).
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
     #[arg(long, short)]
@@ -269,6 +283,12 @@ fn main() -> ExitCode {
     }
 }
 
+/// `x` as a TOML float literal, for `--set`-style overrides (Rust's `Display`
+/// writes 1e20 as a 21-digit integer, which TOML cannot hold).
+fn toml_float(x: f64) -> String {
+    if x.is_nan() { "nan".into() } else { format!("{x:?}") }
+}
+
 fn dispatch(cmd: Command) -> Result<(), Error> {
     match cmd {
         Command::Run(a) => run(a),
@@ -276,7 +296,8 @@ fn dispatch(cmd: Command) -> Result<(), Error> {
         Command::Gen(a) => gen_trace(a),
         Command::Trace(t) => trace_cmd(t),
         Command::Config(c) => config_cmd(c),
-        Command::Repro(r) => repro(r),
+        Command::Repro(ReproCommand::TrimFtl { out, quick, seed }) => repro_trim_ftl(&out, quick, seed),
+        Command::Repro(ReproCommand::Hat { trace, out, quick, set }) => repro_hat(trace, &out, quick, set),
         Command::Ftls => {
             for name in ftlsim::ftl::FTL_NAMES {
                 println!("{name}");
@@ -291,10 +312,11 @@ fn run(a: RunArgs) -> Result<(), Error> {
     if let Some(f) = &a.ftl {
         extra.push(format!("ftl.name={f}"));
     }
-    if a.output.timeseries.is_some() {
-        extra.insert(0, "report.window_ms=100".into());
+    let mut config = load_config(&a.drive, &extra)?;
+    if a.output.timeseries.is_some() && config.report.window_ms == 0.0 {
+        // The default window, unless the config or a --set chose one.
+        config.report.window_ms = 100.0;
     }
-    let config = load_config(&a.drive, &extra)?;
     let job = Job { config, input: a.input.input()?, precondition: a.input.precondition()? };
     let json_to_stdout = a.output.json.as_deref() == Some(Path::new("-"));
     let report = run_with_progress(&job, a.output.quiet || json_to_stdout)?;
@@ -302,7 +324,7 @@ fn run(a: RunArgs) -> Result<(), Error> {
         write_timeseries(path, &report)?;
     }
     match &a.output.json {
-        Some(p) if json_to_stdout => println!("{}", to_json(&report)),
+        Some(_) if json_to_stdout => println!("{}", to_json(&report)),
         Some(p) => {
             write_file(p, to_json(&report).as_bytes())?;
             print!("{}", render_table(&report));
@@ -346,40 +368,47 @@ fn compare(a: CompareArgs) -> Result<(), Error> {
             labels.push(if label.is_empty() { name } else { format!("{name} {label}") });
         }
     }
-    if let Some(path) = &a.json {
-        write_file(path, serde_json::to_string_pretty(&reports).expect("reports serialize").as_bytes())?;
+    let json = serde_json::to_string_pretty(&reports).expect("reports serialize");
+    match &a.json {
+        Some(p) if p == Path::new("-") => println!("{json}"),
+        Some(p) => {
+            write_file(p, json.as_bytes())?;
+            print!("{}", render_comparison(&reports, &labels));
+        }
+        None => print!("{}", render_comparison(&reports, &labels)),
     }
-    print!("{}", render_comparison(&reports, &labels));
     Ok(())
 }
 
-fn repro(r: ReproCommand) -> Result<(), Error> {
+fn repro_hat(trace: Option<PathBuf>, out: &Path, quick: bool, set: Vec<String>) -> Result<(), Error> {
     use ftlsim::repro::hat;
-    match r {
-        ReproCommand::Hat { trace, out, quick, set } => {
-            let opts = hat::Options { trace, quick, overrides: set };
-            let results = hat::run(&opts, &mut |what| eprintln!("ftlsim: repro hat: {what}"))?;
-            std::fs::create_dir_all(&out).map_err(|e| Error::io(&out, e))?;
-            let json = serde_json::to_string_pretty(&results).expect("results serialize");
-            let md = hat::to_markdown(&results);
-            for (name, text) in [
-                ("hat.csv", hat::to_csv(&results)),
-                ("hat.json", json),
-                ("hat.md", md.clone()),
-                ("hat.svg", hat::to_svg(&results)),
-            ] {
-                write_file(&out.join(name), text.as_bytes())?;
-            }
-            print!("{md}");
-            eprintln!("ftlsim: wrote hat.csv, hat.json, hat.md, hat.svg to {}", out.display());
-            Ok(())
-        }
+    let opts = hat::Options { trace, quick, overrides: set };
+    let results = hat::run(&opts, &mut |what| eprintln!("ftlsim: repro hat: {what}"))?;
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    let json = serde_json::to_string_pretty(&results).expect("results serialize");
+    let md = hat::to_markdown(&results);
+    for (name, text) in [
+        ("hat.csv", hat::to_csv(&results)),
+        ("hat.json", json),
+        ("hat.md", md.clone()),
+        ("hat.svg", hat::to_svg(&results)),
+    ] {
+        write_file(&out.join(name), text.as_bytes())?;
     }
+    print!("{md}");
+    eprintln!("ftlsim: wrote hat.csv, hat.json, hat.md, hat.svg to {}", out.display());
+    Ok(())
 }
 
 fn gen_trace(a: GenArgs) -> Result<(), Error> {
     let config = load_config(&a.drive, &[])?;
-    let spec = WorkloadSpec::parse(&a.workload)?;
+    let mut spec = WorkloadSpec::parse(&a.workload)?;
+    // As in `run --workload` (Job::prepare): a spec without its own seed
+    // follows the config's seed, so `gen` then `run --trace` replays the
+    // same commands as `run --workload` with the same --seed.
+    if !a.workload.contains("seed=") {
+        spec.seed = config.seed;
+    }
     let mut w = workload::generator(&spec, config.logical_sectors())?;
     let format: Format = a.format.parse()?;
     let n = with_output(&a.out, |out| trace::write_trace(&mut w, &format, out))?;
@@ -402,7 +431,10 @@ fn trace_cmd(t: TraceCommand) -> Result<(), Error> {
                 let value = serde_json::to_value(&stats).expect("stats serialize");
                 if let serde_json::Value::Object(map) = value {
                     for (k, v) in map {
-                        println!("{k}  {v}");
+                        match v {
+                            serde_json::Value::String(s) => println!("{k}  {s}"),
+                            v => println!("{k}  {v}"),
+                        }
                     }
                 }
             }
@@ -445,6 +477,20 @@ fn config_cmd(c: ConfigCommand) -> Result<(), Error> {
             );
         }
     }
+    Ok(())
+}
+
+fn repro_trim_ftl(out: &Path, quick: bool, seed: u64) -> Result<(), Error> {
+    use ftlsim::repro::trim_ftl;
+    let rows = trim_ftl::run(quick, seed)?;
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    let table = trim_ftl::to_markdown(&rows);
+    write_file(&out.join("trim-ftl.csv"), trim_ftl::to_csv(&rows).as_bytes())?;
+    write_file(&out.join("trim-ftl.json"), serde_json::to_string_pretty(&rows).expect("rows serialize").as_bytes())?;
+    write_file(&out.join("trim-ftl.md"), table.as_bytes())?;
+    write_file(&out.join("trim-ftl.svg"), trim_ftl::to_svg(&rows).as_bytes())?;
+    print!("{table}");
+    eprintln!("ftlsim: wrote {}/trim-ftl.{{csv,json,md,svg}}", out.display());
     Ok(())
 }
 

@@ -1,4 +1,5 @@
-//! A progress bar on stderr for long runs, shown only when stderr is a terminal.
+//! A progress bar on stderr for long runs, shown only when a person is
+//! watching: stdout and stderr both terminals (not piped, not in CI).
 
 use ftlsim::trace::Progress;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -8,7 +9,7 @@ pub struct Bar(Option<ProgressBar>);
 
 impl Bar {
     pub fn new(quiet: bool) -> Bar {
-        if quiet || !std::io::stderr().is_terminal() {
+        if quiet || !std::io::stderr().is_terminal() || !std::io::stdout().is_terminal() {
             return Bar(None);
         }
         let bar = ProgressBar::new(0);

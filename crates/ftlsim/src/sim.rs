@@ -26,6 +26,10 @@ use crate::trace::{CmdSource, HostCmd, Op, Progress};
 use crate::units::{Nanos, SECTOR_BYTES, Sector, SimTime};
 use std::time::Instant;
 
+/// Latest arrival a run accepts, ns (about 146 years): a quarter of the
+/// 64-bit clock, leaving the rest for service times.
+const MAX_ARRIVAL_NS: u64 = u64::MAX / 4;
+
 /// Unmeasured conditioning before a run: `fill` of the logical space written
 /// sequentially, then `overwrite` × that space in random page-aligned 4 KiB
 /// writes (at least one page), so the run starts in steady state.
@@ -236,6 +240,20 @@ impl Simulation {
             let (cmd, moved) = fit_range(cmd, self.logical_sectors, opts.range, src.name(), index)?;
             adjusted += moved as u64;
             let issue = arrivals.issue(&cmd);
+            if issue.0 > MAX_ARRIVAL_NS {
+                // Leaves the 64-bit ns clock room for service times: a later
+                // addition would overflow (a panic, or a wrapped clock).
+                return Err(Error::config(
+                    "input",
+                    format!(
+                        "{}: request {index} arrives at {:.3e} s (after host.time_scale), beyond the {:.3e} s the \
+                         simulated clock can hold; lower host.time_scale or replay closed-loop (host.mode = \"closed\")",
+                        src.name(),
+                        issue.0 as f64 * 1e-9,
+                        MAX_ARRIVAL_NS as f64 * 1e-9
+                    ),
+                ));
+            }
             if window_ns > 0 {
                 windows.roll(issue, &self.dev.counters);
             }
@@ -312,6 +330,7 @@ impl Simulation {
             ..Report::default()
         };
         report::fill_flash(&mut r, &self.dev.counters);
+        report::fill_merges(&mut r, &stats);
         let counts = report::energy::EnergyCounts {
             flash_reads: r.flash_pages_read,
             flash_programs: r.flash_pages_programmed,

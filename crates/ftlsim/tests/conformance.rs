@@ -355,3 +355,60 @@ fn regression_random_victim_full_block() {
 fn regression_one_block_reserve() {
     replay("page", &["gc.min_free_blocks=1", "gc.threshold=0"], true, &[W(0, 4, 1), R(0, 4)]);
 }
+
+// Block-mapped and hybrid FTLs. Two channels make page and block striping differ.
+
+#[test]
+fn block_page_striping() {
+    check_ftl("block", &["geometry.channels=2", "ftl.striping=page"]);
+}
+
+#[test]
+fn block_block_striping_immediate_trim() {
+    check_ftl("block", &["geometry.channels=2", "ftl.striping=block", "ftl.trim_mode=immediate"]);
+}
+
+#[test]
+fn bast_page_striping() {
+    check_ftl("bast", &["geometry.channels=2", "ftl.striping=page"]);
+}
+
+#[test]
+fn bast_block_striping() {
+    check_ftl("bast", &["geometry.channels=2", "ftl.striping=block", "ftl.log_blocks=2"]);
+}
+
+#[test]
+fn bast_immediate_trim() {
+    check_ftl("bast", &["ftl.trim_mode=immediate", "ftl.trim_list_groups=3"]);
+}
+
+#[test]
+fn bast_without_trim_placing_unwritten_reads() {
+    check_ftl("bast", &["ftl.trim=false", "host.unwritten_reads=place"]);
+}
+
+#[test]
+fn fast_page_striping() {
+    check_ftl("fast", &["geometry.channels=2", "ftl.striping=page"]);
+}
+
+#[test]
+fn fast_block_striping() {
+    check_ftl("fast", &["geometry.channels=2", "ftl.striping=block", "ftl.trim_list_groups=5"]);
+}
+
+#[test]
+fn fast_immediate_trim() {
+    check_ftl("fast", &["ftl.trim_mode=immediate"]);
+}
+
+#[test]
+fn fast_random_logs_only_placing_unwritten_reads() {
+    check_ftl("fast", &["ftl.seq_log_blocks=0", "ftl.rand_log_blocks=2", "host.unwritten_reads=place"]);
+}
+
+#[test]
+fn fast_without_trim_sector_pages() {
+    check_ftl("fast", &["ftl.trim=false", "geometry.page_size=512"]);
+}

@@ -189,6 +189,26 @@ pub struct FtlConfig {
     /// units, fastest-varying first.
     #[serde(default = "defaults::stripe_order")]
     pub stripe_order: Vec<StripeUnit>,
+    /// Hybrid FTLs (`block`, `bast`, `fast`): how a request is spread over
+    /// the chips.
+    #[serde(default = "defaults::striping")]
+    pub striping: Striping,
+    /// Hybrid FTLs: TRIM kept in a hash-bucketed list consulted at merge
+    /// time, or applied to the mapping at once.
+    #[serde(default = "defaults::trim_mode")]
+    pub trim_mode: TrimMode,
+    /// Hybrid FTLs: groups (hash buckets) of the TRIM list.
+    #[serde(default = "defaults::trim_list_groups")]
+    pub trim_list_groups: u32,
+    /// BAST: log blocks per chip.
+    #[serde(default = "defaults::log_blocks")]
+    pub log_blocks: u32,
+    /// FAST: sequential log blocks per chip (0 or 1).
+    #[serde(default = "defaults::seq_log_blocks")]
+    pub seq_log_blocks: u32,
+    /// FAST: random log blocks per chip, shared by all data blocks.
+    #[serde(default = "defaults::rand_log_blocks")]
+    pub rand_log_blocks: u32,
     /// Demand-cached page maps (`dftl`, `hat`): controller RAM for the
     /// mapping cache, bytes.
     #[serde(default = "defaults::cache_bytes")]
@@ -241,6 +261,26 @@ pub struct EnergyConfig {
     pub pcm_read_ma: f64,
     #[serde(default = "defaults::pcm_write_ma")]
     pub pcm_write_ma: f64,
+}
+
+/// How hybrid FTLs stripe logical pages over chips (TRIM paper, Figs. 1-2).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Striping {
+    /// Consecutive pages go to consecutive chips.
+    Page,
+    /// Consecutive logical blocks go to consecutive chips.
+    Block,
+}
+
+/// When hybrid FTLs act on TRIM.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum TrimMode {
+    /// Keep ranges in the hash-bucketed list; merges consult it.
+    List,
+    /// Unmap at once (a per-page bitmap in RAM); erase emptied blocks at once.
+    Immediate,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -346,6 +386,24 @@ mod defaults {
     pub fn pcm_write_ma() -> f64 {
         35.0
     }
+    pub fn striping() -> Striping {
+        Striping::Page
+    }
+    pub fn trim_mode() -> TrimMode {
+        TrimMode::List
+    }
+    pub fn trim_list_groups() -> u32 {
+        1024
+    }
+    pub fn log_blocks() -> u32 {
+        5
+    }
+    pub fn seq_log_blocks() -> u32 {
+        1
+    }
+    pub fn rand_log_blocks() -> u32 {
+        4
+    }
     pub fn stripe_order() -> Vec<StripeUnit> {
         vec![StripeUnit::Channel, StripeUnit::Chip, StripeUnit::Die, StripeUnit::Plane]
     }
@@ -393,8 +451,11 @@ impl Config {
 
     /// Parses TOML text (`origin` names it in errors), applies overrides, validates.
     pub fn from_toml_str(text: &str, origin: &str, overrides: &[String]) -> Result<Config> {
-        let mut tree: toml::Table =
-            toml::from_str(text).map_err(|e| Error::config(origin, format!("invalid TOML: {e}")))?;
+        let mut tree: toml::Table = toml::from_str(text).map_err(|e: toml::de::Error| {
+            // One line: the position and the parser's message, not its ASCII-art snippet.
+            let line = e.span().map_or(0, |span| text[..span.start.min(text.len())].lines().count().max(1));
+            Error::config(format!("{origin}:{line}"), format!("invalid TOML: {}", e.message()))
+        })?;
         for kv in overrides {
             apply_override(&mut tree, kv)?;
         }
@@ -406,7 +467,7 @@ impl Config {
         let de = toml::Value::Table(tree);
         let cfg: Config = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
-            Error::config(if path == "." { "(top level)".into() } else { path }, e.into_inner().to_string())
+            Error::config(if path == "." { "(top level)".into() } else { path }, e.into_inner().message().to_string())
         })?;
         cfg.validate()?;
         Ok(cfg)
@@ -517,6 +578,23 @@ impl Config {
         }
         if self.logical_pages() == 0 {
             return Err(Error::config("overprovisioning", "leaves no logical capacity"));
+        }
+        self.validate_hybrid()
+    }
+
+    fn validate_hybrid(&self) -> Result<()> {
+        let f = &self.ftl;
+        if f.trim_list_groups == 0 {
+            return Err(Error::config("ftl.trim_list_groups", "must be at least 1"));
+        }
+        if f.log_blocks == 0 {
+            return Err(Error::config("ftl.log_blocks", "BAST needs at least 1 log block per chip"));
+        }
+        if f.seq_log_blocks > 1 {
+            return Err(Error::config("ftl.seq_log_blocks", format!("{} must be 0 or 1", f.seq_log_blocks)));
+        }
+        if f.rand_log_blocks == 0 {
+            return Err(Error::config("ftl.rand_log_blocks", "FAST needs at least 1 random log block per chip"));
         }
         Ok(())
     }

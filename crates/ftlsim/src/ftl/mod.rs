@@ -8,11 +8,18 @@
 //! what was written and not trimmed reads back; trimmed or never-written
 //! sectors read as zeros.
 
+pub mod bast;
+pub mod block;
 pub mod cmt;
 pub mod dftl;
+pub mod fast;
 pub mod hat;
+pub mod hybrid;
+pub mod merge;
 pub mod page;
 pub mod pool;
+pub mod striping;
+pub mod trim_list;
 
 use crate::config::Config;
 use crate::engine::Device;
@@ -21,7 +28,7 @@ use crate::units::{Lpn, Sector, SimTime};
 use serde::Serialize;
 
 /// Names accepted by `--ftl`.
-pub const FTL_NAMES: &[&str] = &["page", "dftl", "hat"];
+pub const FTL_NAMES: &[&str] = &["page", "block", "bast", "fast", "dftl", "hat"];
 
 /// FTL-side counters for the report.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -41,6 +48,25 @@ pub struct FtlStats {
     pub trimmed_pages: u64,
     /// Partial-page writes that read the old page first.
     pub rmw_reads: u64,
+    /// Block-mapped FTLs: merges by kind (see `merge`).
+    pub merges_switch: u64,
+    pub merges_partial: u64,
+    pub merges_full: u64,
+    /// Live pages merges copied.
+    pub merge_pages_copied: u64,
+    /// Pages programmed without data so a block's pages stay in order.
+    pub pages_padded: u64,
+    /// Merges that reclaimed a log block, and the data blocks they touched
+    /// (associativity): summed and at most.
+    pub log_merges: u64,
+    pub assoc_sum: u64,
+    pub assoc_max: u64,
+    /// TRIM list: ranges listed at the end, at most, modelled bytes at the
+    /// peak, and page copies it saved merges.
+    pub trim_list_entries: u64,
+    pub trim_list_peak_entries: u64,
+    pub trim_list_bytes: u64,
+    pub trim_copies_saved: u64,
 }
 
 /// A host command's address range.
@@ -93,6 +119,9 @@ pub trait Ftl: Send {
 pub fn build(name: &str, cfg: &Config, dev: &Device) -> Result<Box<dyn Ftl>> {
     match name {
         "page" => Ok(Box::new(page::PageFtl::new(cfg, dev)?)),
+        "block" => Ok(Box::new(block::BlockFtl::new(cfg, dev)?)),
+        "bast" => Ok(Box::new(bast::Bast::new(cfg, dev)?)),
+        "fast" => Ok(Box::new(fast::Fast::new(cfg, dev)?)),
         "dftl" => Ok(Box::new(dftl::Dftl::new(cfg, dev)?)),
         "hat" => Ok(Box::new(hat::Hat::new(cfg, dev)?)),
         _ => Err(Error::Unknown { what: "FTL", name: name.into(), available: FTL_NAMES.join(", ") }),

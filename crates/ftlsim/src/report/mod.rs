@@ -12,6 +12,7 @@ pub use energy::EnergyReport;
 pub use table::{render_comparison, render_table};
 
 use crate::engine::{CAUSES, Cause, FlashCounters};
+use crate::ftl::FtlStats;
 use crate::trace::Op;
 use crate::units::{Nanos, SimTime};
 use hdrhistogram::Histogram;
@@ -183,6 +184,50 @@ pub struct Report {
     pub peak_rss_bytes: Option<u64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub timeseries: Vec<Window>,
+    /// Merges by kind (block-mapped FTLs; zeros for the others).
+    pub merges: MergeCounts,
+    pub merge_pages_copied: u64,
+    pub pages_padded: u64,
+    pub log_associativity: Associativity,
+    pub trim_list: TrimListReport,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MergeCounts {
+    pub switch: u64,
+    pub partial: u64,
+    pub full: u64,
+}
+
+/// Data blocks touched per merge of a log block.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Associativity {
+    /// `null` when no log block was merged.
+    pub mean: Option<f64>,
+    pub max: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TrimListReport {
+    pub entries: u64,
+    pub peak_entries: u64,
+    pub peak_bytes: u64,
+    pub copies_saved: u64,
+}
+
+/// The block-mapped FTLs' merge and TRIM-list figures.
+pub fn fill_merges(r: &mut Report, s: &FtlStats) {
+    r.merges = MergeCounts { switch: s.merges_switch, partial: s.merges_partial, full: s.merges_full };
+    r.merge_pages_copied = s.merge_pages_copied;
+    r.pages_padded = s.pages_padded;
+    r.log_associativity =
+        Associativity { mean: (s.log_merges > 0).then(|| s.assoc_sum as f64 / s.log_merges as f64), max: s.assoc_max };
+    r.trim_list = TrimListReport {
+        entries: s.trim_list_entries,
+        peak_entries: s.trim_list_peak_entries,
+        peak_bytes: s.trim_list_bytes,
+        copies_saved: s.trim_copies_saved,
+    };
 }
 
 /// Per-request accumulators, updated on the hot path.

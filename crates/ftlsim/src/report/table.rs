@@ -48,6 +48,13 @@ fn rows(r: &Report) -> Vec<(&'static str, String)> {
         ("write amplification", opt(r.write_amplification, 3)),
         ("GC invocations / pages copied", format!("{} / {}", r.gc_invocations, r.gc_pages_copied)),
         ("placed reads of unwritten pages", r.placed_reads.to_string()),
+        ("merges switch / partial / full", format!("{} / {} / {}", r.merges.switch, r.merges.partial, r.merges.full)),
+        ("merge pages copied / padded", format!("{} / {}", r.merge_pages_copied, r.pages_padded)),
+        ("log associativity mean / max", format!("{} / {}", opt(r.log_associativity.mean, 2), r.log_associativity.max)),
+        (
+            "TRIM list peak entries / bytes / copies saved",
+            format!("{} / {} / {}", r.trim_list.peak_entries, r.trim_list.peak_bytes, r.trim_list.copies_saved),
+        ),
         (
             "erase count mean / max / stddev",
             format!("{:.2} / {} / {:.2}", r.erase_count.mean, r.erase_count.max, r.erase_count.stddev),

@@ -1,6 +1,8 @@
 //! Paper experiments, one module each: `ftlsim repro <name>` runs them and
 //! writes their tables and figures. Each returns structured rows; rendering
 //! to CSV, JSON, Markdown and SVG is the module's too, so every front end
-//! (CLI, Python) writes the same files.
+//! (CLI, Python) writes the same files, which are the interface for plotting
+//! layers.
 
 pub mod hat;
+pub mod trim_ftl;

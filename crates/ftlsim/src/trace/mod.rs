@@ -31,6 +31,7 @@ pub mod disksim;
 pub mod fiu;
 pub mod format;
 mod input;
+pub mod list;
 pub mod mqsim;
 pub mod msr;
 mod num;

@@ -453,32 +453,6 @@ fn progress_and_name() {
     assert_eq!(w.progress(), crate::trace::Progress { done: 4096, total: Some(1 << 20) });
 }
 
-/// Throughput check; run with
-/// `cargo test -p ftlsim --release workload::tests::generation_rate -- --ignored --nocapture`.
-#[test]
-#[ignore]
-fn generation_rate() {
-    for s in [
-        "rw=randwrite,bs=4k,ios=50000000",
-        "rw=randrw,rwmixread=70,trimmix=5,bs=4k-64k,ios=50000000",
-        "rw=write,bs=128k,ios=50000000",
-        "rw=randwrite,bs=4k,ios=20000000,rate=100k,arrival=poisson",
-        "rw=randwrite,bs=4k,ios=20000000,dist=hotcold:90/10",
-        "rw=randwrite,bs=4k,ios=10000000,dist=zipf:1.2",
-        "rw=randwrite,bs=4k,ios=10000000,dist=zipf:0.9",
-    ] {
-        let sp = spec(s);
-        let mut w = generator(&sp, 1 << 31).unwrap();
-        let t = std::time::Instant::now();
-        let mut acc = 0u64;
-        while let Some(c) = w.next_cmd().unwrap() {
-            acc = acc.wrapping_add(c.start.0 ^ c.time.0);
-        }
-        let rate = w.issued() as f64 / t.elapsed().as_secs_f64();
-        println!("{:>6.1} M cmds/s  {s}  ({acc})", rate / 1e6);
-    }
-}
-
 fn valid_spec() -> impl Strategy<Value = (String, u64)> {
     let rw = prop::sample::select(vec!["read", "write", "rw", "trim", "randread", "randwrite", "randrw", "randtrim"]);
     let bs = prop_oneof![

@@ -1,0 +1,682 @@
+//! The `ftlsim` binary run as a user would: arguments in, exit status, stdout,
+//! stderr and written files out. Inputs are small (a shrunken preset, a few
+//! thousand requests) so the whole file runs in seconds.
+//!
+//! The real sample traces live in `shared/traces/` beside the repository
+//! root; a missing folder fails these tests rather than skipping them.
+
+use assert_cmd::cargo::cargo_bin_cmd;
+use predicates::prelude::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use tempfile::TempDir;
+
+const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/traces");
+
+/// hat-table4 shrunk to 64 blocks per plane: 262 144 pages of 2 KiB (512 MiB).
+const SMALL: &[&str] = &["--config", "hat-table4", "--set", "geometry.blocks_per_plane=64"];
+
+/// A random-write run that reaches steady state and garbage-collects.
+const GC_WORKLOAD: &str = "rw=randwrite,bs=4k,ios=20000";
+const GC_PRECONDITION: &str = "fill=1.0,overwrite=0.5";
+
+fn sample(rel: &str) -> PathBuf {
+    let dir = Path::new(TRACES);
+    assert!(
+        dir.is_dir(),
+        "sample trace folder {} is missing: these tests need the shared/traces folder beside the repository root",
+        dir.display()
+    );
+    let p = dir.join(rel);
+    assert!(p.is_file(), "sample trace {} is missing", p.display());
+    p
+}
+
+fn ftlsim<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let out = cargo_bin_cmd!("ftlsim").args(args).output().expect("ftlsim runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "ftlsim panicked:\n{stderr}");
+    out
+}
+
+/// Runs ftlsim, requires success, returns stdout.
+fn ok<I, S>(args: I) -> String
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let out = ftlsim(args);
+    assert!(
+        out.status.success(),
+        "ftlsim failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 stdout")
+}
+
+/// Runs ftlsim, requires failure, returns stderr.
+fn fails<I, S>(args: I) -> String
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let out = ftlsim(args);
+    assert!(
+        !out.status.success(),
+        "ftlsim succeeded but should have failed:\nstdout:\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8(out.stderr).expect("utf-8 stderr")
+}
+
+/// Runs ftlsim, requires failure with a one-line `ftlsim: error:` message
+/// containing every string of `want`.
+fn fails_with<I, S>(args: I, want: &[&str]) -> String
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let err = fails(args);
+    assert_eq!(err.trim_end().lines().count(), 1, "expected a one-line error, got:\n{err}");
+    assert!(err.starts_with("ftlsim: error: "), "{err}");
+    for w in want {
+        assert!(err.contains(w), "error should mention {w:?}:\n{err}");
+    }
+    err
+}
+
+fn args(parts: &[&str]) -> Vec<String> {
+    parts.iter().map(|s| s.to_string()).collect()
+}
+
+fn small(rest: &[&str]) -> Vec<String> {
+    let mut v = args(&["run"]);
+    v.extend(args(SMALL));
+    v.extend(args(rest));
+    v
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: not JSON: {e}\n{text}", path.display()))
+}
+
+/// A run's report as JSON, via `--json -` on stdout.
+fn report(rest: &[&str]) -> Value {
+    let mut a = small(rest);
+    a.extend(args(&["--json", "-"]));
+    let out = ok(a);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("stdout is not JSON: {e}\n{out}"))
+}
+
+fn num(v: &Value, key: &str) -> f64 {
+    let mut node = v;
+    for part in key.split('.') {
+        node = node.get(part).unwrap_or_else(|| panic!("report lacks {key}: {v}"));
+    }
+    node.as_f64().unwrap_or_else(|| panic!("{key} is not a number: {node}"))
+}
+
+fn int(v: &Value, key: &str) -> u64 {
+    let x = num(v, key);
+    assert!(x >= 0.0 && x.fract() == 0.0, "{key} = {x} is not a count");
+    x as u64
+}
+
+/// The report without the fields that measure the host rather than the run.
+fn deterministic(mut v: Value) -> Value {
+    let obj = v.as_object_mut().expect("report is an object");
+    obj.remove("wall_time_s").expect("wall_time_s present");
+    obj.remove("peak_rss_bytes").expect("peak_rss_bytes present");
+    v
+}
+
+// ---------------------------------------------------------------- run --json
+
+#[test]
+fn run_writes_a_complete_sane_json_report() {
+    let dir = TempDir::new().unwrap();
+    let json = dir.path().join("r.json");
+    let stdout =
+        ok(small(&["--workload", GC_WORKLOAD, "--precondition", GC_PRECONDITION, "--json", json.to_str().unwrap()]));
+    // With a JSON path the table still goes to stdout.
+    assert!(stdout.contains("write amplification"), "{stdout}");
+    let r = read_json(&json);
+
+    for key in [
+        "ftl",
+        "requests",
+        "write_amplification",
+        "iops",
+        "latency_us",
+        "host_pages_written",
+        "flash_pages_programmed",
+        "flash_pages_read",
+        "blocks_erased",
+        "gc_invocations",
+        "e_ftl",
+        "mapping_ram_bytes",
+        "sim_time_s",
+        "wall_time_s",
+    ] {
+        assert!(r.get(key).is_some(), "top-level {key} missing: {r}");
+    }
+    assert_eq!(r["ftl"], "page");
+    assert_eq!(r["config"], "hat-table4");
+    assert_eq!(int(&r, "requests"), 20000, "requests equal ios");
+    assert_eq!(int(&r, "writes"), 20000);
+    assert_eq!(int(&r, "reads"), 0);
+    // 4 KiB writes on 2 KiB pages.
+    assert_eq!(int(&r, "host_pages_written"), 40000);
+
+    let wa = num(&r, "write_amplification");
+    assert!((1.0..50.0).contains(&wa), "WA {wa}");
+    assert!(int(&r, "gc_invocations") > 0, "GC must run after preconditioning");
+    assert!(int(&r, "blocks_erased") > 0);
+    assert!(int(&r, "flash_pages_programmed") >= int(&r, "host_pages_written"));
+    // Random overwrites in steady state: GC copies, so it reads flash.
+    assert!(int(&r, "flash_pages_read") > 0);
+    let expected_wa = int(&r, "flash_pages_programmed") as f64 / int(&r, "host_pages_written") as f64;
+    assert!((wa - expected_wa).abs() < 1e-9, "WA {wa} vs programmed/written {expected_wa}");
+
+    let e_ftl = num(&r, "e_ftl");
+    assert!(e_ftl > 0.0 && e_ftl <= 1.0 + 1e-9, "E_ftl {e_ftl}");
+    assert!(int(&r, "mapping_ram_bytes") > 0);
+    let sim = num(&r, "sim_time_s");
+    assert!(sim > 0.0);
+    let iops = num(&r, "iops");
+    assert!((iops - 20000.0 / sim).abs() / iops < 1e-6, "iops {iops} vs requests / sim_time");
+    assert!(num(&r, "wall_time_s") >= 0.0);
+
+    for op in ["read", "write"] {
+        for stat in ["mean", "p50", "p99", "p999", "max"] {
+            num(&r, &format!("latency_us.{op}.{stat}"));
+        }
+    }
+    let w = |s: &str| num(&r, &format!("latency_us.write.{s}"));
+    assert!(w("p50") > 0.0 && w("p50") <= w("p99") && w("p99") <= w("p999"), "{}", r["latency_us"]);
+    assert!(w("p999") <= w("max") * 1.001 && w("mean") <= w("max"), "{}", r["latency_us"]);
+    assert_eq!(num(&r, "latency_us.read.max"), 0.0, "no reads were issued");
+
+    let input = &r["input"];
+    assert_eq!(input["format"], Value::Null);
+    assert_eq!(input["precondition"], "fill=1,overwrite=0.5");
+    assert_eq!(input["host_mode"], "closed");
+    assert_eq!(input["queue_depth"], 1);
+}
+
+#[test]
+fn runs_are_deterministic_and_follow_the_seed() {
+    let base = ["--workload", GC_WORKLOAD, "--precondition", GC_PRECONDITION];
+    let a = deterministic(report(&base));
+    let b = deterministic(report(&base));
+    assert_eq!(a, b, "the same command twice must give the same report");
+    assert_eq!(a["seed"], 1);
+
+    let mut seeded = base.to_vec();
+    seeded.extend(["--seed", "2"]);
+    let c = deterministic(report(&seeded));
+    assert_eq!(c["seed"], 2);
+    assert_ne!(a["input"]["source"], c["input"]["source"], "the workload follows the run's seed");
+    assert_ne!(a["latency_us"], c["latency_us"], "a different seed gives a different run");
+    assert_ne!(a["flash_pages_programmed"], c["flash_pages_programmed"]);
+}
+
+// ---------------------------------------------------------- real sample traces
+
+/// (file, format, requests)
+const SAMPLES: &[(&str, &str, u64)] = &[
+    ("msr_csv/msr-cambridge1-sample.csv", "msr", 1000),
+    ("ssdsim_ascii/ssdsim-example-fin1.ascii", "ssdsim", 10000),
+    ("mqsim_ascii/mqsim-tpcc-small.trace", "mqsim", 6999),
+    ("disksim_ascii/disksim-valid-ascii.trace", "disksim", 100000),
+    ("blkparse/wiscsee-testdata-blkparse-output.txt", "blkparse", 673),
+    ("blkparse/msclaudz-ycsb-ext4-blkparse.txt", "blkparse", 9887),
+    ("fiu/fiu-mail-cheetah-110108-113008.2-head10k.blkparse", "fiu", 9998),
+    ("wiscsee_events/wiscsee-sqlitewal-update-ext4.txt", "wiscsee", 5008),
+];
+
+#[test]
+fn every_sample_trace_runs_with_a_detected_format() {
+    for &(rel, format, requests) in SAMPLES {
+        let path = sample(rel);
+        for policy in ["wrap", "scale"] {
+            let r = report(&["--trace", path.to_str().unwrap(), "--out-of-range", policy]);
+            let input = &r["input"];
+            assert_eq!(input["format"], format, "{rel}");
+            assert_eq!(input["format_detected"], true, "{rel}");
+            assert_eq!(input["out_of_range_policy"], policy, "{rel}");
+            assert_eq!(input["host_mode"], "open", "{rel}: traces replay their timestamps by default");
+            assert_eq!(input["skipped_lines"], 0, "{rel}");
+            assert_eq!(int(&r, "requests"), requests, "{rel} {policy}");
+            let wa = num(&r, "write_amplification");
+            assert!(wa >= 1.0, "{rel} {policy}: WA {wa}");
+            assert!(num(&r, "sim_time_s") > 0.0, "{rel}");
+        }
+    }
+}
+
+#[test]
+fn a_trace_beyond_the_device_fails_by_default_and_suggests_a_policy() {
+    let path = sample("mqsim_ascii/mqsim-tpcc-small.trace");
+    fails_with(small(&["--trace", path.to_str().unwrap()]), &["mqsim-tpcc-small.trace", "beyond", "--out-of-range"]);
+    // Wrapping moves those requests in, and says how many it moved.
+    let r = report(&["--trace", path.to_str().unwrap(), "--out-of-range", "wrap"]);
+    assert!(int(&r, "input.out_of_range_adjusted") > 0);
+}
+
+#[test]
+fn an_explicit_format_is_not_reported_as_detected() {
+    let path = sample("msr_csv/msr-cambridge1-sample.csv");
+    let r = report(&["--trace", path.to_str().unwrap(), "--format", "msr", "--out-of-range", "wrap"]);
+    assert_eq!(r["input"]["format"], "msr");
+    assert_eq!(r["input"]["format_detected"], false);
+}
+
+#[test]
+fn wiscsee_mkfs_negative_offset_is_a_line_error_or_a_counted_skip() {
+    let path = sample("wiscsee_events/wiscsee-sqlitewal-update-ext4-mkfs.txt");
+    let p = path.to_str().unwrap();
+    let err = fails_with(small(&["--trace", p, "--out-of-range", "wrap"]), &["negative offset"]);
+    assert!(err.contains("wiscsee-sqlitewal-update-ext4-mkfs.txt:113:"), "names file and line: {err}");
+
+    let r = report(&["--trace", p, "--out-of-range", "wrap", "--skip-bad-lines"]);
+    assert_eq!(r["input"]["format"], "wiscsee");
+    assert_eq!(r["input"]["skipped_lines"], 1);
+    assert_eq!(int(&r, "requests"), 150);
+}
+
+// --------------------------------------------------------------------- errors
+
+#[test]
+fn a_malformed_trace_line_is_named_by_file_and_line() {
+    let dir = TempDir::new().unwrap();
+    let bad = dir.path().join("bad.trace");
+    std::fs::write(&bad, "0 1 100 8 1\n1000 1 200 8 0\n2000 1 abc 8 0\n3000 1 300 8 0\n").unwrap();
+    let b = bad.to_str().unwrap();
+    fails_with(small(&["--trace", b, "--format", "mqsim"]), &["bad.trace:3:", "'abc'", "not a number"]);
+    let r = report(&["--trace", b, "--format", "mqsim", "--skip-bad-lines"]);
+    assert_eq!(r["input"]["skipped_lines"], 1);
+    assert_eq!(int(&r, "requests"), 3);
+
+    let csv = dir.path().join("bad.csv");
+    std::fs::write(&csv, "time_ns,op,sector,sectors\n0,W,8,8\n10,X,16,8\n").unwrap();
+    fails_with(small(&["--trace", csv.to_str().unwrap(), "--format", "csv"]), &["bad.csv:3:", "unknown op 'X'"]);
+
+    // Content no reader recognizes: the error says so and lists the formats.
+    let junk = dir.path().join("junk.txt");
+    std::fs::write(&junk, "hello world\nthis is not a trace\n").unwrap();
+    fails_with(small(&["--trace", junk.to_str().unwrap()]), &["junk.txt", "--format", "mqsim"]);
+
+    let missing = dir.path().join("missing.trace");
+    fails_with(small(&["--trace", missing.to_str().unwrap()]), &["missing.trace"]);
+}
+
+#[test]
+fn bad_config_overrides_name_the_key() {
+    let w = ["--workload", "rw=write,ios=10"];
+    let run_with = |set: &str| {
+        let mut a = args(&["run", "--config", "hat-table4", "--set", set]);
+        a.extend(args(&w));
+        a
+    };
+    fails_with(run_with("geometry.chanels=8"), &["geometry.chanels", "unknown field"]);
+    fails_with(run_with("geometry.channels=abc"), &["geometry.channels", "abc"]);
+    fails_with(run_with("gc.policy=lru"), &["gc.policy", "lru", "greedy"]);
+    fails_with(run_with("geometry.page_size=1000"), &["geometry.page_size"]);
+    fails_with(run_with("novalue"), &["KEY=VALUE"]);
+    fails_with(small(&["--workload", "rw=write,ios=10", "--out-of-range", "clamp"]), &["host.out_of_range", "clamp"]);
+}
+
+#[test]
+fn unknown_names_list_what_exists() {
+    let err = fails_with(["run", "--config", "no-such-drive", "--workload", "rw=write,ios=10"], &["no-such-drive"]);
+    for preset in ["k9lag08u0m-4ch", "hat-table4", "coftl-mt29f64g08", "mu-ftl-mlc", "modern-tlc"] {
+        assert!(err.contains(preset), "{err}");
+    }
+    fails_with(small(&["--ftl", "dftl9", "--workload", "rw=write,ios=10"]), &["dftl9", "available", "page"]);
+    fails_with(small(&["--trace", "x.trace", "--format", "nosuch"]), &["nosuch", "mqsim", "csv"]);
+}
+
+#[test]
+fn bad_workloads_and_preconditions_name_the_key() {
+    fails_with(small(&["--workload", "rw=randwrite,ios=10,bogus=3"]), &["bogus", "unknown key"]);
+    fails_with(small(&["--workload", "rw=sideways,ios=10"]), &["rw"]);
+    fails_with(small(&["--workload", "rw=randwrite"]), &["ios"]);
+    fails_with(small(&["--workload", "rw=write,ios=10", "--precondition", "fill=2"]), &["precondition.fill", "2"]);
+    fails_with(small(&["--workload", "rw=write,ios=10", "--precondition", "fill=x"]), &["precondition.fill"]);
+    fails_with(small(&["--workload", "rw=write,ios=10", "--precondition", "warm=1"]), &["warm"]);
+}
+
+#[test]
+fn argument_errors_exit_nonzero_without_panicking() {
+    // No input at all.
+    fails(small(&[]));
+    // Trace and workload together.
+    fails(small(&["--trace", "x", "--workload", "rw=write,ios=1"]));
+    // Host-mode flags belong to trace replay; a workload sets iodepth= instead.
+    fails(small(&["--workload", "rw=write,ios=1", "--qd", "4"]));
+    fails(small(&["--workload", "rw=write,ios=1", "--mode", "open"]));
+    fails(["frobnicate"]);
+}
+
+#[test]
+fn an_out_of_range_request_suggests_the_policy_flag() {
+    let dir = TempDir::new().unwrap();
+    let t = dir.path().join("far.trace");
+    // mqsim: time_ns device lba sectors op(1=read); the device has 953 248 sectors.
+    std::fs::write(&t, "0 1 8 8 0\n1000 1 100000000 8 0\n").unwrap();
+    let p = t.to_str().unwrap();
+    fails_with(small(&["--trace", p, "--format", "mqsim"]), &["far.trace", "beyond", "--out-of-range"]);
+    let r = report(&["--trace", p, "--format", "mqsim", "--out-of-range", "wrap"]);
+    assert_eq!(int(&r, "input.out_of_range_adjusted"), 1);
+    // Sector arithmetic that would overflow is a line error, not a panic.
+    std::fs::write(&t, "0 1 18446744073709551615 8 0\n").unwrap();
+    fails_with(small(&["--trace", p, "--format", "mqsim", "--out-of-range", "scale"]), &["far.trace:1:", "overflow"]);
+}
+
+// --------------------------------------------------------------- gen & trace
+
+#[test]
+fn a_generated_trace_replays_like_the_workload() {
+    let dir = TempDir::new().unwrap();
+    let workload = "rw=randrw,rwmixread=30,bs=4k-16k,ios=5000,iodepth=4";
+    for name in ["x.csv", "x.csv.gz"] {
+        let trace = dir.path().join(name);
+        let mut generate = args(&["gen"]);
+        generate.extend(args(SMALL));
+        generate.extend(args(&["--seed", "9", "--workload", workload, "-o", trace.to_str().unwrap()]));
+        let out = ftlsim(&generate);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("wrote 5000 commands"));
+        let bytes = std::fs::read(&trace).unwrap();
+        if name.ends_with(".gz") {
+            assert_eq!(&bytes[..2], &[0x1f, 0x8b], "{name} must be gzip");
+        } else {
+            assert!(bytes.starts_with(b"time_ns,op,sector,sectors\n"), "{name}");
+        }
+
+        let direct = report(&["--seed", "9", "--workload", workload, "--precondition", "fill=0.5"]);
+        let replay = report(&[
+            "--seed",
+            "9",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--mode",
+            "closed",
+            "--qd",
+            "4",
+            "--precondition",
+            "fill=0.5",
+        ]);
+        assert_eq!(replay["input"]["format"], "csv");
+        assert_eq!(replay["input"]["format_detected"], true);
+        assert_eq!(replay["input"]["queue_depth"], 4);
+        for key in [
+            "requests",
+            "reads",
+            "writes",
+            "host_pages_read",
+            "host_pages_written",
+            "flash_pages_programmed",
+            "flash_pages_read",
+            "blocks_erased",
+            "sim_time_s",
+            "latency_us",
+        ] {
+            assert_eq!(direct[key], replay[key], "{name}: {key} differs between workload and its trace");
+        }
+        assert_eq!(int(&replay, "requests"), 5000);
+    }
+}
+
+#[test]
+fn gen_follows_the_seed() {
+    let dir = TempDir::new().unwrap();
+    let generate = |seed: &str, out: &str| {
+        let mut a = args(&["gen"]);
+        a.extend(args(SMALL));
+        a.extend(args(&["--workload", "rw=randwrite,ios=200", "--seed", seed, "-o", out]));
+        ok(a);
+        std::fs::read(out).unwrap()
+    };
+    let p = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    let one = generate("1", &p("1.csv"));
+    assert_eq!(one, generate("1", &p("1b.csv")));
+    assert_ne!(one, generate("5", &p("5.csv")), "--seed must change a spec without its own seed=");
+    // A spec's own seed= wins over --seed.
+    let mut a = args(&["gen"]);
+    a.extend(args(SMALL));
+    a.extend(args(&["--workload", "rw=randwrite,ios=200,seed=1", "--seed", "5", "-o", &p("own.csv")]));
+    ok(a);
+    assert_eq!(one, std::fs::read(p("own.csv")).unwrap());
+}
+
+#[test]
+fn gen_to_stdout() {
+    let mut a = args(&["gen"]);
+    a.extend(args(SMALL));
+    a.extend(args(&["--workload", "rw=write,bs=8k,ios=3", "--format", "mqsim", "-o", "-"]));
+    let out = ok(a);
+    // mqsim: time_ns device lba sectors op(0=write).
+    assert_eq!(out, "0 0 0 16 0\n0 0 16 16 0\n0 0 32 16 0\n");
+}
+
+fn stats_json(path: &Path, extra: &[&str]) -> Value {
+    let mut a = args(&["trace", "stats", "--json", path.to_str().unwrap()]);
+    a.extend(args(extra));
+    let out = ok(a);
+    let mut v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}\n{out}"));
+    v.as_object_mut().unwrap().remove("name");
+    v
+}
+
+#[test]
+fn trace_stats_counts() {
+    let msr = sample("msr_csv/msr-cambridge1-sample.csv");
+    let table = ok(["trace", "stats", msr.to_str().unwrap()]);
+    assert!(table.contains("format  msr (detected)"), "{table}");
+    for line in ["requests  1000", "reads  508", "writes  492", "skipped_lines  0"] {
+        assert!(table.lines().any(|l| l == line), "{line:?} missing:\n{table}");
+    }
+    let s = stats_json(&msr, &[]);
+    assert_eq!((s["requests"].as_u64(), s["reads"].as_u64(), s["writes"].as_u64()), (Some(1000), Some(508), Some(492)));
+    assert!(s["span_ns"].as_u64().unwrap() > 127_000_000_000);
+
+    let mkfs = sample("wiscsee_events/wiscsee-sqlitewal-update-ext4-mkfs.txt");
+    fails_with(["trace", "stats", mkfs.to_str().unwrap()], &["mkfs.txt:113:"]);
+    let s = stats_json(&mkfs, &["--skip-bad-lines"]);
+    assert_eq!((s["requests"].as_u64(), s["skipped_lines"].as_u64()), (Some(150), Some(1)));
+}
+
+#[test]
+fn trace_convert_round_trips() {
+    let dir = TempDir::new().unwrap();
+    for rel in ["msr_csv/msr-cambridge1-sample.csv", "blkparse/wiscsee-testdata-blkparse-output.txt"] {
+        let src = sample(rel);
+        let want = stats_json(&src, &[]);
+        let csv = dir.path().join("a.csv.gz");
+        let mq = dir.path().join("b.mqsim");
+        let back = dir.path().join("c.csv");
+        let convert = |from: &Path, to: &Path, fmt: &[&str]| {
+            let mut a = args(&["trace", "convert", from.to_str().unwrap(), to.to_str().unwrap()]);
+            a.extend(args(fmt));
+            let out = ftlsim(&a);
+            assert!(out.status.success(), "{rel}: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(String::from_utf8_lossy(&out.stderr).contains("converted"));
+        };
+        convert(&src, &csv, &[]);
+        convert(&csv, &mq, &["--to", "mqsim"]);
+        convert(&mq, &back, &["--from", "mqsim", "--to", "csv"]);
+        assert_eq!(stats_json(&csv, &[]), want, "{rel} -> csv.gz");
+        assert_eq!(stats_json(&mq, &["--format", "mqsim"]), want, "{rel} -> mqsim");
+        assert_eq!(stats_json(&back, &[]), want, "{rel} -> mqsim -> csv");
+    }
+}
+
+#[test]
+fn trace_formats_lists_the_readers() {
+    let out = ok(["trace", "formats"]);
+    let names: Vec<&str> = out.lines().collect();
+    for f in ["spc", "msr", "blkparse", "blktrace", "disksim", "ssdsim", "mqsim", "fiu", "wiscsee", "csv"] {
+        assert!(names.contains(&f), "{f} missing from:\n{out}");
+    }
+}
+
+// ------------------------------------------------------------ config & ftls
+
+#[test]
+fn config_list_show_validate() {
+    let list = ok(["config", "list"]);
+    let presets = ["k9lag08u0m-4ch", "hat-table4", "coftl-mt29f64g08", "mu-ftl-mlc", "modern-tlc"];
+    for p in presets {
+        assert!(list.lines().any(|l| l.starts_with(p)), "{p} missing from:\n{list}");
+    }
+    assert_eq!(list.lines().count(), presets.len(), "{list}");
+
+    let shown = ok(["config", "show", "hat-table4", "--set", "gc.policy=fifo"]);
+    assert!(shown.contains("policy = \"fifo\""), "{shown}");
+    assert!(shown.contains("name = \"hat-table4\""), "{shown}");
+    let dir = TempDir::new().unwrap();
+    let file = dir.path().join("fifo.toml");
+    std::fs::write(&file, &shown).unwrap();
+    let f = file.to_str().unwrap();
+    let valid = ok(["config", "validate", f]);
+    assert!(valid.starts_with("ok: hat-table4"), "{valid}");
+    // Showing the file gives the same TOML back.
+    assert_eq!(ok(["config", "show", f]), shown);
+    // A saved config drives a run.
+    let out = ok(["run", "--config", f, "--workload", "rw=write,ios=10", "--json", "-"]);
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(r["config"], "hat-table4");
+
+    fails_with(["config", "validate", f, "--set", "gc.threshold=2"], &["gc.threshold"]);
+    std::fs::write(&file, shown.replace("channels = 4", "channels = 0")).unwrap();
+    fails_with(["config", "validate", f], &["geometry.channels"]);
+    fails_with(["config", "show", "no-such-drive"], &["no-such-drive", "hat-table4"]);
+}
+
+#[test]
+fn ftls_lists_page() {
+    cargo_bin_cmd!("ftlsim").arg("ftls").assert().success().stdout(predicate::str::is_match("(?m)^page$").unwrap());
+}
+
+// -------------------------------------------------------------------- compare
+
+#[test]
+fn compare_varies_a_key() {
+    let dir = TempDir::new().unwrap();
+    let json = dir.path().join("cmp.json");
+    let mut a = args(&["compare"]);
+    a.extend(args(SMALL));
+    a.extend(args(&[
+        "--ftl",
+        "page",
+        "--vary",
+        "gc.policy=greedy,fifo",
+        "--workload",
+        "rw=randwrite,ios=5000",
+        "--precondition",
+        GC_PRECONDITION,
+        "--json",
+        json.to_str().unwrap(),
+    ]));
+    let table = ok(a);
+    let header = table.lines().next().unwrap_or_default();
+    assert!(header.contains("page gc.policy=greedy"), "{table}");
+    assert!(header.contains("page gc.policy=fifo"), "{table}");
+    assert!(table.contains("write amplification"), "{table}");
+
+    let reports = read_json(&json);
+    let reports = reports.as_array().expect("an array of reports");
+    assert_eq!(reports.len(), 2);
+    for r in reports {
+        assert_eq!(r["ftl"], "page");
+        assert_eq!(int(r, "requests"), 5000);
+        assert!(int(r, "gc_invocations") > 0);
+    }
+    assert_ne!(reports[0]["gc_pages_copied"], reports[1]["gc_pages_copied"], "greedy and FIFO pick different victims");
+}
+
+#[test]
+fn compare_json_to_stdout() {
+    let mut a = args(&["compare"]);
+    a.extend(args(SMALL));
+    a.extend(args(&["--vary", "gc.policy=greedy,random", "--workload", "rw=write,ios=100", "--json", "-"]));
+    let out = ok(a);
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}\n{out}"));
+    assert_eq!(v.as_array().map(Vec::len), Some(2));
+}
+
+// ----------------------------------------------------------------- timeseries
+
+fn timeseries(extra: &[&str]) -> Vec<String> {
+    let dir = TempDir::new().unwrap();
+    let csv = dir.path().join("ts.csv");
+    let mut a = small(&["--workload", "rw=randwrite,ios=5000,rate=2k", "--timeseries", csv.to_str().unwrap()]);
+    a.extend(args(extra));
+    ok(a);
+    std::fs::read_to_string(&csv).unwrap().lines().map(String::from).collect()
+}
+
+#[test]
+fn timeseries_writes_a_csv() {
+    let rows = timeseries(&[]);
+    assert_eq!(
+        rows[0],
+        "start_s,requests,reads,writes,trims,mean_latency_us,max_latency_us,host_pages_written,\
+         flash_pages_programmed,flash_pages_read,blocks_erased"
+    );
+    // 5000 requests at 2000/s: 2.5 s of arrivals in 100 ms windows.
+    assert_eq!(rows.len() - 1, 25, "{rows:#?}");
+    let total: u64 = rows[1..].iter().map(|r| r.split(',').nth(1).unwrap().parse::<u64>().unwrap()).sum();
+    assert_eq!(total, 5000);
+    assert!(rows[1].starts_with("0,200,0,200,0,"), "{}", rows[1]);
+}
+
+#[test]
+fn timeseries_keeps_a_chosen_window() {
+    let rows = timeseries(&["--set", "report.window_ms=500"]);
+    assert_eq!(rows.len() - 1, 5, "{rows:#?}");
+}
+
+// ------------------------------------------------------------------- options
+
+#[test]
+fn time_scale_accepts_any_float_spelling() {
+    let dir = TempDir::new().unwrap();
+    let t = dir.path().join("t.trace");
+    // mqsim: two writes 1 ms apart.
+    std::fs::write(&t, "0 1 8 8 0\n1000000 1 16 8 0\n").unwrap();
+    let p = t.to_str().unwrap();
+    let sim = |scale: &str| num(&report(&["--trace", p, "--format", "mqsim", "--time-scale", scale]), "sim_time_s");
+    let base = sim("1");
+    assert!(sim("2") > base);
+    assert!(sim("0.5") < base);
+    assert!(sim("1e9") > 1e5, "1 ms stretched a billion times");
+    fails_with(small(&["--trace", p, "--format", "mqsim", "--time-scale", "inf"]), &["host.time_scale"]);
+    // Arrivals scaled past the 64-bit nanosecond clock: an error, not a panic or a wrapped clock.
+    fails_with(small(&["--trace", p, "--format", "mqsim", "--time-scale", "1e20"]), &["request 1", "host.time_scale"]);
+    // 1e20 itself is a valid factor (it used to reach the config as a 21-digit integer).
+    std::fs::write(&t, "0 1 8 8 0\n0 1 16 8 0\n").unwrap();
+    assert!(sim("1e20") > 0.0);
+}
+
+#[test]
+fn trace_timestamps_beyond_the_clock_are_an_error() {
+    let dir = TempDir::new().unwrap();
+    let t = dir.path().join("late.trace");
+    std::fs::write(&t, "0 1 8 8 0\n18446744073709551615 1 16 8 0\n").unwrap();
+    let p = t.to_str().unwrap();
+    fails_with(small(&["--trace", p, "--format", "mqsim"]), &["late.trace", "request 1", "simulated clock"]);
+    // Closed loop ignores timestamps.
+    let r = report(&["--trace", p, "--format", "mqsim", "--mode", "closed"]);
+    assert_eq!(int(&r, "requests"), 2);
+}

@@ -1,0 +1,343 @@
+//! `ftlsim repro trim-ftl`: Tables 2–4 of Kim, Kim, Lee and Won, "FTL
+//! Design for TRIM Command": FAST and page mapping, each with and without
+//! TRIM, on the `k9lag08u0m-4ch` drive (4 channels, MLC, 7% spare), on
+//!
+//! - **os-install**: an installer on a fresh drive: per package, an archive
+//!   downloaded into a temporary area (a ring of 25% of the drive, large
+//!   sequential writes), its files extracted into the system area (as large
+//!   as the archive, large sequential writes at the allocator's next 4 KiB-
+//!   aligned offset), 16 random 4 KiB metadata writes (5% of the drive),
+//!   then the archive deleted (one TRIM over its extent), until the system
+//!   area (70% of the drive) is full: about 1.45× the logical capacity
+//!   written, and without TRIM the drive ends holding 100% "valid" data.
+//! - **iozone**: a used drive (filled once) whose file system first trims
+//!   the half it does not use, then IOZone's phases on a file of a quarter
+//!   of the drive: sequential write and rewrite in 64 KiB records, random
+//!   write in 4 KiB records over a quarter of the file, then the file
+//!   deleted (TRIM).
+//!
+//! Each run replays at queue depth 1 (synchronous I/O, as IOZone and an
+//! installer issue it); "without TRIM" is the same command stream with
+//! `ftl.trim = false`. `quick` shrinks the drive to 256 blocks per plane
+//! (1/8), so every figure scales but runs take seconds.
+
+use crate::config::{Config, HostMode};
+use crate::error::Result;
+use crate::rng::SimRng;
+use crate::sim::{Precondition, RunOptions, Simulation};
+use crate::trace::list::CmdList;
+use crate::trace::{HostCmd, Op};
+use crate::units::{Sector, SimTime};
+use serde::Serialize;
+
+pub const PRESET: &str = "k9lag08u0m-4ch";
+const KIB: u64 = 2; // sectors
+
+/// One measured phase of a run.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Phase {
+    pub name: &'static str,
+    pub seconds: f64,
+    pub mb_s: f64,
+}
+
+/// One configuration's results.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Row {
+    pub workload: &'static str,
+    pub ftl: String,
+    pub trim: bool,
+    pub phases: Vec<Phase>,
+    pub n_pb: u64,
+    pub n_vb: u64,
+    pub n_eb: f64,
+    pub e_ftl: Option<f64>,
+    pub write_amplification: Option<f64>,
+    pub merge_pages_copied: u64,
+    pub gc_pages_copied: u64,
+    pub trim_copies_saved: u64,
+    pub host_pages_written: u64,
+}
+
+/// A workload: unmeasured preparation commands, then measured phases.
+struct Workload {
+    name: &'static str,
+    precondition: Option<Precondition>,
+    prep: Vec<HostCmd>,
+    phases: Vec<(&'static str, Vec<HostCmd>)>,
+}
+
+/// Runs the experiment: 2 workloads × {fast, page} × TRIM {on, off}.
+pub fn run(quick: bool, seed: u64) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for w in ["os-install", "iozone"] {
+        for ftl in ["fast", "page"] {
+            for trim in [true, false] {
+                let cfg = config(ftl, trim, quick, seed)?;
+                let workload = build(w, cfg.logical_sectors(), seed);
+                rows.push(run_one(cfg, &workload)?);
+            }
+        }
+    }
+    Ok(rows)
+}
+
+pub fn config(ftl: &str, trim: bool, quick: bool, seed: u64) -> Result<Config> {
+    let mut o = vec![format!("ftl.name={ftl}"), format!("ftl.trim={trim}"), format!("seed={seed}")];
+    if quick {
+        o.push("geometry.blocks_per_plane=256".into());
+    }
+    Config::load(PRESET, &o)
+}
+
+fn build(name: &str, capacity: u64, seed: u64) -> Workload {
+    match name {
+        "os-install" => os_install(capacity, seed),
+        _ => iozone(capacity),
+    }
+}
+
+fn run_one(cfg: Config, w: &Workload) -> Result<Row> {
+    let (ftl, trim) = (cfg.ftl.name.clone(), cfg.ftl.trim);
+    let mut sim = Simulation::new(cfg)?;
+    if let Some(p) = w.precondition {
+        sim.precondition(p)?;
+    }
+    let mut opts = RunOptions::from_config(sim.config());
+    opts.mode = HostMode::Closed;
+    opts.queue_depth = 1;
+    let mut last = sim.run(&mut CmdList::new("prep", w.prep.clone()), &opts, &mut |_, _| true)?;
+    let mut end = last.sim_time_s;
+    let mut phases = Vec::new();
+    let mut host_pages = 0;
+    for (name, cmds) in &w.phases {
+        last = sim.run(&mut CmdList::new(*name, cmds.clone()), &opts, &mut |_, _| true)?;
+        let seconds = last.sim_time_s - end;
+        let bytes: u64 = cmds.iter().filter(|c| c.op == Op::Write).map(|c| c.sectors * 512).sum();
+        phases.push(Phase { name, seconds, mb_s: bytes as f64 / seconds.max(1e-12) / 1e6 });
+        host_pages += last.host_pages_written;
+        end = last.sim_time_s;
+    }
+    sim.check_invariants()?;
+    let flash =
+        last.flash_programs_by_cause.host + last.flash_programs_by_cause.gc + last.flash_programs_by_cause.merge;
+    Ok(Row {
+        workload: w.name,
+        ftl,
+        trim,
+        phases,
+        n_pb: last.n_pb,
+        n_vb: last.n_vb,
+        n_eb: last.n_eb,
+        e_ftl: last.e_ftl,
+        write_amplification: (host_pages > 0).then(|| flash as f64 / host_pages as f64),
+        merge_pages_copied: last.merge_pages_copied,
+        gc_pages_copied: last.gc_pages_copied,
+        trim_copies_saved: last.trim_list.copies_saved,
+        host_pages_written: host_pages,
+    })
+}
+
+fn cmd(op: Op, start: u64, sectors: u64) -> HostCmd {
+    HostCmd { time: SimTime::ZERO, op, start: Sector(start), sectors }
+}
+
+/// Sequential writes of `start..start + sectors` in `record`-sector requests.
+fn sequential(out: &mut Vec<HostCmd>, start: u64, sectors: u64, record: u64) {
+    let mut s = start;
+    while s < start + sectors {
+        let n = record.min(start + sectors - s);
+        out.push(cmd(Op::Write, s, n));
+        s += n;
+    }
+}
+
+fn os_install(capacity: u64, seed: u64) -> Workload {
+    let mut rng = SimRng::derived(seed, 0x6f73);
+    let meta = capacity / 20;
+    let temp = (meta, capacity / 4);
+    let system = (meta + temp.1, capacity - meta - temp.1);
+    let (mut temp_next, mut sys_next) = (0u64, 0u64);
+    let mut cmds = Vec::new();
+    while sys_next < system.1 {
+        let archive = (1 + rng.below(8)) * 1024 * KIB;
+        if temp_next + archive > temp.1 {
+            temp_next = 0;
+        }
+        sequential(&mut cmds, temp.0 + temp_next, archive, 256 * KIB);
+        let files = archive.min(system.1 - sys_next);
+        sequential(&mut cmds, system.0 + sys_next, files, 256 * KIB);
+        sys_next += files.next_multiple_of(4 * KIB);
+        for _ in 0..16 {
+            cmds.push(cmd(Op::Write, rng.below(meta / (4 * KIB)) * 4 * KIB, 4 * KIB));
+        }
+        cmds.push(cmd(Op::Trim, temp.0 + temp_next, archive));
+        temp_next += archive;
+    }
+    Workload { name: "os-install", precondition: None, prep: Vec::new(), phases: vec![("install", cmds)] }
+}
+
+fn iozone(capacity: u64) -> Workload {
+    let file = (capacity / 4) / (64 * KIB) * (64 * KIB);
+    let start = capacity / 2;
+    let mut rng = SimRng::derived(1, 0x696f);
+    let (mut write, mut rewrite, mut random) = (Vec::new(), Vec::new(), Vec::new());
+    sequential(&mut write, start, file, 64 * KIB);
+    sequential(&mut rewrite, start, file, 64 * KIB);
+    let records = file / (4 * KIB);
+    for _ in 0..records / 4 {
+        random.push(cmd(Op::Write, start + rng.below(records) * 4 * KIB, 4 * KIB));
+    }
+    random.push(cmd(Op::Trim, start, file));
+    Workload {
+        name: "iozone",
+        precondition: Some(Precondition { fill: 1.0, overwrite: 0.0 }),
+        prep: vec![cmd(Op::Trim, start, capacity - start)],
+        phases: vec![("write", write), ("rewrite", rewrite), ("randwrite", random)],
+    }
+}
+
+/// The rows as CSV, one line per (configuration, phase).
+pub fn to_csv(rows: &[Row]) -> String {
+    let mut s = String::from(
+        "workload,ftl,trim,phase,seconds,mb_s,n_pb,n_vb,n_eb,e_ftl,write_amplification,merge_pages_copied,gc_pages_copied,trim_copies_saved\n",
+    );
+    let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.6}"));
+    for r in rows {
+        for p in &r.phases {
+            s.push_str(&format!(
+                "{},{},{},{},{:.6},{:.3},{},{},{:.6},{},{},{},{},{}\n",
+                r.workload,
+                r.ftl,
+                r.trim,
+                p.name,
+                p.seconds,
+                p.mb_s,
+                r.n_pb,
+                r.n_vb,
+                r.n_eb,
+                opt(r.e_ftl),
+                opt(r.write_amplification),
+                r.merge_pages_copied,
+                r.gc_pages_copied,
+                r.trim_copies_saved
+            ));
+        }
+    }
+    s
+}
+
+/// The rows as a Markdown table: per configuration N_pb, N_eb, E_ftl, WA
+/// and each phase's throughput, with TRIM's gain over the same FTL without.
+pub fn to_markdown(rows: &[Row]) -> String {
+    let mut s = String::from(
+        "| workload | FTL | TRIM | N_pb | N_eb | E_ftl | WA | phases: MB/s (s) | TRIM gain |\n|---|---|---|---:|---:|---:|---:|---|---:|\n",
+    );
+    for r in rows {
+        let phases: Vec<String> =
+            r.phases.iter().map(|p| format!("{} {:.2} ({:.1} s)", p.name, p.mb_s, p.seconds)).collect();
+        let gain = if r.trim { gain(rows, r).map_or("-".into(), |g| format!("{:+.1}%", g * 100.0)) } else { "".into() };
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {:.4} | {} | {} | {} | {} |\n",
+            r.workload,
+            r.ftl,
+            if r.trim { "on" } else { "off" },
+            r.n_pb,
+            r.n_eb,
+            r.e_ftl.map_or("-".into(), |e| format!("{e:.4}")),
+            r.write_amplification.map_or("-".into(), |w| format!("{w:.2}")),
+            phases.join(", "),
+            gain
+        ));
+    }
+    s
+}
+
+/// Total time of the run without TRIM over the one with it, minus one.
+pub fn gain(rows: &[Row], with: &Row) -> Option<f64> {
+    let total = |r: &Row| r.phases.iter().map(|p| p.seconds).sum::<f64>();
+    let without = rows.iter().find(|o| o.workload == with.workload && o.ftl == with.ftl && !o.trim)?;
+    Some(total(without) / total(with) - 1.0)
+}
+
+/// A bar chart of N_pb and E_ftl per configuration (hand-written SVG).
+pub fn to_svg(rows: &[Row]) -> String {
+    let (w, bar, gap, h) = (760.0, 22.0, 8.0, 150.0);
+    let max_pb = rows.iter().map(|r| r.n_pb).max().unwrap_or(1).max(1) as f64;
+    let max_e = rows.iter().filter_map(|r| r.e_ftl).fold(0.0f64, f64::max).max(1e-12);
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"11\">\n",
+        2.0 * h + 120.0
+    );
+    // Bar heights as fractions of the panel.
+    let panels = [
+        ("N_pb: blocks programmed", 20.0, rows.iter().map(|r| r.n_pb as f64 / max_pb).collect::<Vec<_>>()),
+        (
+            "E_ftl = N_vb / (N_pb x N_eb), log scale",
+            h + 80.0,
+            rows.iter().map(|r| log_fraction(r.e_ftl, max_e)).collect(),
+        ),
+    ];
+    for (title, top, values) in &panels {
+        s.push_str(&format!("<text x=\"10\" y=\"{}\" font-weight=\"bold\">{title}</text>\n", top));
+        for (i, r) in rows.iter().enumerate() {
+            let x = 10.0 + i as f64 * (bar + gap) + (i / 4) as f64 * 30.0;
+            let bh = values[i] * h;
+            let fill = match (r.ftl.as_str(), r.trim) {
+                ("page", true) => "#1f77b4",
+                ("page", false) => "#aec7e8",
+                (_, true) => "#d62728",
+                _ => "#ff9896",
+            };
+            s.push_str(&format!(
+                "<rect x=\"{x}\" y=\"{:.1}\" width=\"{bar}\" height=\"{bh:.1}\" fill=\"{fill}\"><title>{} {} TRIM {}</title></rect>\n",
+                top + 10.0 + h - bh,
+                r.workload,
+                r.ftl,
+                if r.trim { "on" } else { "off" }
+            ));
+        }
+    }
+    let mut legend_x = 10.0;
+    for (label, fill) in [("page+TRIM", "#1f77b4"), ("page", "#aec7e8"), ("FAST+TRIM", "#d62728"), ("FAST", "#ff9896")]
+    {
+        s.push_str(&format!(
+            "<rect x=\"{legend_x}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{fill}\"/><text x=\"{}\" y=\"{}\">{label}</text>\n",
+            2.0 * h + 100.0,
+            legend_x + 14.0,
+            2.0 * h + 109.0,
+        ));
+        legend_x += 110.0;
+    }
+    s.push_str(&format!(
+        "<text x=\"{legend_x}\" y=\"{}\">left group: {}, right group: {}</text>\n</svg>\n",
+        2.0 * h + 109.0,
+        rows.first().map_or("", |r| r.workload),
+        rows.last().map_or("", |r| r.workload)
+    ));
+    s
+}
+
+/// A bar height for a value spanning decades: log10 over four decades below the maximum.
+fn log_fraction(v: Option<f64>, max: f64) -> f64 {
+    let Some(v) = v.filter(|&v| v > 0.0) else { return 0.0 };
+    ((v / max).log10() / 4.0 + 1.0).clamp(0.0, 1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workloads_stay_inside_the_drive_and_trim_what_they_wrote() {
+        let cap = config("page", true, true, 1).unwrap().logical_sectors();
+        for name in ["os-install", "iozone"] {
+            let w = build(name, cap, 1);
+            let all: Vec<&HostCmd> = w.prep.iter().chain(w.phases.iter().flat_map(|(_, c)| c)).collect();
+            assert!(all.iter().all(|c| c.end().0 <= cap && c.sectors > 0), "{name}");
+            let written: u64 = all.iter().filter(|c| c.op == Op::Write).map(|c| c.sectors).sum();
+            let trimmed: u64 = all.iter().filter(|c| c.op == Op::Trim).map(|c| c.sectors).sum();
+            assert!(written > cap / 2 && trimmed > cap / 8, "{name}: {written} written, {trimmed} trimmed of {cap}");
+        }
+    }
+}
