@@ -9,7 +9,7 @@
 # simulated flash); umount, e2fsck -fn, power off. Exit 0 only if the
 # guest reports FULLSYS-DONE rc=0.
 #
-# Environment: BIG (MiB, default 32), HOT (MiB, default 12), OVERWRITES
+# Environment: BIG (MiB, default 54), HOT (MiB, default 12), OVERWRITES
 # (default 600), LOG (console log,
 # default $CACHE/console.log), FULLSYS_CACHE (kernel + initramfs cache,
 # default ~/.cache/ftlsim-fullsys), TIMEOUT seconds (default 600).
@@ -19,7 +19,7 @@ set -euo pipefail
 URL=${1:?usage: $0 NBD_URL}
 HERE=$(cd "$(dirname "$0")" && pwd)
 CACHE=${FULLSYS_CACHE:-$HOME/.cache/ftlsim-fullsys}
-BIG=${BIG:-32} HOT=${HOT:-12} OVERWRITES=${OVERWRITES:-600} TIMEOUT=${TIMEOUT:-600}
+BIG=${BIG:-54} HOT=${HOT:-12} OVERWRITES=${OVERWRITES:-600} TIMEOUT=${TIMEOUT:-600}
 LOG=${LOG:-$CACHE/console.log}
 mkdir -p "$CACHE"
 "$HERE/deps.sh"

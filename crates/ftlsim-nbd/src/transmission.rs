@@ -89,7 +89,9 @@ pub fn serve(stream: Stream, drive: &Arc<Mutex<Drive>>, size: u64, max_block: u3
         let d = drive.lock().expect("drive lock");
         (d.pace(), d.clock_origin())
     };
-    let mut reader = BufReader::with_capacity(256 * 1024, stream.try_clone()?);
+    // Smaller than a typical WRITE payload, so large payloads bypass the
+    // buffer (one copy less) while small requests are still batched.
+    let mut reader = BufReader::with_capacity(64 * 1024, stream.try_clone()?);
     let mut replies = match pace {
         Pace::None => Replies::Direct(BufWriter::with_capacity(256 * 1024, stream)),
         Pace::Realtime => {
