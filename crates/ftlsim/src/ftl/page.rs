@@ -235,8 +235,8 @@ impl PageFtl {
             start = dev.read(Ppn(old), ready, Cause::Host)?;
             self.stats.rmw_reads += 1;
         }
-        // Assemble the payload now: GC below may move or erase the old page.
-        if let Some(data) = data {
+        // Assemble a partial page now: GC below may move or erase the old page.
+        if let Some(data) = data.filter(|_| !c.is_full_page(self.geo.sectors_per_page)) {
             // Only a mapped page has data: NEVER and TRIMMED are not page numbers.
             match is_mapped(old).then(|| dev.array.page_data(Ppn(old))).flatten() {
                 Some(bytes) => self.scratch.copy_from_slice(bytes),
@@ -250,7 +250,12 @@ impl PageFtl {
         // Unmapped while GC may run, so GC does not copy the page being replaced.
         self.fwd[c.lpn.idx()] = TRIMMED;
         let ppn = self.alloc_host_page(dev, now)?;
-        let payload = if data.is_some() { Payload::Bytes(&self.scratch) } else { Payload::None };
+        let payload = match data {
+            // A full page goes to flash straight from the host buffer.
+            Some(data) if c.is_full_page(self.geo.sectors_per_page) => Payload::Bytes(&data[c.buf_range()]),
+            Some(_) => Payload::Bytes(&self.scratch),
+            None => Payload::None,
+        };
         let done = dev.program(ppn, c.lpn, start, Cause::Host, payload)?;
         self.fwd[c.lpn.idx()] = ppn.0;
         self.pool.add_valid(self.geo.block_of(ppn), now);
