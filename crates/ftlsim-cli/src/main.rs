@@ -39,6 +39,42 @@ enum Command {
     /// Reproduce a paper's experiment: a table, data files and a figure.
     #[command(subcommand)]
     Repro(ReproCommand),
+    /// Serve the simulated SSD as a network block device (NBD) until SIGINT/SIGTERM.
+    Serve(ServeArgs),
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    drive: DriveArgs,
+    /// FTL scheme (ftl.name): see `ftlsim ftls`.
+    #[arg(long)]
+    ftl: Option<String>,
+    /// TCP address to listen on (default 127.0.0.1:10809).
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "socket")]
+    listen: Option<String>,
+    /// Unix socket to listen on instead of TCP.
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// none: answer at once (closed loop at host.queue_depth in simulated time);
+    /// realtime: hold each reply until its simulated completion time.
+    #[arg(long, default_value = "none", value_parser = ["none", "realtime"])]
+    pace: String,
+    /// Write the report as JSON to this path at shutdown.
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+    /// Write the host commands served as a native csv trace.
+    #[arg(long, value_name = "PATH")]
+    record: Option<PathBuf>,
+    /// Print live counters to stderr every SECS seconds (SIGUSR1 prints them too).
+    #[arg(long, value_name = "SECS")]
+    stats_interval: Option<f64>,
+    /// Unmeasured conditioning before serving, e.g. fill=1.0,overwrite=0.5.
+    #[arg(long, value_name = "SPEC")]
+    precondition: Option<String>,
+    /// Connections served at once; further clients are refused with a message.
+    #[arg(long, default_value_t = 16)]
+    max_connections: usize,
 }
 
 #[derive(Subcommand)]
@@ -304,7 +340,46 @@ fn dispatch(cmd: Command) -> Result<(), Error> {
             }
             Ok(())
         }
+        Command::Serve(a) => serve(a),
     }
+}
+
+fn serve(a: ServeArgs) -> Result<(), Error> {
+    use ftlsim_nbd::{Control, Listen, Pace, ServeOptions, Server};
+    let mut extra = vec!["nand.store_payloads=true".to_string()];
+    if let Some(f) = &a.ftl {
+        extra.push(format!("ftl.name={f}"));
+    }
+    let config = load_config(&a.drive, &extra)?;
+    let listen = match (a.socket, a.listen) {
+        (Some(path), _) => Listen::Unix(path),
+        (None, addr) => Listen::Tcp(addr.unwrap_or_else(|| "127.0.0.1:10809".into())),
+    };
+    let stats_interval = match a.stats_interval {
+        Some(s) if s.is_finite() && s > 0.0 => Some(std::time::Duration::from_secs_f64(s)),
+        Some(s) => return Err(Error::config("--stats-interval", format!("{s} is not a positive number of seconds"))),
+        None => None,
+    };
+    let mut sim = ftlsim::Simulation::new(config)?;
+    if let Some(p) = a.precondition.as_deref().map(str::parse::<Precondition>).transpose()? {
+        sim.precondition(p)?;
+    }
+    let opts = ServeOptions {
+        pace: if a.pace == "realtime" { Pace::Realtime } else { Pace::None },
+        stats_interval,
+        record: a.record,
+        max_connections: a.max_connections.max(1),
+        ..ServeOptions::new(listen)
+    };
+    let server = Server::bind(sim, opts)?;
+    let control = Control::default();
+    control.install_signal_handlers().map_err(|e| Error::io("signal handlers", e))?;
+    let report = server.run(&control)?;
+    if let Some(p) = &a.json {
+        write_file(p, to_json(&report).as_bytes())?;
+    }
+    print!("{}", render_table(&report));
+    Ok(())
 }
 
 fn run(a: RunArgs) -> Result<(), Error> {

@@ -232,7 +232,6 @@ impl Simulation {
         let mut metrics = Metrics::default();
         let mut arrivals = Arrivals::new(opts.mode, opts.queue_depth, opts.time_scale);
         let mut adjusted = 0;
-        let spp = self.cfg.geometry.page_size as u64 / SECTOR_BYTES;
         let window_ns = (self.cfg.report.window_ms * 1e6).round() as u64;
         let mut windows = WindowAccumulator::new(window_ns);
         let mut index = 0u64;
@@ -260,7 +259,7 @@ impl Simulation {
             let done = self.submit(&cmd, issue, None, None)?;
             arrivals.complete(done);
             let latency = done - issue;
-            let pages = if cmd.sectors == 0 { 0 } else { (cmd.end().0 - 1) / spp - cmd.start.0 / spp + 1 };
+            let pages = self.pages_touched(&cmd);
             metrics.record(cmd.op, latency, pages, cmd.sectors * SECTOR_BYTES, done);
             if window_ns > 0 {
                 windows.record(&cmd, latency, pages);
@@ -286,6 +285,23 @@ impl Simulation {
         r.input = input;
         r.timeseries = windows.rows;
         Ok(r)
+    }
+
+    /// Logical pages a command touches, partial pages included (the unit
+    /// of the report's `host_pages_*` counters).
+    pub fn pages_touched(&self, cmd: &HostCmd) -> u64 {
+        let spp = self.cfg.geometry.page_size as u64 / SECTOR_BYTES;
+        if cmd.sectors == 0 { 0 } else { (cmd.end().0 - 1) / spp - cmd.start.0 / spp + 1 }
+    }
+
+    /// The report of a drive driven command by command through [`submit`]
+    /// (the NBD server), from metrics the caller recorded as [`run`] does.
+    /// `input` is left at its default for the caller to fill.
+    ///
+    /// [`submit`]: Simulation::submit
+    /// [`run`]: Simulation::run
+    pub fn report_from(&self, metrics: &Metrics, wall_time_s: f64) -> Report {
+        self.report(metrics, wall_time_s)
     }
 
     fn report(&self, m: &Metrics, wall_time_s: f64) -> Report {

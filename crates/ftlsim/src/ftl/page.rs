@@ -394,8 +394,8 @@ impl PageCore {
             start = dev.read(Ppn(old), start.max(known), Cause::Host)?;
             self.stats.rmw_reads += 1;
         }
-        // Assemble the payload now: GC below may move or erase the old page.
-        if let Some(data) = data {
+        // Assemble a partial page now: GC below may move or erase the old page.
+        if let Some(data) = data.filter(|_| !c.is_full_page(self.geo.sectors_per_page)) {
             // Only a mapped page has data: NEVER and TRIMMED are not page numbers.
             match is_mapped(old).then(|| dev.array.page_data(Ppn(old))).flatten() {
                 Some(bytes) => self.scratch.copy_from_slice(bytes),
@@ -409,7 +409,12 @@ impl PageCore {
         // Unmapped while GC may run, so GC does not copy the page being replaced.
         map.set(c.lpn, TRIMMED);
         let ppn = self.alloc_host_page(map, dev, now)?;
-        let payload = if data.is_some() { Payload::Bytes(&self.scratch) } else { Payload::None };
+        let payload = match data {
+            // A full page goes to flash straight from the host buffer.
+            Some(data) if c.is_full_page(self.geo.sectors_per_page) => Payload::Bytes(&data[c.buf_range()]),
+            Some(_) => Payload::Bytes(&self.scratch),
+            None => Payload::None,
+        };
         let done = dev.program(ppn, c.lpn, start, Cause::Host, payload)?;
         map.set(c.lpn, ppn.0);
         self.pool.add_valid(self.geo.block_of(ppn), now);

@@ -47,11 +47,11 @@ pub mod writer;
 #[cfg(test)]
 mod samples;
 
-pub use csv::{CsvSpec, Header, Sep, TimeUnit};
+pub use csv::{CsvSpec, Header, NATIVE_HEADER, Sep, TimeUnit};
 pub use detect::detect;
 pub use format::{Format, formats};
 pub use stats::{TraceStats, stats};
-pub use writer::write_trace;
+pub use writer::{write_native_line, write_trace};
 
 use crate::error::Result;
 use crate::units::{Sector, SimTime};

@@ -67,6 +67,19 @@ pub fn write_trace(src: &mut dyn CmdSource, format: &Format, out: &mut dyn Write
     Ok(n)
 }
 
+/// Writes one command as a line of ftlsim's native csv (`time_ns,op,sector,sectors`;
+/// the header is [`NATIVE_HEADER`]), for writers that stream commands as they
+/// happen rather than from a [`CmdSource`] (the NBD server's `--record`).
+pub fn write_native_line(w: &mut impl Write, c: &HostCmd) -> std::io::Result<()> {
+    let op = match c.op {
+        Op::Read => 'R',
+        Op::Write => 'W',
+        Op::Trim => 'T',
+        Op::Flush => 'F',
+    };
+    writeln!(w, "{},{op},{},{}", c.time.0, c.start.0, c.sectors)
+}
+
 enum WriteErr {
     Io(std::io::Error),
     Unsupported(&'static str),
@@ -97,15 +110,7 @@ fn write_one(
         Op::Flush => Err(U("FLUSH")),
     };
     match format {
-        Format::Csv(_) => {
-            let op = match c.op {
-                Op::Read => 'R',
-                Op::Write => 'W',
-                Op::Trim => 'T',
-                Op::Flush => 'F',
-            };
-            writeln!(w, "{t},{op},{s},{len}")?;
-        }
+        Format::Csv(_) => write_native_line(w, c)?,
         Format::Spc => writeln!(w, "0,{s},{size},{},{}", rw("r", "w")?, Dec(t, 9))?,
         Format::Msr => writeln!(w, "{},ftlsim,0,{},{},{size},0", t / 100, rw("Read", "Write")?, bytes()?)?,
         Format::Disksim => writeln!(w, "{} 0 {s} {len} {}", Dec(t, 6), rw("1", "0")?)?,
