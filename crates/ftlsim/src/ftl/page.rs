@@ -322,6 +322,7 @@ impl PageCore {
 
     fn reclaim<M: MapTable>(&mut self, map: &mut M, dev: &mut Device, victim: BlockId, now: SimTime) -> Result<()> {
         self.stats.gc_invocations += 1;
+        self.pool.start_reclaim(victim);
         let plane = self.geo.plane_of(victim);
         let mut reads_done = now;
         // Find the live pages first, in a branch-free pass: the forward-map

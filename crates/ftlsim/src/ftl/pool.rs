@@ -33,6 +33,9 @@ pub enum BlockState {
     Free,
     Active,
     Closed,
+    /// Chosen as a GC victim and out of the index: while its live pages are
+    /// copied away, each invalidation is a counter decrement, not a list move.
+    Reclaiming,
 }
 
 pub struct BlockPool {
@@ -166,6 +169,18 @@ impl BlockPool {
         }
     }
 
+    /// Takes a closed block (a chosen victim) out of the victim index while
+    /// GC empties it; [`release`](Self::release) frees it afterwards.
+    pub fn start_reclaim(&mut self, b: BlockId) {
+        debug_assert_eq!(self.state[b.idx()], BlockState::Closed, "{b} reclaimed while not closed");
+        if self.state[b.idx()] == BlockState::Closed {
+            self.unlink(b);
+            let plane = self.plane_of(b);
+            self.closed[plane] -= 1;
+            self.state[b.idx()] = BlockState::Reclaiming;
+        }
+    }
+
     /// An erased block returns to its plane's free queue. Its valid count
     /// must have dropped to zero: erasing live data is an FTL bug.
     pub fn release(&mut self, b: BlockId) -> Result<()> {
@@ -181,7 +196,7 @@ impl BlockPool {
                 self.unlink(b);
                 self.closed[plane] -= 1;
             }
-            BlockState::Active => {}
+            BlockState::Active | BlockState::Reclaiming => {}
             BlockState::Free => return Err(Error::invariant("block pool", format!("{b} released twice"))),
         }
         self.state[b.idx()] = BlockState::Free;
