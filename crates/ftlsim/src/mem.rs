@@ -30,3 +30,17 @@ fn advise_huge(ptr: *mut u8, len: usize) {
 
 #[cfg(not(target_os = "linux"))]
 fn advise_huge(_ptr: *mut u8, _len: usize) {}
+
+/// Hints the CPU to start loading `slice[i]` into cache, so a lookup a
+/// little later does not stall on memory. Out-of-range indexes are ignored;
+/// a prefetch never faults and changes no value, so results are unaffected.
+#[inline]
+pub fn prefetch<T>(slice: &[T], i: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(x) = slice.get(i) {
+        // SAFETY: PREFETCHT0 only hints the cache; the pointer is valid anyway.
+        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((x as *const T).cast::<i8>()) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (slice, i);
+}

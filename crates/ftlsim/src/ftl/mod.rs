@@ -97,6 +97,10 @@ pub trait Ftl: Send {
     /// Forgets the whole pages the span covers.
     fn trim(&mut self, dev: &mut Device, span: Span, now: SimTime) -> Result<SimTime>;
 
+    /// A hint that a command on `span` comes next, so its mapping can be
+    /// pulled into cache while the current one is served. Never changes results.
+    fn prefetch(&self, _span: Span) {}
+
     fn flush(&mut self, _dev: &mut Device, now: SimTime) -> Result<SimTime> {
         Ok(now)
     }

@@ -83,6 +83,10 @@ pub trait MapTable: Send + Sized {
     /// Updates a looked-up host entry (host write or TRIM).
     fn set(&mut self, lpn: Lpn, value: u32);
 
+    /// A hint that `lpn` will be looked up soon (see [`Ftl::prefetch`]).
+    #[inline]
+    fn prefetch(&self, _lpn: Lpn) {}
+
     /// GC copied entry `x`'s page to `dst`.
     fn moved(&mut self, dev: &mut Device, x: u32, dst: Ppn, now: SimTime);
 
@@ -130,6 +134,11 @@ impl MapTable for DramMap {
     fn lookup(&mut self, _: &mut PageCore, _: &mut Device, lpn: Lpn, now: SimTime) -> Result<(u32, SimTime)> {
         self.ram_accesses += 1;
         Ok((self.fwd[lpn.idx()], now))
+    }
+
+    #[inline]
+    fn prefetch(&self, lpn: Lpn) {
+        crate::mem::prefetch(&self.fwd, lpn.idx());
     }
 
     #[inline]
@@ -364,7 +373,8 @@ impl PageCore {
     ) -> Result<()> {
         for &src in live {
             let src = Ppn(src);
-            let lpn = dev.array.read(src)?;
+            // Live, so programmed: the device's read below enforces that.
+            let lpn = dev.array.oob_lpn(src).unwrap_or(Lpn(u32::MAX));
             let cause = if lpn.0 >= self.logical { Cause::Mapping } else { Cause::Gc };
             let read = dev.read(src, now, cause)?;
             *reads_done = (*reads_done).max(read);
@@ -458,6 +468,11 @@ fn stripe_sequence(geo: &Geometry, order: &[StripeUnit]) -> Vec<PlaneId> {
 impl<M: MapTable> Ftl for PageMapped<M> {
     fn name(&self) -> &'static str {
         M::NAME
+    }
+
+    fn prefetch(&self, span: Span) {
+        let spp = self.core.geo.sectors_per_page as u64;
+        self.map.prefetch(Lpn((span.start.0 / spp) as u32));
     }
 
     fn read(&mut self, dev: &mut Device, span: Span, now: SimTime, mut out: Option<&mut [u8]>) -> Result<SimTime> {
