@@ -2,6 +2,7 @@
 //! every simulation decision lives in the `ftlsim` library.
 
 mod progress;
+mod python;
 
 use clap::{Args, Parser, Subcommand};
 use ftlsim::job::{Input, Job};
@@ -36,6 +37,20 @@ enum Command {
     Config(ConfigCommand),
     /// List the FTL schemes.
     Ftls,
+    /// Run a sweep spec (TOML) with the Python package; see `ftlsim sweep --help`.
+    #[command(disable_help_flag = true)]
+    Sweep {
+        /// SPEC.toml [--out PATH] [--backend local|ray] [--address ADDR] [--workers N]
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Plot a JSON report, a sweep table or repro tables to PNG/SVG with the Python package.
+    #[command(disable_help_flag = true)]
+    Plot {
+        /// INPUT -o OUT [--kind auto|wa|timeseries|tail|repro] [--x COL] [--y COL] [--columns ..] [--label ..]
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 #[derive(Args, Clone)]
@@ -240,6 +255,11 @@ enum ConfigCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    match cli.command {
+        Command::Sweep { args } => return python::delegate("sweep", &args),
+        Command::Plot { args } => return python::delegate("plot", &args),
+        _ => {}
+    }
     match dispatch(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -268,6 +288,7 @@ fn dispatch(cmd: Command) -> Result<(), Error> {
             }
             Ok(())
         }
+        Command::Sweep { .. } | Command::Plot { .. } => unreachable!("handed to Python in main"),
     }
 }
 
