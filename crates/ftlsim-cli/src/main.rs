@@ -2,6 +2,7 @@
 //! every simulation decision lives in the `ftlsim` library.
 
 mod progress;
+mod python;
 
 use clap::{Args, Parser, Subcommand};
 use ftlsim::job::{Input, Job};
@@ -41,6 +42,20 @@ enum Command {
     Repro(ReproCommand),
     /// Serve the simulated SSD as a network block device (NBD) until SIGINT/SIGTERM.
     Serve(ServeArgs),
+    /// Run a sweep spec (TOML) with the Python package; see `ftlsim sweep --help`.
+    #[command(disable_help_flag = true)]
+    Sweep {
+        /// SPEC.toml [--out PATH] [--backend local|ray] [--address ADDR] [--workers N]
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Plot a JSON report, a sweep table or repro tables to PNG/SVG with the Python package.
+    #[command(disable_help_flag = true)]
+    Plot {
+        /// INPUT -o OUT [--kind auto|wa|timeseries|tail|repro] [--x COL] [--y COL] [--columns ..] [--label ..]
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 #[derive(Args)]
@@ -310,6 +325,11 @@ enum ConfigCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    match cli.command {
+        Command::Sweep { args } => return python::delegate("sweep", &args),
+        Command::Plot { args } => return python::delegate("plot", &args),
+        _ => {}
+    }
     match dispatch(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -341,6 +361,7 @@ fn dispatch(cmd: Command) -> Result<(), Error> {
             Ok(())
         }
         Command::Serve(a) => serve(a),
+        Command::Sweep { .. } | Command::Plot { .. } => unreachable!("handed to Python in main"),
     }
 }
 

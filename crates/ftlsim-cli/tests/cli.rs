@@ -680,3 +680,34 @@ fn trace_timestamps_beyond_the_clock_are_an_error() {
     let r = report(&["--trace", p, "--format", "mqsim", "--mode", "closed"]);
     assert_eq!(int(&r, "requests"), 2);
 }
+
+/// `sweep` and `plot` hand over to the Python package; without it they say
+/// how to install it, in one line. (Their working path is tested from Python:
+/// python/tests/test_cli.py.)
+#[test]
+fn sweep_and_plot_name_the_missing_python_package() {
+    let dir = TempDir::new().unwrap();
+    // A package named ftlsim that cannot be imported shadows any installed one.
+    std::fs::create_dir(dir.path().join("ftlsim")).unwrap();
+    std::fs::write(dir.path().join("ftlsim/__init__.py"), "raise ImportError('not built')\n").unwrap();
+    for sub in ["sweep", "plot"] {
+        let out = cargo_bin_cmd!("ftlsim")
+            .args([sub, "spec.toml"])
+            .env("FTLSIM_PYTHON", "python3")
+            .env("PYTHONPATH", dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.starts_with("ftlsim: error: ") && err.contains("not importable") && err.contains("pip install ."));
+    }
+    let err = fails_with_env(&["sweep", "x.toml"], ("FTLSIM_PYTHON", "/no/such/python"));
+    assert!(err.contains("/no/such/python"), "{err}");
+}
+
+fn fails_with_env(args: &[&str], env: (&str, &str)) -> String {
+    let out = cargo_bin_cmd!("ftlsim").args(args).env(env.0, env.1).output().unwrap();
+    assert!(!out.status.success());
+    String::from_utf8(out.stderr).unwrap()
+}

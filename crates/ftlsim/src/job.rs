@@ -5,7 +5,7 @@
 use crate::config::{Config, HostMode, OutOfRange};
 use crate::engine::host::RangePolicy;
 use crate::error::Result;
-use crate::report::{InputReport, Report};
+use crate::report::{EraseMap, InputReport, Report, RequestLatencies};
 use crate::sim::{Precondition, RunOptions, Simulation};
 use crate::trace::{self, CmdSource, Format, OpenOptions, Progress};
 use crate::workload::{self, Arrival, WorkloadSpec};
@@ -28,6 +28,14 @@ pub struct Job {
     pub config: Config,
     pub input: Input,
     pub precondition: Option<Precondition>,
+}
+
+/// A finished run: the report, and what it only summarises.
+pub struct Outcome {
+    pub report: Report,
+    /// Per-request latencies, when the run was asked to keep them.
+    pub latencies: Option<RequestLatencies>,
+    pub erase_map: EraseMap,
 }
 
 /// An opened input with the run options it implies.
@@ -85,12 +93,33 @@ impl Job {
 
     /// Builds the drive, preconditions it, and runs the input to its end.
     pub fn run(&self, on_progress: &mut dyn FnMut(Progress, u64) -> bool) -> Result<Report> {
+        let (mut sim, mut prepared) = self.start()?;
+        sim.run(prepared.source.as_mut(), &prepared.options, on_progress)
+    }
+
+    /// As [`Job::run`], also returning the erase map and, with
+    /// `keep_latencies`, every measured request's latency.
+    pub fn run_detailed(
+        &self,
+        keep_latencies: bool,
+        on_progress: &mut dyn FnMut(Progress, u64) -> bool,
+    ) -> Result<Outcome> {
+        let (mut sim, mut prepared) = self.start()?;
+        if keep_latencies {
+            sim.keep_latencies();
+        }
+        let report = sim.run(prepared.source.as_mut(), &prepared.options, on_progress)?;
+        Ok(Outcome { report, latencies: sim.take_latencies(), erase_map: sim.erase_map() })
+    }
+
+    /// The drive built and preconditioned, and the input opened.
+    fn start(&self) -> Result<(Simulation, Prepared)> {
         let mut sim = Simulation::new(self.config.clone())?;
-        let mut prepared = self.prepare(sim.logical_sectors())?;
+        let prepared = self.prepare(sim.logical_sectors())?;
         if let Some(p) = self.precondition {
             sim.precondition(p)?;
         }
-        sim.run(prepared.source.as_mut(), &prepared.options, on_progress)
+        Ok((sim, prepared))
     }
 }
 
@@ -99,5 +128,43 @@ fn policy_name(p: OutOfRange) -> &'static str {
         OutOfRange::Error => "error",
         OutOfRange::Wrap => "wrap",
         OutOfRange::Scale => "scale",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job() -> Job {
+        let config = Config::load("hat-table4", &["geometry.blocks_per_plane=64".into()]).unwrap();
+        Job { config, input: Input::Workload("rw=randrw,bs=4k,ios=3000,trimmix=10".into()), precondition: None }
+    }
+
+    #[test]
+    fn kept_latencies_match_the_report() {
+        let out = job().run_detailed(true, &mut |_, _| true).unwrap();
+        let lat = out.latencies.expect("asked for");
+        let r = &out.report;
+        assert_eq!(
+            (lat.read.len() as u64, lat.write.len() as u64, lat.trim.len() as u64),
+            (r.reads, r.writes, r.trims)
+        );
+        let max_us = |v: &[u64]| v.iter().copied().max().unwrap_or(0) as f64 / 1000.0;
+        assert_eq!(max_us(&lat.write), r.latency_us.write.max);
+        let mean_us = lat.read.iter().sum::<u64>() as f64 / lat.read.len() as f64 / 1000.0;
+        assert!((mean_us - r.latency_us.read.mean).abs() < 1e-9);
+        assert_eq!(out.erase_map.erase_count.len(), 64 * 64);
+    }
+
+    #[test]
+    fn latencies_are_off_by_default_and_do_not_change_the_report() {
+        let plain = job().run(&mut |_, _| true).unwrap();
+        let detailed = job().run_detailed(false, &mut |_, _| true).unwrap();
+        assert!(detailed.latencies.is_none());
+        let strip = |mut r: Report| {
+            (r.wall_time_s, r.peak_rss_bytes) = (0.0, None);
+            r
+        };
+        assert_eq!(strip(plain), strip(detailed.report));
     }
 }

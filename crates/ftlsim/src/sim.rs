@@ -20,7 +20,7 @@ use crate::engine::{Device, FlashCounters};
 use crate::error::{Error, Result};
 use crate::ftl::{self, Ftl, Span};
 use crate::nand::{Geometry, NandArray, Timing};
-use crate::report::{self, EraseStats, InputReport, Metrics, Report, Window};
+use crate::report::{self, EraseMap, EraseStats, InputReport, Metrics, Report, RequestLatencies, Window};
 use crate::rng::SimRng;
 use crate::trace::{CmdSource, HostCmd, Op, Progress};
 use crate::units::{Nanos, SECTOR_BYTES, Sector, SimTime};
@@ -106,6 +106,7 @@ pub struct Simulation {
     ftl: Box<dyn Ftl>,
     logical_sectors: u64,
     precondition: Option<Precondition>,
+    latencies: Option<RequestLatencies>,
 }
 
 impl Simulation {
@@ -118,7 +119,7 @@ impl Simulation {
         let dev = Device::new(array, timing)
             .with_pcm(Nanos::from_us_f64(cfg.pcm.read_us), Nanos::from_us_f64(cfg.pcm.write_us));
         let ftl = ftl::build(&cfg.ftl.name, &cfg, &dev)?;
-        Ok(Simulation { logical_sectors: cfg.logical_sectors(), cfg, dev, ftl, precondition: None })
+        Ok(Simulation { logical_sectors: cfg.logical_sectors(), cfg, dev, ftl, precondition: None, latencies: None })
     }
 
     pub fn config(&self) -> &Config {
@@ -132,6 +133,21 @@ impl Simulation {
     /// Logical capacity in sectors.
     pub fn logical_sectors(&self) -> u64 {
         self.logical_sectors
+    }
+
+    /// Keeps every measured request's latency from now on (memory grows with
+    /// the run; off unless asked for). [`Simulation::take_latencies`] hands them over.
+    pub fn keep_latencies(&mut self) {
+        self.latencies.get_or_insert_with(RequestLatencies::default);
+    }
+
+    pub fn take_latencies(&mut self) -> Option<RequestLatencies> {
+        self.latencies.take()
+    }
+
+    /// Every block's erase count with its physical coordinates.
+    pub fn erase_map(&self) -> EraseMap {
+        EraseMap::new(self.dev.geometry(), self.dev.array.erase_counts())
     }
 
     pub fn check_invariants(&self) -> Result<()> {
@@ -268,6 +284,9 @@ impl Simulation {
             let latency = done - issue;
             let pages = self.pages_touched(&cmd);
             metrics.record(cmd.op, latency, pages, cmd.sectors * SECTOR_BYTES, done);
+            if let Some(log) = self.latencies.as_mut() {
+                log.push(cmd.op, latency);
+            }
             if window_ns > 0 {
                 windows.record(&cmd, latency, pages);
             }

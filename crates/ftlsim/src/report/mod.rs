@@ -13,8 +13,9 @@ pub use table::{render_comparison, render_table};
 
 use crate::engine::{CAUSES, Cause, FlashCounters};
 use crate::ftl::FtlStats;
+use crate::nand::Geometry;
 use crate::trace::Op;
-use crate::units::{Nanos, SimTime};
+use crate::units::{BlockId, Nanos, SimTime};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
@@ -230,6 +231,68 @@ pub fn fill_merges(r: &mut Report, s: &FtlStats) {
     };
 }
 
+/// Every request's latency in ns, by op, in completion order. Kept only when
+/// asked for ([`crate::Simulation::keep_latencies`]): it grows with the run,
+/// while [`Metrics`] stays constant in size.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestLatencies {
+    pub read: Vec<u64>,
+    pub write: Vec<u64>,
+    pub trim: Vec<u64>,
+    pub flush: Vec<u64>,
+}
+
+impl RequestLatencies {
+    #[inline]
+    pub fn push(&mut self, op: Op, latency: Nanos) {
+        match op {
+            Op::Read => &mut self.read,
+            Op::Write => &mut self.write,
+            Op::Trim => &mut self.trim,
+            Op::Flush => &mut self.flush,
+        }
+        .push(latency.0);
+    }
+}
+
+/// Each block's life-time erase count with its physical coordinates, as
+/// columns (one entry per block, in block-id order) for heatmaps and
+/// data frames.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EraseMap {
+    pub channel: Vec<u32>,
+    pub chip: Vec<u32>,
+    pub die: Vec<u32>,
+    pub plane: Vec<u32>,
+    /// Block index within its plane.
+    pub block: Vec<u32>,
+    pub erase_count: Vec<u32>,
+}
+
+impl EraseMap {
+    pub fn new(geo: &Geometry, counts: &[u32]) -> EraseMap {
+        assert_eq!(counts.len(), geo.blocks as usize, "one erase count per block");
+        let n = counts.len();
+        let mut m = EraseMap {
+            channel: Vec::with_capacity(n),
+            chip: Vec::with_capacity(n),
+            die: Vec::with_capacity(n),
+            plane: Vec::with_capacity(n),
+            block: Vec::with_capacity(n),
+            erase_count: counts.to_vec(),
+        };
+        for b in 0..geo.blocks {
+            let a = geo.address(geo.ppn(BlockId(b), 0));
+            m.channel.push(a.channel);
+            m.chip.push(a.chip);
+            m.die.push(a.die);
+            m.plane.push(a.plane);
+            m.block.push(a.block);
+        }
+        m
+    }
+}
+
 /// Per-request accumulators, updated on the hot path.
 pub struct Metrics {
     hist: [Histogram<u64>; 3],
@@ -388,6 +451,27 @@ mod tests {
         assert_eq!(l.all.count, 4);
         assert_eq!(m.host_pages, [2, 3, 0]);
         assert_eq!(m.last_completion, SimTime(10));
+    }
+
+    #[test]
+    fn erase_map_decodes_block_coordinates() {
+        let cfg = crate::Config::load(
+            "hat-table4",
+            &["geometry.blocks_per_plane=3".into(), "geometry.pages_per_block=4".into()],
+        )
+        .unwrap();
+        let geo = Geometry::new(&cfg.geometry);
+        let counts: Vec<u32> = (0..geo.blocks).collect();
+        let m = EraseMap::new(&geo, &counts);
+        assert_eq!(m.erase_count, counts);
+        let last = geo.blocks as usize - 1;
+        let g = &cfg.geometry;
+        assert_eq!(
+            (m.channel[last], m.chip[last], m.die[last], m.plane[last], m.block[last]),
+            (g.channels - 1, g.chips_per_channel - 1, g.dies_per_chip - 1, g.planes_per_die - 1, 2)
+        );
+        // Block ids run plane by plane: the first plane's blocks come first.
+        assert_eq!((m.plane[1], m.block[1], m.block[3], m.plane[3]), (0, 1, 0, 1));
     }
 
     #[test]

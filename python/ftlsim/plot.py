@@ -1,0 +1,273 @@
+"""Plots of runs and sweeps (matplotlib, drawn on Agg canvases without pyplot).
+
+Every function returns a :class:`matplotlib.figure.Figure` and, given
+``path``, also writes it there (PNG, SVG or PDF, from the suffix). No global
+matplotlib state is touched, so these work in scripts, servers and notebooks
+alike.
+
+- :func:`latency_cdf`: per-request latency CDF, one line per run (FTL).
+- :func:`latency_tail`: the same from report summaries only (JSON reports
+  keep percentiles, not every request).
+- :func:`wa_vs_op`: write amplification against over-provisioning from a sweep.
+- :func:`erase_heatmap`: erase counts over the physical layout, and their histogram.
+- :func:`timeseries`: latency and GC activity per time window.
+- :func:`repro`: a generic table of rows (a paper reproduction's CSV/JSON) as
+  grouped bars of its numeric columns per configuration.
+- :func:`render`: what ``ftlsim plot`` calls: picks one of the above from a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ._api import Result
+
+if TYPE_CHECKING:
+    import pandas
+    from matplotlib.figure import Figure
+
+PathLike = str | os.PathLike[str]
+
+
+def _figure(rows: int = 1, cols: int = 1, size: tuple[float, float] = (7.0, 4.5)) -> tuple[Figure, Any]:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=size, layout="constrained")
+    return fig, fig.subplots(rows, cols, squeeze=False)
+
+
+def _done(fig: Figure, path: PathLike | None) -> Figure:
+    if path is not None:
+        fig.savefig(os.fspath(path), dpi=110)
+    return fig
+
+
+def _labelled(results: Result | Sequence[Result] | Mapping[str, Result]) -> list[tuple[str, Result]]:
+    if isinstance(results, Result):
+        results = [results]
+    if isinstance(results, Mapping):
+        return [(str(k), r) for k, r in results.items()]
+    return [(r.summary["ftl"], r) for r in results]
+
+
+def latency_cdf(
+    results: Result | Sequence[Result] | Mapping[str, Result], op: str = "all", path: PathLike | None = None
+) -> Figure:
+    """CDF of request latency, one line per run, labelled by FTL (or by the mapping's keys)."""
+    fig, ax = _figure()
+    ax = ax[0, 0]
+    for label, r in _labelled(results):
+        lat = r.latencies()
+        us = np.concatenate(list(lat.values())) if op == "all" else lat[op]
+        if us.size == 0:
+            continue
+        us = np.sort(us)
+        ax.step(us, np.arange(1, us.size + 1) / us.size, where="post", label=f"{label} (n={us.size})")
+    ax.set_xscale("log")
+    ax.set(xlabel=f"{op} latency (µs)", ylabel="fraction of requests", title="Latency CDF", ylim=(0, 1.01))
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    return _done(fig, path)
+
+
+def latency_tail(reports: Sequence[Mapping[str, Any]], op: str = "all", path: PathLike | None = None) -> Figure:
+    """Latency percentiles (p50, p99, p99.9, max) of report summaries, as points of the tail distribution."""
+    fig, ax = _figure()
+    ax = ax[0, 0]
+    tails = np.array([0.5, 0.01, 0.001])
+    for rep in reports:
+        s = rep["latency_us"][op]
+        if s["count"] == 0:
+            continue
+        x = [s["p50"], s["p99"], s["p999"], s["max"]]
+        y = [*tails, 1.0 / s["count"]]
+        ax.plot(x, y, marker="o", label=f"{rep['ftl']} {rep['config']}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set(
+        xlabel=f"{op} latency (µs)", ylabel="fraction of requests slower", title="Latency tail (p50, p99, p99.9, max)"
+    )
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    return _done(fig, path)
+
+
+def _table(source: pandas.DataFrame | PathLike) -> pandas.DataFrame:
+    import pandas as pd
+
+    if isinstance(source, pd.DataFrame):
+        return source
+    p = Path(source)
+    return pd.read_csv(p) if p.suffix == ".csv" else pd.read_parquet(p)
+
+
+def wa_vs_op(
+    sweep: pandas.DataFrame | PathLike,
+    path: PathLike | None = None,
+    x: str = "overprovisioning",
+    y: str = "write_amplification",
+    hue: Sequence[str] = ("ftl", "input"),
+) -> Figure:
+    """``y`` against ``x`` from a sweep table, one line per distinct ``hue`` combination (mean over seeds)."""
+    df = _table(sweep)
+    for col in [x, y, *hue]:
+        if col not in df.columns:
+            raise KeyError(f"column {col!r} is not in the sweep table; it has: {', '.join(map(str, df.columns))}")
+    hue = [h for h in hue if df[h].nunique() > 1] or list(hue[:1])
+    fig, ax = _figure()
+    ax = ax[0, 0]
+    for key, g in df.groupby(hue, sort=True):
+        line = g.groupby(x, sort=True)[y].mean()
+        label = " ".join(map(str, key if isinstance(key, tuple) else (key,)))
+        ax.plot(line.index, line.values, marker="o", label=label)
+    ax.set(xlabel=x, ylabel=y, title=f"{y} vs {x}")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    return _done(fig, path)
+
+
+def erase_heatmap(result: Result | pandas.DataFrame, path: PathLike | None = None) -> Figure:
+    """Erase count of every block: rows are planes (channel/chip/die/plane), columns blocks; and a histogram."""
+    df = result.erase_counts() if isinstance(result, Result) else result
+    units = ["channel", "chip", "die", "plane"]
+    grid = df.pivot_table(index=units, columns="block", values="erase_count", aggfunc="first").sort_index()
+    fig, axes = _figure(1, 2, size=(11.0, 4.5))
+    heat, hist = axes[0]
+    im = heat.imshow(grid.to_numpy(), aspect="auto", interpolation="nearest", cmap="viridis")
+    heat.set(xlabel="block in plane", ylabel="plane (channel, chip, die, plane)", title="Erase count per block")
+    ticks = np.linspace(0, len(grid.index) - 1, min(8, len(grid.index))).astype(int)
+    heat.set_yticks(ticks, ["/".join(map(str, grid.index[i])) for i in ticks], fontsize="small")
+    fig.colorbar(im, ax=heat, label="erases")
+    counts = df["erase_count"].to_numpy()
+    hist.hist(counts, bins=np.arange(counts.min(), counts.max() + 2) - 0.5)
+    hist.set(xlabel="erase count", ylabel="blocks", title=f"Wear: mean {counts.mean():.2f}, max {counts.max()}")
+    return _done(fig, path)
+
+
+def timeseries(run: Result | Mapping[str, Any] | pandas.DataFrame, path: PathLike | None = None) -> Figure:
+    """Latency (mean and max per window) and GC activity (erases, programs beyond host writes) over time."""
+    import pandas as pd
+
+    if isinstance(run, Result):
+        df = run.timeseries()
+    elif isinstance(run, Mapping):
+        df = pd.DataFrame(run.get("timeseries", []))
+    else:
+        df = run
+    if len(df) == 0:
+        raise ValueError("no time series: run with report.window_ms > 0 (ftlsim run --timeseries)")
+    fig, axes = _figure(2, 1, size=(8.0, 6.0))
+    lat, gc = axes[0, 0], axes[1, 0]
+    t = df["start_s"]
+    lat.plot(t, df["mean_latency_us"], label="mean")
+    lat.plot(t, df["max_latency_us"], label="max", alpha=0.6)
+    lat.set(ylabel="latency (µs)", yscale="log", title="Latency and GC activity per window")
+    lat.legend()
+    extra = (df["flash_pages_programmed"].astype("int64") - df["host_pages_written"].astype("int64")).clip(lower=0)
+    gc.plot(t, extra, label="programs beyond host writes (GC copies)")
+    gc.plot(t, df["blocks_erased"], label="blocks erased")
+    gc.set(xlabel="time (s)", ylabel="per window")
+    gc.legend()
+    for ax in (lat, gc):
+        ax.grid(True, alpha=0.3)
+    return _done(fig, path)
+
+
+def _rows_of(p: Path) -> pandas.DataFrame:
+    import pandas as pd
+
+    if p.suffix == ".csv":
+        return pd.read_csv(p)
+    data = json.loads(p.read_text())
+    if isinstance(data, Mapping) and isinstance(data.get("rows"), list):
+        data = data["rows"]
+    if isinstance(data, Mapping):  # {config: {column: value}}
+        return pd.DataFrame([{"config": k, **v} for k, v in data.items() if isinstance(v, Mapping)])
+    return pd.DataFrame(list(data))
+
+
+def repro(
+    source: PathLike | pandas.DataFrame,
+    path: PathLike | None = None,
+    columns: Sequence[str] | None = None,
+    label: Sequence[str] | None = None,
+) -> Figure:
+    """A table of rows as grouped bars: one group per configuration, one bar per numeric column.
+
+    ``source`` is a data frame, a CSV or JSON file (a list of row objects,
+    ``{"rows": [...]}`` or ``{config: {column: value}}``), or a directory of
+    them (``ftlsim repro`` output: one panel per table). ``label`` names the
+    columns that identify a configuration (default: the non-numeric ones);
+    ``columns`` the numeric columns to draw (default: all).
+    """
+    import pandas as pd
+
+    if isinstance(source, pd.DataFrame):
+        tables = [("", source)]
+    else:
+        p = Path(source)
+        files = sorted(f for f in p.iterdir() if f.suffix in (".csv", ".json")) if p.is_dir() else [p]
+        if not files:
+            raise FileNotFoundError(f"{p}: no .csv or .json tables to plot")
+        tables = [(f.stem, _rows_of(f)) for f in files]
+    fig, axes = _figure(len(tables), 1, size=(9.0, 4.0 * len(tables)))
+    for ax, (name, df) in zip(axes[:, 0], tables, strict=True):
+        numeric = [
+            c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
+        ]
+        cols = list(columns) if columns is not None else numeric
+        missing = [c for c in cols if c not in numeric]
+        if missing or not cols:
+            raise KeyError(f"{name or 'table'}: numeric columns to plot {missing or cols} not found; it has {numeric}")
+        keys = list(label) if label is not None else [c for c in df.columns if c not in numeric]
+        names = df[keys].astype(str).agg(" ".join, axis=1) if keys else df.index.astype(str)
+        x = np.arange(len(df))
+        width = 0.8 / len(cols)
+        for i, c in enumerate(cols):
+            ax.bar(x + (i - (len(cols) - 1) / 2) * width, df[c].to_numpy(dtype=float), width, label=c)
+        ax.set_xticks(x, list(names), rotation=30 if len(df) > 4 else 0, ha="right" if len(df) > 4 else "center")
+        ax.set_title(name)
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize="small")
+    return _done(fig, path)
+
+
+def render(source: PathLike, out: PathLike, kind: str = "auto", **options: Any) -> Figure:
+    """Draws a file as ``ftlsim plot`` does: a sweep table (``run_id`` column) as WA vs OP, a JSON
+    report as its time series (or latency tail without one), a JSON array of reports as
+    their latency tails, anything else (a directory, CSV or JSON of rows) as a repro table."""
+    p = Path(source)
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no such file or directory")
+    if kind == "auto":
+        kind = _guess_kind(p)
+    if kind == "wa":
+        return wa_vs_op(p, out, **options)
+    if kind == "repro":
+        return repro(p, out, **options)
+    data = json.loads(p.read_text())
+    reports = data if isinstance(data, list) else [data]
+    if kind == "timeseries":
+        return timeseries(reports[0], out)
+    if kind == "tail":
+        return latency_tail(reports, path=out, **options)
+    raise ValueError(f"unknown plot kind {kind!r}: auto, wa, timeseries, tail or repro")
+
+
+def _guess_kind(p: Path) -> str:
+    if p.is_dir():
+        return "repro"
+    if p.suffix in (".parquet", ".csv"):
+        return "wa" if "run_id" in _table(p).columns else "repro"
+    data = json.loads(p.read_text())
+    if isinstance(data, Mapping) and "latency_us" in data:
+        return "timeseries" if data.get("timeseries") else "tail"
+    if isinstance(data, list) and data and all(isinstance(r, Mapping) and "latency_us" in r for r in data):
+        return "tail"
+    return "repro"
