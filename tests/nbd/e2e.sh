@@ -58,7 +58,8 @@ start() {
   "$BIN" serve "$@" --json "$WORK/$name.json" > "$WORK/$name.out" 2> "$WORK/$name.err" &
   PID=$!; PIDS+=("$PID")
   for _ in $(seq 100); do
-    URL=$(sed -n 's/.*listening on \(nbd[^ ]*\).*/\1/p' "$WORK/$name.err")
+    # The file appears only once the background server has opened it.
+    URL=$(sed -n 's/.*listening on \(nbd[^ ]*\).*/\1/p' "$WORK/$name.err" 2>/dev/null || true)
     [ -n "$URL" ] && return 0
     kill -0 "$PID" 2>/dev/null || break
     sleep 0.1
@@ -116,7 +117,8 @@ for ftl in "${FTLS[@]}"; do
   live=$(field "$ftl-guest" "$c")
   check "$ftl-replay-true" "$c == $live" "recorded trace replays to the live session's copy work"
   check "$ftl-replay-false" "$c > $live + 1000" "TRIM must spare the FTL the copies of deleted data"
-  echo "$ftl: guest session copied $live pages ($c); ignoring TRIM it would copy $(field "$ftl-replay-false" "$c")"
+  echo "$ftl: guest session copied $live pages ($c); ignoring TRIM it would copy $(field "$ftl-replay-false" "$c")" \
+    "| trimmed_pages $(field "$ftl-guest" trimmed_pages), TRIM list copies saved $(field "$ftl-guest" "(trim_list or {}).get('copies_saved')")"
 done
 rm -rf "$WORK"
 echo "e2e: all NBD end-to-end tests passed for: ${FTLS[*]}"
