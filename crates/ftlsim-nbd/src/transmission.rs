@@ -149,7 +149,7 @@ struct Output {
 
 impl Output {
     fn flush(&mut self) -> io::Result<()> {
-        let r = write_all(&mut self.stream, &mut [IoSlice::new(&self.buf[..self.len])]);
+        let r = self.stream.write_all(&self.buf[..self.len]);
         self.len = 0;
         r
     }
