@@ -6,24 +6,30 @@
 # over a Unix socket, each on a fresh server:
 #   1. 128 KiB sequential writes, 4 GiB;
 #   2. 4 KiB random reads, 1600 MiB (409,600 requests) over what was written.
+# FTLSIM=path/to/ftlsim benchmarks that binary instead of building one
+# (to compare builds on the same, equally noisy, machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tests/fullsys/deps.sh
 command -v fio >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends fio >/dev/null
-cargo build --release --locked -q -p ftlsim-cli
+if [ -z "${FTLSIM:-}" ]; then
+  cargo build --release --locked -q -p ftlsim-cli
+  FTLSIM=target/release/ftlsim
+fi
 out=bench-out; mkdir -p "$out"
 for transport in tcp unix; do
   case $transport in
     tcp) listen=(--listen 127.0.0.1:0);;
     unix) rm -f "$out/nbd.sock"; listen=(--socket "$out/nbd.sock");;
   esac
-  target/release/ftlsim serve -c k9lag08u0m-4ch --ftl page "${listen[@]}" --pace none \
+  "$FTLSIM" serve -c k9lag08u0m-4ch --ftl page "${listen[@]}" --pace none \
     --json "$out/nbd-$transport.json" > /dev/null 2> "$out/nbd-$transport.err" &
   pid=$!
   trap 'kill -TERM $pid 2>/dev/null || true' EXIT
   url=""
   for _ in $(seq 100); do
-    url=$(sed -n 's/.*listening on \(nbd[^ ]*\).*/\1/p' "$out/nbd-$transport.err"); [ -n "$url" ] && break; sleep 0.1
+    url=$(sed -n 's/.*listening on \(nbd[^ ]*\).*/\1/p' "$out/nbd-$transport.err" 2>/dev/null || true)
+    [ -n "$url" ] && break; sleep 0.1
   done
   [ -n "$url" ] || { cat "$out/nbd-$transport.err"; exit 1; }
   # terse v3: field 7/8 read KB/s and IOPS, 48/49 write KB/s and IOPS

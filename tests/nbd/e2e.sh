@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # End-to-end tests of `ftlsim serve` with real NBD clients, for every FTL in
-# FTLS: qemu-io/qemu-img and python3-libnbd round trips over TCP and a Unix
-# socket, live counters on SIGUSR1, then a real Linux guest (ext4, online
-# discard, fstrim, e2fsck) whose only disk is the export. From the reports:
-# TRIMs arrived, the recorded trace replays to the same GC work, and GC
-# copied fewer pages than the same session with TRIM ignored (the pages the
-# guest trimmed were not copied). Installs its Debian packages (tests/fullsys/deps.sh).
-# Called by scripts/test; run alone as `bash tests/nbd/e2e.sh`.
+# WANTED that `ftlsim ftls` lists: qemu-io/qemu-img and python3-libnbd round
+# trips over TCP and a Unix socket, live counters on SIGUSR1, then a real
+# Linux guest (ext4, online discard, fstrim, e2fsck) whose only disk is the
+# export. From the reports: TRIMs arrived, the recorded trace replays to the
+# same copy work, and the FTL copied fewer pages than the same session with
+# TRIM ignored (the pages the guest trimmed were not copied). "Copied" is GC
+# copies for page-mapped FTLs and merge copies for the block-mapped hybrids.
+# Installs its Debian packages (tests/fullsys/deps.sh).
+# Called by scripts/test; run alone as `bash tests/nbd/e2e.sh`, or for some
+# FTLs only as `E2E_FTLS="fast" bash tests/nbd/e2e.sh`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-# One line per FTL: add `fast`, `dftl`, ... here when they exist.
-FTLS=(page)
+# FTLs not built yet are skipped loudly, so each is covered once it lands.
+read -ra WANTED <<<"${E2E_FTLS:-page fast dftl}"
 
 tests/fullsys/deps.sh
 cargo build --profile test --locked -q -p ftlsim-cli
@@ -23,9 +26,31 @@ trap cleanup EXIT
 fail() { echo "e2e: FAILED: $*" >&2; exit 1; }
 
 available=$("$BIN" ftls)
-for ftl in "${FTLS[@]}"; do
-  grep -qx "$ftl" <<<"$available" || fail "FTL '$ftl' is listed here but not by 'ftlsim ftls'"
+FTLS=() MISSING=()
+for ftl in "${WANTED[@]}"; do
+  if grep -qx "$ftl" <<<"$available"; then FTLS+=("$ftl"); else MISSING+=("$ftl"); fi
 done
+for ftl in "${MISSING[@]}"; do
+  echo "e2e: *** FTL '$ftl' is NOT AVAILABLE yet ('ftlsim ftls' does not list it): NOT TESTED ***" >&2
+done
+[ ${#FTLS[@]} -gt 0 ] || fail "none of ${WANTED[*]} is available"
+
+# copied FTL: report expression for the pages the FTL copied to reclaim
+# space; reclaimed FTL: the expression saying reclamation ran.
+copied() {
+  case $1 in
+    block|bast|fast) echo "merge_pages_copied";;
+    *) echo "gc_pages_copied";;
+  esac
+}
+reclaimed() {
+  case $1 in
+    # The TRIM list must have spared merges copies, not only shrunk GC work.
+    block|bast|fast) echo "sum(merges.values()) > 0 and trim_list['copies_saved'] > 0";;
+    *) echo "gc_invocations > 0";;
+  esac
+}
+field() { "$PY" -c 'import json,sys; print(eval(sys.argv[2], {}, json.load(open(sys.argv[1]))))' "$WORK/$1.json" "$2"; }
 
 # start NAME ARGS...: starts a server in the background; sets URL and PID.
 start() {
@@ -33,7 +58,8 @@ start() {
   "$BIN" serve "$@" --json "$WORK/$name.json" > "$WORK/$name.out" 2> "$WORK/$name.err" &
   PID=$!; PIDS+=("$PID")
   for _ in $(seq 100); do
-    URL=$(sed -n 's/.*listening on \(nbd[^ ]*\).*/\1/p' "$WORK/$name.err")
+    # The file appears only once the background server has opened it.
+    URL=$(sed -n 's/.*listening on \(nbd[^ ]*\).*/\1/p' "$WORK/$name.err" 2>/dev/null || true)
     [ -n "$URL" ] && return 0
     kill -0 "$PID" 2>/dev/null || break
     sleep 0.1
@@ -82,15 +108,18 @@ for ftl in "${FTLS[@]}"; do
   LOG=$WORK/$ftl-console.log tests/fullsys/guest.sh "$URL" || fail "guest run (console: $WORK/$ftl-console.log)"
   stop "$ftl-guest"
   # big (54 MiB = 27648 pages of 2 KiB) was deleted with online discard
-  check "$ftl-guest" "trims > 0 and trimmed_pages >= 27648 and gc_invocations > 0" "TRIMs from the guest"
+  check "$ftl-guest" "trims > 0 and trimmed_pages >= 27648 and $(reclaimed "$ftl")" "TRIMs from the guest"
   for t in true false; do
     "$BIN" run "${GUEST[@]}" --ftl "$ftl" --set ftl.trim=$t --trace "$WORK/$ftl-guest.csv" --mode closed \
       --json "$WORK/$ftl-replay-$t.json" -q > /dev/null
   done
-  live=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["gc_pages_copied"])' "$WORK/$ftl-guest.json")
-  check "$ftl-replay-true" "gc_pages_copied == $live" "recorded trace replays to the live session's GC work"
-  check "$ftl-replay-false" "gc_pages_copied > $live + 1000" "TRIM must spare GC the copies of deleted data"
-  echo "$ftl: guest session GC copied $live pages; ignoring TRIM it would copy $("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["gc_pages_copied"])' "$WORK/$ftl-replay-false.json")"
+  c=$(copied "$ftl")
+  live=$(field "$ftl-guest" "$c")
+  check "$ftl-replay-true" "$c == $live" "recorded trace replays to the live session's copy work"
+  check "$ftl-replay-false" "$c > $live + 1000" "TRIM must spare the FTL the copies of deleted data"
+  echo "$ftl: guest session copied $live pages ($c); ignoring TRIM it would copy $(field "$ftl-replay-false" "$c")" \
+    "| trimmed_pages $(field "$ftl-guest" trimmed_pages), TRIM list copies saved $(field "$ftl-guest" "(trim_list or {}).get('copies_saved')")"
 done
 rm -rf "$WORK"
 echo "e2e: all NBD end-to-end tests passed for: ${FTLS[*]}"
+[ ${#MISSING[@]} -eq 0 ] || echo "e2e: *** NOT TESTED (not available yet): ${MISSING[*]} ***" >&2

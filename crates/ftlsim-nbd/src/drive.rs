@@ -31,6 +31,11 @@ use std::time::Instant;
 /// Bytes of zeros written per host command by WRITE_ZEROES.
 const ZERO_CHUNK_BYTES: u64 = 1 << 20;
 
+/// Payload memory kept faulted in ahead of the blocks being programmed:
+/// some 60 ms of writes at 1 GB/s, so the helper thread's latency does not
+/// matter.
+const PREFAULT_AHEAD_BYTES: usize = 64 << 20;
+
 /// When replies are sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pace {
@@ -80,10 +85,11 @@ pub struct Drive {
 
 impl Drive {
     /// `sim` must store payloads (`nand.store_payloads = true`).
-    pub fn new(sim: Simulation, pace: Pace, record: Option<&Path>) -> ftlsim::Result<Drive> {
+    pub fn new(mut sim: Simulation, pace: Pace, record: Option<&Path>) -> ftlsim::Result<Drive> {
         if !sim.device().array.stores_payloads() {
             return Err(ftlsim::Error::config("nand.store_payloads", "must be true to serve data over NBD"));
         }
+        sim.prefault_payloads(PREFAULT_AHEAD_BYTES);
         let record = match record {
             Some(path) => {
                 let file = std::fs::File::create(path).map_err(|e| ftlsim::Error::io(path, e))?;

@@ -395,6 +395,90 @@ mod bad_input {
 mod serving {
     use super::*;
 
+    /// What one pipelined request expects back.
+    enum Expect {
+        Done,
+        Data(Vec<u8>),
+        Error(u32),
+    }
+
+    #[test]
+    fn a_thousand_requests_in_flight_are_answered_by_handle() {
+        let srv = start(&[], |_| {});
+        let (mut s, size) = open(&srv.addr);
+        // Requests are sent by another thread while replies are read here,
+        // so neither side's socket buffer can stall the other.
+        let mut requests: Vec<(Request, Option<Vec<u8>>)> = Vec::new();
+        let mut expect: Vec<(u64, Expect)> = Vec::new();
+        let mut contents = vec![0u8; 1 << 20];
+        let mut cookie = 0x1000_0000_0000_0000u64;
+        let mut push = |r: Request, data: Option<Vec<u8>>, e: Expect, expect: &mut Vec<(u64, Expect)>| {
+            expect.push((r.cookie, e));
+            requests.push((r, data));
+        };
+        // First, with no other reply pending: a READ over the reply buffer.
+        let first = Request { magic: REQUEST_MAGIC, flags: 0, kind: CMD_READ, cookie: 1, offset: 0, length: 1 << 20 };
+        push(first, None, Expect::Data(contents.clone()), &mut expect);
+        for i in 0..1000u64 {
+            cookie += 0x1_0001;
+            let offset = (i * 7919 % 240) * 4096;
+            let req = |kind, length| Request { magic: REQUEST_MAGIC, flags: 0, kind, cookie, offset, length };
+            match i % 10 {
+                0..=2 => {
+                    let data = pattern(i as u8, 4096);
+                    contents[offset as usize..offset as usize + 4096].copy_from_slice(&data);
+                    push(req(CMD_WRITE, 4096), Some(data), Expect::Done, &mut expect);
+                }
+                3..=6 => {
+                    let want = contents[offset as usize..offset as usize + 8192].to_vec();
+                    push(req(CMD_READ, 8192), None, Expect::Data(want), &mut expect);
+                }
+                7 => push(req(CMD_FLUSH, 0), None, Expect::Done, &mut expect),
+                8 if i % 100 == 8 => {
+                    // Larger than the server's reply buffer: sent on its own.
+                    let whole = Request { offset: 0, ..req(CMD_READ, 1 << 20) };
+                    push(whole, None, Expect::Data(contents.clone()), &mut expect);
+                }
+                8 => {
+                    let past = Request { offset: size, ..req(CMD_READ, 4096) };
+                    push(past, None, Expect::Error(EINVAL), &mut expect);
+                }
+                _ => {
+                    contents[offset as usize..offset as usize + 4096].fill(0);
+                    push(req(CMD_TRIM, 4096), None, Expect::Done, &mut expect);
+                }
+            }
+        }
+        let mut w = s.try_clone().unwrap();
+        let sender = std::thread::spawn(move || {
+            for (r, data) in &requests {
+                w.write_all(&r.encode()).unwrap();
+                if let Some(d) = data {
+                    w.write_all(d).unwrap();
+                }
+            }
+        });
+        let mut pending: std::collections::HashMap<u64, Expect> = expect.into_iter().collect();
+        while !pending.is_empty() {
+            let h = read_n(&mut s, 16);
+            assert_eq!(be32(&h), SIMPLE_REPLY_MAGIC);
+            let c = be64(&h[8..]);
+            let error = be32(&h[4..]);
+            match pending.remove(&c).unwrap_or_else(|| panic!("reply to unknown or repeated handle {c:#x}")) {
+                Expect::Done => assert_eq!(error, 0, "handle {c:#x}"),
+                Expect::Error(e) => assert_eq!(error, e, "handle {c:#x}"),
+                Expect::Data(want) => {
+                    assert_eq!(error, 0, "handle {c:#x}");
+                    assert!(read_n(&mut s, want.len()) == want, "data of handle {c:#x}");
+                }
+            }
+        }
+        sender.join().unwrap();
+        drop(s);
+        let r = srv.stop();
+        assert_eq!((r.writes, r.trims), (300, 100), "{r:?}");
+    }
+
     #[test]
     fn realtime_pace_holds_replies_until_simulated_completion() {
         let srv = start(&[], |o| o.pace = Pace::Realtime);

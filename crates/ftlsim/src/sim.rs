@@ -130,6 +130,11 @@ impl Simulation {
         &self.dev
     }
 
+    /// See [`NandArray::prefault_payloads`](crate::nand::NandArray::prefault_payloads).
+    pub fn prefault_payloads(&mut self, ahead: usize) {
+        self.dev.array.prefault_payloads(ahead);
+    }
+
     /// Logical capacity in sectors.
     pub fn logical_sectors(&self) -> u64 {
         self.logical_sectors

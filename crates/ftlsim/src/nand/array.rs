@@ -9,6 +9,7 @@
 
 use crate::error::{Error, Result};
 use crate::nand::Geometry;
+use crate::nand::payload::PayloadStore;
 use crate::units::{BlockId, Lpn, Ppn};
 
 /// OOB marker of a page that holds no LPN (erased).
@@ -32,7 +33,7 @@ pub struct NandArray {
     oob_seq: Option<Vec<u64>>,
     write_ptr: Vec<u16>,
     erase_count: Vec<u32>,
-    payload: Option<Vec<u8>>,
+    payload: Option<PayloadStore>,
     next_seq: u64,
 }
 
@@ -46,9 +47,8 @@ impl NandArray {
             oob_seq: record_sequence.then(|| vec![0; pages]),
             write_ptr: vec![0; blocks],
             erase_count: vec![0; blocks],
-            // Zeroed allocations are lazily backed by the OS, so an unused
-            // payload area costs address space, not memory.
-            payload: store_payloads.then(|| vec![0u8; pages * geo.page_size as usize]),
+            payload: store_payloads
+                .then(|| PayloadStore::new(blocks, geo.pages_per_block as usize, geo.page_size as usize)),
             next_seq: 1,
             geo,
         }
@@ -84,9 +84,9 @@ impl NandArray {
         }
         if let Some(data) = &mut self.payload {
             let size = self.geo.page_size as usize;
-            let dst = ppn.idx() * size;
+            let dst = (block.idx(), page as usize);
             match payload {
-                Payload::None => data[dst..dst + size].fill(0),
+                Payload::None => data.write(dst.0, dst.1, None),
                 Payload::Bytes(bytes) => {
                     if bytes.len() != size {
                         return Err(Error::Physics(format!(
@@ -94,10 +94,11 @@ impl NandArray {
                             bytes.len()
                         )));
                     }
-                    data[dst..dst + size].copy_from_slice(bytes);
+                    data.write(dst.0, dst.1, Some(bytes));
                 }
                 Payload::CopyFrom(src) => {
-                    data.copy_within(src.idx() * size..src.idx() * size + size, dst);
+                    let from = (self.geo.block_of(src).idx(), self.geo.page_in_block(src) as usize);
+                    data.copy(from, dst);
                 }
             }
         }
@@ -178,8 +179,17 @@ impl NandArray {
 
     /// The data area of a programmed page (payload mode only).
     pub fn page_data(&self, ppn: Ppn) -> Option<&[u8]> {
-        let size = self.geo.page_size as usize;
-        self.payload.as_ref().map(|d| &d[ppn.idx() * size..ppn.idx() * size + size])
+        let (block, page) = (self.geo.block_of(ppn).idx(), self.geo.page_in_block(ppn) as usize);
+        self.payload.as_ref().map(|d| d.read(block, page))
+    }
+
+    /// Keeps the payload memory of the next `ahead` bytes of blocks to be
+    /// programmed faulted in by a helper thread (payload mode only), off the
+    /// path of the thread programming them.
+    pub fn prefault_payloads(&mut self, ahead: usize) {
+        if let Some(p) = &mut self.payload {
+            p.prefault(ahead);
+        }
     }
 
     /// Bytes of host memory the array's state occupies (for reports).

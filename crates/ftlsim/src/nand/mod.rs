@@ -9,6 +9,7 @@
 
 mod array;
 mod geometry;
+mod payload;
 mod timing;
 
 pub use array::{NandArray, Payload};
