@@ -43,6 +43,17 @@ copied() {
     *) echo "gc_pages_copied";;
   esac
 }
+# margin FTL: how many more pages it must copy with TRIM ignored. Page-mapped
+# GC copies nothing of the guest's deleted data (0 vs ~15,000 pages); FAST's
+# merges copy data blocks' live pages whatever was trimmed around them, and
+# the guest's trims spared them only 841-1982 of ~55,000 pages in 6 runs, so
+# there the TRIM list's own count of skipped copies (reclaimed) is the proof.
+margin() {
+  case $1 in
+    block|bast|fast) echo 0;;
+    *) echo 1000;;
+  esac
+}
 reclaimed() {
   case $1 in
     # The TRIM list must have spared merges copies, not only shrunk GC work.
@@ -79,7 +90,7 @@ stop() {
 # check NAME 'python expression over the report fields' DESCRIPTION
 check() {
   "$PY" -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2], {}, r) else 1)' \
-    "$WORK/$1.json" "$2" || { "$PY" -m json.tool "$WORK/$1.json" | head -40 >&2; fail "$1: $3 ($2)"; }
+    "$WORK/$1.json" "$2" || { "$PY" -m json.tool "$WORK/$1.json" | head -40 >&2 || true; fail "$1: $3 ($2)"; }
 }
 
 SMALL=(-c k9lag08u0m-4ch --set geometry.blocks_per_plane=48)
@@ -116,7 +127,7 @@ for ftl in "${FTLS[@]}"; do
   c=$(copied "$ftl")
   live=$(field "$ftl-guest" "$c")
   check "$ftl-replay-true" "$c == $live" "recorded trace replays to the live session's copy work"
-  check "$ftl-replay-false" "$c > $live + 1000" "TRIM must spare the FTL the copies of deleted data"
+  check "$ftl-replay-false" "$c > $live + $(margin "$ftl")" "TRIM must spare the FTL the copies of deleted data"
   echo "$ftl: guest session copied $live pages ($c); ignoring TRIM it would copy $(field "$ftl-replay-false" "$c")" \
     "| trimmed_pages $(field "$ftl-guest" trimmed_pages), TRIM list copies saved $(field "$ftl-guest" "(trim_list or {}).get('copies_saved')")"
 done
