@@ -4,7 +4,8 @@
 # 1. 1,000,000 random 4 KiB writes from a text trace over a 16 GiB logical
 #    space, 8-channel page-mapped drive, preconditioned so GC runs:
 #    host requests per wall-clock second (parsing included) and flash page
-#    operations (reads + programs) per second.
+#    operations (reads + programs) per second; at 7% over-provisioning
+#    (WA ~8) and again at 28% (WA ~2.6).
 # 2. Bytes of peak RSS per physical page on a 1 TiB-raw drive (no payloads).
 # 3. Peak RSS of a 50M-request gzip trace vs the 1M one (constant memory).
 # Set FTLSIM_BENCH_LONG=0 to skip step 3 (it writes a ~400 MB file).
@@ -22,6 +23,12 @@ $bin gen -c bench/page-8ch-16g.toml --workload rw=randwrite,bs=4k,ios=1000000,se
 $bin run -c bench/page-8ch-16g.toml --trace "$out/randwrite-1m.csv" --mode closed --qd 32 \
     --precondition fill=1.0,overwrite=1.0 --json "$out/page-1m.json" -q > /dev/null
 field "$out/page-1m.json" '"requests/s (wall): %.0f   flash page ops/s: %.0f   WA %.3f   GC invocations %d   wall %.3f s" % (requests / wall_time_s, (flash_pages_read + flash_pages_programmed) / wall_time_s, write_amplification, gc_invocations, wall_time_s)'
+
+echo "== 1b. the same at 28% over-provisioning (same 16 GiB logical space, more flash: lower WA)"
+$bin run -c bench/page-8ch-16g.toml --set overprovisioning=0.28 --set geometry.blocks_per_plane=1312 \
+    --trace "$out/randwrite-1m.csv" --mode closed --qd 32 \
+    --precondition fill=1.0,overwrite=1.0 --json "$out/page-1m-op28.json" -q > /dev/null
+field "$out/page-1m-op28.json" '"requests/s (wall): %.0f   flash page ops/s: %.0f   WA %.3f   GC invocations %d   wall %.3f s" % (requests / wall_time_s, (flash_pages_read + flash_pages_programmed) / wall_time_s, write_amplification, gc_invocations, wall_time_s)'
 
 echo "== 2. memory: 1 TiB raw drive, 1M random writes"
 $bin run -c bench/raw-1tib.toml --workload rw=randwrite,bs=4k,ios=1000000,seed=7,iodepth=32 \
