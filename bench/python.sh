@@ -5,7 +5,8 @@
 # from outside) and by `ftlsim.run` (timed around the call). Five runs each,
 # alternating; the minima (least disturbed by other load) are compared. ftlsim.run is measured both with
 # its defaults (per-request latencies kept, 100 ms time series) and with the
-# CLI's settings (neither).
+# CLI's settings (neither), in this one process, and once per new interpreter
+# ("fresh process", CLI settings).
 # Needs the .venv that ./scripts/test builds (or FTLSIM_PYTHON with ftlsim installed).
 set -euo pipefail
 cd "$(dirname "$0")/.."

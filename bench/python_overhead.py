@@ -32,11 +32,27 @@ def python(config: str, **kw: object) -> float:
     return took
 
 
+def python_fresh(config: str) -> float:
+    """ftlsim.run timed around the call, in a new interpreter (as a script runs it once)."""
+    code = (
+        "import time, ftlsim; t = time.perf_counter(); "
+        f"ftlsim.run({config!r}, workload={WORKLOAD!r}, precondition={PRECONDITION!r}, "
+        "keep_latencies=False, window_ms=0); print(time.perf_counter() - t)"
+    )
+    return float(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout)
+
+
 def main() -> None:
     exe, config = sys.argv[1:3]
-    times: dict[str, list[float]] = {"cli": [], "python (CLI settings)": [], "python (defaults)": []}
+    times: dict[str, list[float]] = {
+        "cli": [],
+        "python fresh process": [],
+        "python (CLI settings)": [],
+        "python (defaults)": [],
+    }
     for _ in range(RUNS):
         times["cli"].append(cli(exe, config))
+        times["python fresh process"].append(python_fresh(config))
         times["python (CLI settings)"].append(python(config, keep_latencies=False, window_ms=0))
         times["python (defaults)"].append(python(config))
     # The minimum is the run least disturbed by other work on the machine.
