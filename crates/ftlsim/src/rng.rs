@@ -30,11 +30,6 @@ impl SimRng {
     pub fn below(&mut self, n: u64) -> u64 {
         ((self.next_u64() as u128 * n as u128) >> 64) as u64
     }
-
-    /// The underlying generator, for `rand_distr` samplers.
-    pub fn inner(&mut self) -> &mut Xoshiro256PlusPlus {
-        &mut self.0
-    }
 }
 
 #[cfg(test)]

@@ -234,13 +234,6 @@ impl Device {
         self.pcm_write_free = SimTime::ZERO;
         self.pcm = PcmCounters::default();
     }
-
-    /// The latest time any resource is busy until.
-    pub fn busy_until(&self) -> SimTime {
-        let ch = self.channel_free.iter().max().copied().unwrap_or_default();
-        let unit = self.unit_free.iter().max().copied().unwrap_or_default();
-        ch.max(unit).max(self.host_free).max(self.pcm_read_free).max(self.pcm_write_free)
-    }
 }
 
 #[cfg(test)]

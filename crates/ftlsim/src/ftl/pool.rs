@@ -315,11 +315,6 @@ impl BlockPool {
     pub fn blocks_with_valid_data(&self) -> u64 {
         self.valid.iter().filter(|&&v| v > 0).count() as u64
     }
-
-    /// Host memory of the pool's per-block state.
-    pub fn model_bytes(&self) -> u64 {
-        (self.state.len() * (1 + 2 + 8 + 4 + 4 + 4) + self.heads.len() * 8) as u64
-    }
 }
 
 #[cfg(test)]

@@ -191,14 +191,6 @@ impl NandArray {
             p.prefault(ahead);
         }
     }
-
-    /// Bytes of host memory the array's state occupies (for reports).
-    pub fn model_bytes(&self) -> u64 {
-        (self.oob_lpn.len() * 4
-            + self.oob_seq.as_ref().map_or(0, |s| s.len() * 8)
-            + self.write_ptr.len() * 2
-            + self.erase_count.len() * 4) as u64
-    }
 }
 
 #[cfg(test)]
