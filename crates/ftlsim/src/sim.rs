@@ -24,11 +24,14 @@ use crate::report::{self, EraseMap, EraseStats, InputReport, Metrics, Report, Re
 use crate::rng::SimRng;
 use crate::trace::{CmdSource, HostCmd, Op, Progress};
 use crate::units::{Nanos, SECTOR_BYTES, Sector, SimTime};
+use std::collections::VecDeque;
 use std::time::Instant;
 
 /// Latest arrival a run accepts, ns (about 146 years): a quarter of the
 /// 64-bit clock, leaving the rest for service times.
 const MAX_ARRIVAL_NS: u64 = u64::MAX / 4;
+/// Commands read ahead of the one being served, for prefetching their mappings.
+const LOOKAHEAD: usize = 8;
 
 /// Unmeasured conditioning before a run: `fill` of the logical space written
 /// sequentially, then `overwrite` × that space in random page-aligned 4 KiB
@@ -256,14 +259,17 @@ impl Simulation {
         let window_ns = (self.cfg.report.window_ms * 1e6).round() as u64;
         let mut windows = WindowAccumulator::new(window_ns);
         let mut index = 0u64;
-        // One command of lookahead: its mapping is prefetched while this one is
-        // served, hiding the forward map's cache miss (results are unchanged).
-        let mut next = src.next_cmd()?;
-        while let Some(cmd) = next {
-            next = src.next_cmd()?;
-            if let Some(n) = &next {
+        // Commands are read LOOKAHEAD ahead and their mappings prefetched, so
+        // the forward map's cache miss has landed by the time each is served
+        // (one command ahead was too close). Results are unchanged.
+        let mut ahead: VecDeque<HostCmd> = VecDeque::with_capacity(LOOKAHEAD);
+        loop {
+            while ahead.len() < LOOKAHEAD {
+                let Some(n) = src.next_cmd()? else { break };
                 self.ftl.prefetch(Span { start: n.start, sectors: n.sectors });
+                ahead.push_back(n);
             }
+            let Some(cmd) = ahead.pop_front() else { break };
             let (cmd, moved) = fit_range(cmd, self.logical_sectors, opts.range, src.name(), index)?;
             adjusted += moved as u64;
             let issue = arrivals.issue(&cmd);

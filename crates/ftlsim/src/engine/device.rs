@@ -191,6 +191,46 @@ impl Device {
         Ok(done)
     }
 
+    /// Copies programmed pages of one block into consecutive pages from
+    /// `dst` on (GC): each is read and then programmed, in order, exactly as
+    /// [`read`](Self::read) then [`program`](Self::program) page by page
+    /// would time and count them; `cause_of` names each page's cause from its
+    /// LPN. Returns when the last page's data has left the source's plane, so
+    /// the source block may be erased from then on.
+    pub fn copy_run(
+        &mut self,
+        src: &[u32],
+        dst: Ppn,
+        not_before: SimTime,
+        cause_of: impl Fn(Lpn) -> Cause,
+    ) -> Result<SimTime> {
+        let Some(&first) = src.first() else { return Ok(not_before) };
+        self.array.copy_run(src, dst)?;
+        let geo = self.array.geometry();
+        if geo.page_in_block(dst) == 0 {
+            self.counters.blocks_opened += 1;
+        }
+        let (ch_r, unit_r) = self.resources(geo.block_of(Ppn(first)));
+        let (ch_w, unit_w) = self.resources(geo.block_of(dst));
+        let t = &self.timing;
+        let mut reads_done = not_before;
+        for i in 0..src.len() {
+            let cause = cause_of(Lpn(self.array.oob_lpn_raw(Ppn(dst.0 + i as u32))));
+            self.counters.reads[cause as usize] += 1;
+            self.counters.programs[cause as usize] += 1;
+            let sensed = not_before.max(self.unit_free[unit_r]) + t.command + t.read;
+            let read = sensed.max(self.channel_free[ch_r]) + t.page_transfer;
+            self.channel_free[ch_r] = read;
+            self.unit_free[unit_r] = read;
+            reads_done = read;
+            let start = read.max(self.channel_free[ch_w]).max(self.unit_free[unit_w]);
+            let transferred = start + t.command + t.page_transfer;
+            self.channel_free[ch_w] = transferred;
+            self.unit_free[unit_w] = transferred + t.program;
+        }
+        Ok(reads_done)
+    }
+
     /// Erases a block; returns when the erase finishes.
     pub fn erase(&mut self, block: BlockId, not_before: SimTime, cause: Cause) -> Result<SimTime> {
         self.array.erase(block)?;
@@ -299,6 +339,33 @@ mod tests {
         assert_eq!(d.counters.reads[Cause::Gc as usize], 1);
         assert_eq!(d.counters.erases[Cause::Gc as usize], 1);
         assert_eq!(d.counters.blocks_opened, 1);
+    }
+
+    #[test]
+    fn copy_run_times_and_counts_like_page_by_page_copies() {
+        for plane_parallel in [false, true] {
+            let (mut batch, mut single) = (device(plane_parallel), device(plane_parallel));
+            for d in [&mut batch, &mut single] {
+                for i in 0..4 {
+                    d.program(Ppn(i), Lpn(i), SimTime::ZERO, Cause::Host, Payload::None).unwrap();
+                }
+                // Other work on the destination's die and channel, to queue behind.
+                d.program(Ppn(16), Lpn(9), SimTime(5_000), Cause::Host, Payload::None).unwrap();
+            }
+            let now = SimTime(100_000);
+            let cause_of = |l: Lpn| if l.0 >= 2 { Cause::Mapping } else { Cause::Gc };
+            let reads_done = batch.copy_run(&[1, 3, 2], Ppn(4), now, cause_of).unwrap();
+            let mut expected = now;
+            for (i, src) in [1, 3, 2].into_iter().enumerate() {
+                let cause = cause_of(Lpn(src));
+                let read = single.read(Ppn(src), now, cause).unwrap();
+                expected = expected.max(read);
+                single.program(Ppn(4 + i as u32), Lpn(src), read, cause, Payload::None).unwrap();
+            }
+            assert_eq!(reads_done, expected);
+            assert_eq!(batch.counters, single.counters);
+            assert_eq!((&batch.channel_free, &batch.unit_free), (&single.channel_free, &single.unit_free));
+        }
     }
 
     #[test]

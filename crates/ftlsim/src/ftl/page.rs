@@ -276,6 +276,11 @@ impl PageCore {
             if a != NO_BLOCK {
                 let written = dev.array.written_pages(BlockId(a));
                 if written < self.geo.pages_per_block {
+                    if !for_gc && written + 1 == self.geo.pages_per_block && self.pool.free_count(plane) <= self.reserve
+                    {
+                        // The plane's next host page will run GC, one stripe round from now.
+                        self.prefetch_victim(map, dev, plane);
+                    }
                     return Ok(Some(self.geo.ppn(BlockId(a), written)));
                 }
                 self.pool.close(BlockId(a), now);
@@ -343,7 +348,7 @@ impl PageCore {
         let first = self.geo.ppn(victim, 0).0;
         let (mut n, mut table_pages) = (0, 0);
         for src in first..first + written {
-            let lpn = dev.array.oob_lpn(Ppn(src)).map_or(u32::MAX, |l| l.0);
+            let lpn = dev.array.oob_lpn_raw(Ppn(src));
             // Stale or trimmed pages fail this test: the lazy backward map says so.
             let is_live = map.is_live(lpn, src);
             live[n] = src;
@@ -351,6 +356,9 @@ impl PageCore {
             table_pages += (lpn >= self.logical && lpn != u32::MAX) as u32;
         }
         live.truncate(n);
+        // GC usually takes several victims of a plane in a row: start the
+        // next one's forward-map misses now, to land while this one copies.
+        self.prefetch_victim(map, dev, plane);
         let result = self.copy_live(map, dev, victim, plane, &live, now, &mut reads_done);
         self.live_scratch = live;
         result?;
@@ -360,6 +368,20 @@ impl PageCore {
         self.pool.release(victim)
     }
 
+    /// Starts loading the forward-map entries GC's scan of the plane's
+    /// likely next victim will test: they are cache misses at random places,
+    /// the bulk of GC's cost at high write amplification.
+    fn prefetch_victim<M: MapTable>(&self, map: &M, dev: &Device, plane: PlaneId) {
+        if let Some(next) = self.pool.likely_victim(plane) {
+            let first = self.geo.ppn(next, 0).0;
+            for src in first..first + dev.array.written_pages(next) {
+                map.prefetch(Lpn(dev.array.oob_lpn_raw(Ppn(src))));
+            }
+        }
+    }
+
+    /// Copies the live pages of `victim` into its plane, a run per
+    /// destination block.
     #[allow(clippy::too_many_arguments)]
     fn copy_live<M: MapTable>(
         &mut self,
@@ -371,21 +393,23 @@ impl PageCore {
         now: SimTime,
         reads_done: &mut SimTime,
     ) -> Result<()> {
-        for &src in live {
-            let src = Ppn(src);
-            // Live, so programmed: the device's read below enforces that.
-            let lpn = dev.array.oob_lpn(src).unwrap_or(Lpn(u32::MAX));
-            let cause = if lpn.0 >= self.logical { Cause::Mapping } else { Cause::Gc };
-            let read = dev.read(src, now, cause)?;
-            *reads_done = (*reads_done).max(read);
+        let logical = self.logical;
+        let cause_of = |lpn: Lpn| if lpn.0 >= logical { Cause::Mapping } else { Cause::Gc };
+        let mut rest = live;
+        while !rest.is_empty() {
             let dst = self
                 .next_page(map, dev, plane, now, true)?
                 .ok_or_else(|| Error::invariant("page", format!("GC of {victim} found no free page in its plane")))?;
-            dev.program(dst, lpn, read, cause, Payload::CopyFrom(src))?;
-            map.moved(dev, lpn.0, dst, now);
-            self.pool.invalidate(victim, now);
-            self.pool.add_valid(self.geo.block_of(dst), now);
-            self.stats.gc_pages_copied += 1;
+            let room = (self.geo.pages_per_block - self.geo.page_in_block(dst)) as usize;
+            let (run, next) = rest.split_at(room.min(rest.len()));
+            *reads_done = (*reads_done).max(dev.copy_run(run, dst, now, cause_of)?);
+            for i in 0..run.len() as u32 {
+                let to = Ppn(dst.0 + i);
+                map.moved(dev, dev.array.oob_lpn_raw(to), to, now);
+            }
+            self.pool.transfer_valid(victim, self.geo.block_of(dst), run.len() as u32, now);
+            self.stats.gc_pages_copied += run.len() as u64;
+            rest = next;
         }
         Ok(())
     }

@@ -151,6 +151,13 @@ impl BlockPool {
         self.change_valid(b, -1, now);
     }
 
+    /// `n` pages moved from block `from` to block `to` (GC copies).
+    #[inline]
+    pub fn transfer_valid(&mut self, from: BlockId, to: BlockId, n: u32, now: SimTime) {
+        self.change_valid(from, -(n as i32), now);
+        self.change_valid(to, n as i32, now);
+    }
+
     #[inline]
     fn change_valid(&mut self, b: BlockId, delta: i32, now: SimTime) {
         let closed = self.state[b.idx()] == BlockState::Closed;
@@ -257,6 +264,17 @@ impl BlockPool {
     }
 
     /// The fewest valid pages of any closed block of `plane`.
+    /// The block [`select_victim`](Self::select_victim) would most likely
+    /// pick next, without drawing on the random stream: a hint for
+    /// prefetching its mapping entries. `None` for the randomised policies.
+    pub fn likely_victim(&self, plane: PlaneId) -> Option<BlockId> {
+        match self.policy {
+            VictimPolicy::Greedy => self.greedy(plane),
+            VictimPolicy::Fifo => self.fifo[plane.idx()].front().map(|&(b, _)| b),
+            VictimPolicy::CostBenefit | VictimPolicy::Random | VictimPolicy::DChoices => None,
+        }
+    }
+
     pub fn fewest_valid(&self, plane: PlaneId) -> Option<u32> {
         self.greedy(plane).map(|b| self.valid(b))
     }

@@ -111,6 +111,58 @@ impl NandArray {
         Ok(())
     }
 
+    /// Copies programmed pages of one block (`src`, ascending or not) into
+    /// consecutive pages of another from `dst` on: GC's copy loop as one
+    /// call, with the checks of [`read`](Self::read) and
+    /// [`program`](Self::program) made once per run where they can be.
+    pub fn copy_run(&mut self, src: &[u32], dst: Ppn) -> Result<()> {
+        let Some(&first_src) = src.first() else { return Ok(()) };
+        if dst.0 >= self.geo.pages {
+            return Err(Error::Physics(format!("program of {dst}: beyond the device's {} pages", self.geo.pages)));
+        }
+        let (block, page) = (self.geo.block_of(dst), self.geo.page_in_block(dst));
+        let wp = self.write_ptr[block.idx()] as u32;
+        if page != wp {
+            let why = if page < wp { "page is not erased" } else { "pages of a block must be programmed in order" };
+            return Err(Error::Physics(format!(
+                "program of {dst} ({block}, page {page}): {why} (next programmable page is {wp})"
+            )));
+        }
+        if page + src.len() as u32 > self.geo.pages_per_block {
+            return Err(Error::Physics(format!(
+                "copy of {} pages into {block} from page {page}: the block has {} pages",
+                src.len(),
+                self.geo.pages_per_block
+            )));
+        }
+        // Readable = below its block's write pointer; one block for the run.
+        self.check_readable(Ppn(first_src))?;
+        let src_block = self.geo.block_of(Ppn(first_src));
+        let src_first = self.geo.ppn(src_block, 0).0;
+        let src_written = self.write_ptr[src_block.idx()] as u32;
+        if src_block == block {
+            return Err(Error::Physics(format!("copy of pages of {block} into itself")));
+        }
+        // All checked before anything changes, so a refused run leaves no trace.
+        if let Some(&s) = src.iter().find(|&&s| s.wrapping_sub(src_first) >= src_written) {
+            self.check_readable(Ppn(s))?;
+            return Err(Error::Physics(format!("copy run mixes {src_block} with {}", Ppn(s))));
+        }
+        for (i, &s) in src.iter().enumerate() {
+            let d = dst.idx() + i;
+            self.oob_lpn[d] = self.oob_lpn[s as usize];
+            if let Some(seq) = &mut self.oob_seq {
+                seq[d] = self.next_seq;
+            }
+            self.next_seq += 1;
+            if let Some(data) = &mut self.payload {
+                data.copy((src_block.idx(), (s - src_first) as usize), (block.idx(), page as usize + i));
+            }
+        }
+        self.write_ptr[block.idx()] += src.len() as u16;
+        Ok(())
+    }
+
     /// Checks a page may be read and returns the LPN its OOB records.
     #[inline]
     pub fn read(&self, ppn: Ppn) -> Result<Lpn> {
@@ -155,6 +207,12 @@ impl NandArray {
     pub fn oob_lpn(&self, ppn: Ppn) -> Option<Lpn> {
         let v = self.oob_lpn[ppn.idx()];
         (v != NO_LPN).then_some(Lpn(v))
+    }
+
+    /// The raw OOB LPN word of a page ([`NO_LPN`] when erased).
+    #[inline]
+    pub fn oob_lpn_raw(&self, ppn: Ppn) -> u32 {
+        self.oob_lpn[ppn.idx()]
     }
 
     /// The program sequence number of a page, when recording is on.
@@ -242,6 +300,49 @@ mod tests {
         let e = a.erase(BlockId(1)).unwrap_err().to_string();
         assert!(e.contains("worn out"), "{e}");
         assert_eq!(a.erase_count(BlockId(1)), 3);
+    }
+
+    #[test]
+    fn copy_run_moves_oob_and_payloads_in_order() {
+        let mut a = array(true);
+        for (i, byte) in [1u8, 2, 3].into_iter().enumerate() {
+            a.program(Ppn(i as u32), Lpn(10 + i as u32), Payload::Bytes(&[byte; 512])).unwrap();
+        }
+        a.program(Ppn(4), Lpn(99), Payload::None).unwrap();
+        a.copy_run(&[2, 0], Ppn(5)).unwrap();
+        assert_eq!(a.oob_lpn(Ppn(5)), Some(Lpn(12)));
+        assert_eq!(a.oob_lpn(Ppn(6)), Some(Lpn(10)));
+        assert_eq!(a.page_data(Ppn(5)).unwrap(), &[3; 512][..]);
+        assert_eq!(a.page_data(Ppn(6)).unwrap(), &[1; 512][..]);
+        assert_eq!(a.written_pages(BlockId(1)), 3);
+        assert!(a.oob_seq(Ppn(6)).unwrap() > a.oob_seq(Ppn(5)).unwrap());
+    }
+
+    #[test]
+    fn copy_run_refuses_what_page_by_page_copies_would() {
+        let mut a = array(false);
+        a.program(Ppn(0), Lpn(1), Payload::None).unwrap();
+        a.program(Ppn(1), Lpn(2), Payload::None).unwrap();
+        a.program(Ppn(8), Lpn(3), Payload::None).unwrap();
+        let refuse = |a: &mut NandArray, src: &[u32], dst: u32, why: &str| {
+            let e = a.copy_run(src, Ppn(dst)).unwrap_err().to_string();
+            assert!(e.contains(why), "{src:?} -> {dst}: {e}");
+        };
+        refuse(&mut a, &[0], 6, "in order");
+        refuse(&mut a, &[0], 8, "not erased");
+        refuse(&mut a, &[0, 2], 4, "never programmed");
+        refuse(&mut a, &[0, 8], 4, "mixes");
+        refuse(&mut a, &[0, 1], 3, "in order");
+        refuse(&mut a, &[0, 1], 1 << 20, "beyond");
+        a.program(Ppn(4), Lpn(4), Payload::None).unwrap();
+        a.program(Ppn(5), Lpn(5), Payload::None).unwrap();
+        refuse(&mut a, &[0, 1, 0], 6, "the block has 4 pages");
+        refuse(&mut a, &[4], 6, "into itself");
+        // Refused runs changed nothing: the pages are still programmable in order.
+        assert_eq!(a.written_pages(BlockId(1)), 2);
+        assert_eq!(a.oob_lpn(Ppn(6)), None);
+        a.copy_run(&[0, 1], Ppn(6)).unwrap();
+        assert_eq!(a.read(Ppn(7)).unwrap(), Lpn(2));
     }
 
     #[test]
