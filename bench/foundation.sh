@@ -8,7 +8,8 @@
 #    (WA ~8) and again at 28% (WA ~2.6).
 # 2. Bytes of peak RSS per physical page on a 1 TiB-raw drive (no payloads).
 # 3. Peak RSS of a 50M-request gzip trace vs the 1M one (constant memory).
-# Set FTLSIM_BENCH_LONG=0 to skip step 3 (it writes a ~400 MB file).
+# Set FTLSIM_BENCH_LONG=0 to skip step 3 (it writes a ~400 MB file), and
+# FTLSIM_BENCH_REPEAT=N to change the runs per speed point (default 5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=bench-out
@@ -18,17 +19,35 @@ bin=target/release/ftlsim
 
 field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, r))" "$@"; }
 
-echo "== 1. page FTL, 1M random 4 KiB writes, 16 GiB logical, 8 channels"
+# Each point runs REPEAT times (default 5): wall-clock speed on a shared
+# machine varies run to run, so the median is the figure and the range is shown.
+repeat=${FTLSIM_BENCH_REPEAT:-5}
+speed() {  # speed NAME ARGS... : median requests/s and flash page ops/s over $repeat runs
+  local name=$1; shift
+  for i in $(seq "$repeat"); do
+    $bin run -c bench/page-8ch-16g.toml --trace "$out/randwrite-1m.csv" --mode closed --qd 32 \
+        --precondition fill=1.0,overwrite=1.0 --json "$out/$name-$i.json" -q "$@" > /dev/null
+  done
+  python3 - "$out" "$name" "$repeat" <<'PY'
+import json, statistics, sys
+out, name, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+rs = [json.load(open(f"{out}/{name}-{i}.json")) for i in range(1, n + 1)]
+req = sorted(r["requests"] / r["wall_time_s"] for r in rs)
+ops = sorted((r["flash_pages_read"] + r["flash_pages_programmed"]) / r["wall_time_s"] for r in rs)
+r = rs[0]
+assert all(x["write_amplification"] == r["write_amplification"] for x in rs), "runs differ: not deterministic"
+print(f"requests/s (wall): median {statistics.median(req):,.0f} (range {req[0]:,.0f}-{req[-1]:,.0f}, {n} runs)   "
+      f"flash page ops/s: median {statistics.median(ops):,.0f}   WA {r['write_amplification']:.3f}   "
+      f"GC invocations {r['gc_invocations']}")
+PY
+}
+
+echo "== 1. page FTL, 1M random 4 KiB writes, 16 GiB logical, 8 channels, 7% over-provisioning"
 $bin gen -c bench/page-8ch-16g.toml --workload rw=randwrite,bs=4k,ios=1000000,seed=7 -o "$out/randwrite-1m.csv"
-$bin run -c bench/page-8ch-16g.toml --trace "$out/randwrite-1m.csv" --mode closed --qd 32 \
-    --precondition fill=1.0,overwrite=1.0 --json "$out/page-1m.json" -q > /dev/null
-field "$out/page-1m.json" '"requests/s (wall): %.0f   flash page ops/s: %.0f   WA %.3f   GC invocations %d   wall %.3f s" % (requests / wall_time_s, (flash_pages_read + flash_pages_programmed) / wall_time_s, write_amplification, gc_invocations, wall_time_s)'
+speed page-1m
 
 echo "== 1b. the same at 28% over-provisioning (same 16 GiB logical space, more flash: lower WA)"
-$bin run -c bench/page-8ch-16g.toml --set overprovisioning=0.28 --set geometry.blocks_per_plane=1312 \
-    --trace "$out/randwrite-1m.csv" --mode closed --qd 32 \
-    --precondition fill=1.0,overwrite=1.0 --json "$out/page-1m-op28.json" -q > /dev/null
-field "$out/page-1m-op28.json" '"requests/s (wall): %.0f   flash page ops/s: %.0f   WA %.3f   GC invocations %d   wall %.3f s" % (requests / wall_time_s, (flash_pages_read + flash_pages_programmed) / wall_time_s, write_amplification, gc_invocations, wall_time_s)'
+speed page-1m-op28 --set overprovisioning=0.28 --set geometry.blocks_per_plane=1312
 
 echo "== 2. memory: 1 TiB raw drive, 1M random writes"
 $bin run -c bench/raw-1tib.toml --workload rw=randwrite,bs=4k,ios=1000000,seed=7,iodepth=32 \

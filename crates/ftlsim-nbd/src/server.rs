@@ -49,6 +49,9 @@ pub struct ServeOptions {
     pub record: Option<PathBuf>,
     pub max_connections: usize,
     pub export_name: String,
+    /// How long a connection polls for its next request before sleeping
+    /// (see [`crate::transmission`]); zero sleeps at once.
+    pub poll: Duration,
 }
 
 impl ServeOptions {
@@ -60,6 +63,7 @@ impl ServeOptions {
             record: None,
             max_connections: 16,
             export_name: "ftlsim".into(),
+            poll: Duration::from_micros(50),
         }
     }
 }
@@ -203,13 +207,14 @@ impl Server {
         let handle = stream.try_clone().map_err(|e| ftlsim::Error::io("connection", e))?;
         let drive = self.drive.clone();
         let export = self.export.clone();
+        let poll = self.opts.poll;
         let thread = std::thread::spawn(move || {
             let id = {
                 let mut d = drive.lock().expect("drive lock");
                 d.counts.connections += 1;
                 d.counts.connections
             };
-            let why = connection(stream, &drive, &export, refusal.as_deref());
+            let why = connection(stream, &drive, &export, refusal.as_deref(), poll);
             eprintln!("ftlsim serve: connection {id} ended: {why}");
         });
         Ok(Conn { stream: handle, thread })
@@ -217,7 +222,13 @@ impl Server {
 }
 
 /// One client from greeting to close; returns why it ended.
-fn connection(mut stream: Stream, drive: &Arc<Mutex<Drive>>, export: &Export, refusal: Option<&str>) -> String {
+fn connection(
+    mut stream: Stream,
+    drive: &Arc<Mutex<Drive>>,
+    export: &Export,
+    refusal: Option<&str>,
+    poll: Duration,
+) -> String {
     let _ = stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
     match handshake::negotiate(&mut stream, export, refusal) {
         Ok(Outcome::Transmission) => {}
@@ -227,7 +238,7 @@ fn connection(mut stream: Stream, drive: &Arc<Mutex<Drive>>, export: &Export, re
     if let Err(e) = stream.set_read_timeout(None) {
         return format!("socket: {e}");
     }
-    match transmission::serve(stream, drive, export.size, export.max_block) {
+    match transmission::serve(stream, drive, export.size, export.max_block, poll) {
         Ok(why) => why,
         Err(e) => format!("transmission: {e}"),
     }

@@ -294,6 +294,30 @@ mod data {
         assert!(r.host_pages_written > 0);
     }
 
+    /// The connection polls for input before sleeping (`poll`); whether it
+    /// never polls, or polls longer than the client pauses, requests sent
+    /// one by one and in pipelined bursts get their replies, in order.
+    #[test]
+    fn served_alike_whether_polling_or_sleeping() {
+        for poll in [Duration::ZERO, Duration::from_millis(200)] {
+            let srv = start(&[], |o| o.poll = poll);
+            let (mut s, _) = open(&srv.addr);
+            for i in 0..16u8 {
+                assert_eq!(write(&mut s, i as u64 * 4096, &pattern(i, 4096), 0), 0, "{poll:?}");
+            }
+            std::thread::sleep(Duration::from_millis(5)); // the server polls, or sleeps
+            for i in (0..16u8).rev() {
+                request(&mut s, CMD_READ, 0, i as u64 * 4096, 4096, 100 + i as u64);
+            }
+            for i in (0..16u8).rev() {
+                assert_eq!(reply(&mut s, 100 + i as u64), 0);
+                assert_eq!(read_n(&mut s, 4096), pattern(i, 4096), "{poll:?}");
+            }
+            drop(s);
+            assert_eq!(srv.stop().host_pages_read, 32, "{poll:?}");
+        }
+    }
+
     #[test]
     fn trims_of_gigabytes_in_one_command() {
         let srv = start(&["geometry.blocks_per_plane=2048"], |_| {});

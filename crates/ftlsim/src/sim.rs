@@ -328,7 +328,8 @@ impl Simulation {
     /// of the report's `host_pages_*` counters).
     pub fn pages_touched(&self, cmd: &HostCmd) -> u64 {
         let spp = self.cfg.geometry.page_size as u64 / SECTOR_BYTES;
-        if cmd.sectors == 0 { 0 } else { (cmd.end().0 - 1) / spp - cmd.start.0 / spp + 1 }
+        let page = |s: u64| ftl::split_sector(s, spp).0;
+        if cmd.sectors == 0 { 0 } else { page(cmd.end().0 - 1) - page(cmd.start.0) + 1 }
     }
 
     /// The report of a drive driven command by command through [`submit`]

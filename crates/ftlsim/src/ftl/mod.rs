@@ -157,6 +157,18 @@ impl PageChunk {
     }
 }
 
+/// `sector / spp` and `sector % spp`, with a shift and mask for the usual
+/// power-of-two page: a 64-bit division costs tens of cycles, several times
+/// per host command.
+#[inline]
+pub fn split_sector(sector: u64, spp: u64) -> (u64, u64) {
+    if spp.is_power_of_two() {
+        (sector >> spp.trailing_zeros(), sector & (spp - 1))
+    } else {
+        (sector / spp, sector % spp)
+    }
+}
+
 /// Splits a span into per-page chunks. The caller has checked the span lies
 /// inside the logical space, so every LPN fits in 32 bits.
 pub fn page_chunks(span: Span, sectors_per_page: u32) -> impl Iterator<Item = PageChunk> {
@@ -167,8 +179,7 @@ pub fn page_chunks(span: Span, sectors_per_page: u32) -> impl Iterator<Item = Pa
         if sector >= end {
             return None;
         }
-        let lpn = sector / spp;
-        let first = sector % spp;
+        let (lpn, first) = split_sector(sector, spp);
         let n = (spp - first).min(end - sector);
         let chunk = PageChunk {
             lpn: Lpn(lpn as u32),

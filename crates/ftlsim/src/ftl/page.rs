@@ -39,6 +39,7 @@ use crate::engine::{Cause, Device};
 use crate::error::{Error, Result};
 use crate::nand::{Geometry, Payload};
 use crate::units::{BlockId, Lpn, PlaneId, Ppn, SimTime};
+use std::ops::Range;
 
 /// Forward-map value of a logical page never written (and never trimmed).
 pub(super) const NEVER: u32 = u32::MAX;
@@ -224,6 +225,11 @@ impl<M: MapTable> PageMapped<M> {
     }
 }
 
+/// Host pages before a GC episode over which its first victim's mapping
+/// entries are prefetched (GC's later victims are prefetched while the
+/// previous one copies).
+const EARLY_PREFETCH: u32 = 16;
+
 impl PageCore {
     fn new(cfg: &Config, dev: &Device) -> Result<PageCore> {
         let geo = dev.geometry().clone();
@@ -276,10 +282,11 @@ impl PageCore {
             if a != NO_BLOCK {
                 let written = dev.array.written_pages(BlockId(a));
                 if written < self.geo.pages_per_block {
-                    if !for_gc && written + 1 == self.geo.pages_per_block && self.pool.free_count(plane) <= self.reserve
-                    {
-                        // The plane's next host page will run GC, one stripe round from now.
-                        self.prefetch_victim(map, dev, plane);
+                    let left = self.geo.pages_per_block - written;
+                    if !for_gc && left <= EARLY_PREFETCH && self.pool.free_count(plane) <= self.reserve {
+                        // GC runs on this plane once this block is full: load
+                        // its first victim's entries over the last few host pages.
+                        self.prefetch_victim_share(map, dev, plane, EARLY_PREFETCH - left);
                     }
                     return Ok(Some(self.geo.ppn(BlockId(a), written)));
                 }
@@ -356,9 +363,6 @@ impl PageCore {
             table_pages += (lpn >= self.logical && lpn != u32::MAX) as u32;
         }
         live.truncate(n);
-        // GC usually takes several victims of a plane in a row: start the
-        // next one's forward-map misses now, to land while this one copies.
-        self.prefetch_victim(map, dev, plane);
         let result = self.copy_live(map, dev, victim, plane, &live, now, &mut reads_done);
         self.live_scratch = live;
         result?;
@@ -368,20 +372,28 @@ impl PageCore {
         self.pool.release(victim)
     }
 
-    /// Starts loading the forward-map entries GC's scan of the plane's
-    /// likely next victim will test: they are cache misses at random places,
-    /// the bulk of GC's cost at high write amplification.
-    fn prefetch_victim<M: MapTable>(&self, map: &M, dev: &Device, plane: PlaneId) {
+    /// Starts loading share `i` of [`EARLY_PREFETCH`] of the forward-map
+    /// entries GC's scan of the plane's likely next victim will test: they
+    /// are cache misses at random places, the bulk of GC's cost at high
+    /// write amplification.
+    fn prefetch_victim_share<M: MapTable>(&self, map: &M, dev: &Device, plane: PlaneId, i: u32) {
         if let Some(next) = self.pool.likely_victim(plane) {
-            let first = self.geo.ppn(next, 0).0;
-            for src in first..first + dev.array.written_pages(next) {
-                map.prefetch(Lpn(dev.array.oob_lpn_raw(Ppn(src))));
-            }
+            let w = dev.array.written_pages(next);
+            self.prefetch_entries(map, dev, next, i * w / EARLY_PREFETCH..(i + 1) * w / EARLY_PREFETCH);
+        }
+    }
+
+    fn prefetch_entries<M: MapTable>(&self, map: &M, dev: &Device, block: BlockId, pages: Range<u32>) {
+        let first = self.geo.ppn(block, 0).0;
+        for src in first + pages.start..first + pages.end {
+            map.prefetch(Lpn(dev.array.oob_lpn_raw(Ppn(src))));
         }
     }
 
     /// Copies the live pages of `victim` into its plane, a run per
-    /// destination block.
+    /// destination block, in chunks: between chunks it prefetches a share of
+    /// the next victim's entries, spread out because a burst of prefetches
+    /// outruns the CPU's outstanding-miss slots and most are lost.
     #[allow(clippy::too_many_arguments)]
     fn copy_live<M: MapTable>(
         &mut self,
@@ -393,15 +405,24 @@ impl PageCore {
         now: SimTime,
         reads_done: &mut SimTime,
     ) -> Result<()> {
+        const CHUNK: usize = 16;
         let logical = self.logical;
         let cause_of = |lpn: Lpn| if lpn.0 >= logical { Cause::Mapping } else { Cause::Gc };
+        let next = self.pool.likely_victim(plane).map(|b| (b, dev.array.written_pages(b)));
+        let per_chunk = next.map_or(0, |(_, w)| w.div_ceil(live.len().div_ceil(CHUNK).max(1) as u32));
+        let mut prefetched = 0;
         let mut rest = live;
         while !rest.is_empty() {
             let dst = self
                 .next_page(map, dev, plane, now, true)?
                 .ok_or_else(|| Error::invariant("page", format!("GC of {victim} found no free page in its plane")))?;
             let room = (self.geo.pages_per_block - self.geo.page_in_block(dst)) as usize;
-            let (run, next) = rest.split_at(room.min(rest.len()));
+            let (run, after) = rest.split_at(room.min(rest.len()).min(CHUNK));
+            if let Some((b, written)) = next {
+                let end = (prefetched + per_chunk).min(written);
+                self.prefetch_entries(map, dev, b, prefetched..end);
+                prefetched = end;
+            }
             *reads_done = (*reads_done).max(dev.copy_run(run, dst, now, cause_of)?);
             for i in 0..run.len() as u32 {
                 let to = Ppn(dst.0 + i);
@@ -409,7 +430,10 @@ impl PageCore {
             }
             self.pool.transfer_valid(victim, self.geo.block_of(dst), run.len() as u32, now);
             self.stats.gc_pages_copied += run.len() as u64;
-            rest = next;
+            rest = after;
+        }
+        if let Some((b, written)) = next {
+            self.prefetch_entries(map, dev, b, prefetched..written);
         }
         Ok(())
     }
@@ -496,7 +520,7 @@ impl<M: MapTable> Ftl for PageMapped<M> {
 
     fn prefetch(&self, span: Span) {
         let spp = self.core.geo.sectors_per_page as u64;
-        self.map.prefetch(Lpn((span.start.0 / spp) as u32));
+        self.map.prefetch(Lpn(super::split_sector(span.start.0, spp).0 as u32));
     }
 
     fn read(&mut self, dev: &mut Device, span: Span, now: SimTime, mut out: Option<&mut [u8]>) -> Result<SimTime> {
