@@ -127,9 +127,6 @@ impl Ftl for Bast {
     fn trim(&mut self, dev: &mut Device, span: Span, now: SimTime) -> Result<SimTime> {
         let mut done = now;
         for key in self.core.trim(span) {
-            if self.core.live_end(key) > 0 {
-                continue;
-            }
             if let Some(log) = self.take_log(key) {
                 done = done.max(self.core.erase(dev, log, now, Cause::Gc)?);
             }

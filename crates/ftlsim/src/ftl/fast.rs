@@ -178,9 +178,6 @@ impl Ftl for Fast {
     fn trim(&mut self, dev: &mut Device, span: Span, now: SimTime) -> Result<SimTime> {
         let mut done = now;
         for key in self.core.trim(span) {
-            if self.core.live_end(key) > 0 {
-                continue;
-            }
             let chip = self.core.stripes.chip_of(key) as usize;
             if let Some((k, b)) = self.seq_log[chip] {
                 if k == key && self.core.pool.valid(b) == 0 {

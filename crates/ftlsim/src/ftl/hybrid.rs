@@ -357,9 +357,9 @@ impl Hybrid {
         dev.read(self.geo.ppn(b, off), now, Cause::Host)
     }
 
-    /// Applies a TRIM: listed, or unmapped at once. Returns the keys whose
-    /// pages were unmapped at once (immediate mode), for the scheme to
-    /// reclaim the blocks of those left without live data.
+    /// Applies a TRIM: listed, or unmapped at once. Returns the keys it left
+    /// without a live page (immediate mode only), for the scheme to reclaim
+    /// their blocks.
     pub fn trim(&mut self, span: Span) -> Vec<u32> {
         if !self.trim_enabled {
             return Vec::new();
@@ -385,6 +385,7 @@ impl Hybrid {
         }
         keys.sort_unstable();
         keys.dedup();
+        keys.retain(|&key| self.live_end(key) == 0);
         keys
     }
 
