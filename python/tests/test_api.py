@@ -147,8 +147,14 @@ def test_gil_is_released_during_a_run():
     t = threading.Thread(target=tick)
     t.start()
     start = time.monotonic()
-    small_run(workload="rw=randwrite,bs=4k,ios=200000")
-    took = time.monotonic() - start
+    # Long enough to see the ticker run many times however fast the simulator gets.
+    ios = 200_000
+    while True:
+        small_run(workload=f"rw=randwrite,bs=4k,ios={ios}")
+        took = time.monotonic() - start
+        if took > 0.2:
+            break
+        ios *= 2
     stop.set()
     t.join()
     during = [x for x in ticks if start < x < start + took]
