@@ -27,6 +27,24 @@ if TYPE_CHECKING:
 RUN_COLUMNS = ("run_id", "ftl", "input", "seed", "config_fingerprint", "version")
 
 
+#: The report's first field in a row: :func:`run_one` puts the swept keys just before it (a grid may not name it).
+FIRST_REPORT_COLUMN = "config"
+
+
+def param_columns(columns: Iterable[str]) -> list[str]:
+    """The swept grid keys of a sweep table: its columns between the run columns and the report's.
+
+    Empty when the columns lack that layout (a table not written by :func:`sweep`).
+    """
+    cols = list(columns)
+    try:
+        start = cols.index(RUN_COLUMNS[-1]) + 1
+        end = cols.index(FIRST_REPORT_COLUMN)
+    except ValueError:
+        return []
+    return cols[start:end]
+
+
 def _sweep_error(key: str, reason: str) -> Exception:
     return keyed(SweepError, "sweep", key, reason)
 
@@ -105,6 +123,7 @@ def run_one(spec: Mapping[str, Any]) -> dict[str, Any]:
         "config_fingerprint": spec["fingerprint"],
         "version": s["version"],
     }
+    # The swept keys go between the run columns and the report's: param_columns finds them there.
     row.update(spec["params"])
     row.update({k: v for k, v in flatten(s).items() if k not in row})
     return row
@@ -189,7 +208,7 @@ def sweep(
     for k, values in grid.items():
         if k in ("seed", "ftl.name"):
             raise _sweep_error(f"grid.{k}", "sweep seeds with seeds= and FTLs with ftls=")
-        if k in RUN_COLUMNS or k == "config":
+        if k in RUN_COLUMNS or k == FIRST_REPORT_COLUMN:
             raise _sweep_error(f"grid.{k}", "clashes with a column every sweep row has")
         if isinstance(values, str) or not isinstance(values, Sequence) or len(values) == 0:
             raise _sweep_error(f"grid.{k}", "must be a non-empty list of values")

@@ -8,7 +8,8 @@ alike.
 - :func:`latency_cdf`: per-request latency CDF, one line per run (FTL).
 - :func:`latency_tail`: the same from report summaries only (JSON reports
   keep percentiles, not every request).
-- :func:`wa_vs_op`: write amplification against over-provisioning from a sweep.
+- :func:`wa_vs_op`: write amplification against over-provisioning from a sweep,
+  one line per combination of the other swept keys.
 - :func:`erase_heatmap`: erase counts over the physical layout, and their histogram.
 - :func:`timeseries`: latency and GC activity per time window.
 - :func:`repro`: a generic table of rows (a paper reproduction's CSV/JSON) as
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import _sweep
 from ._api import Result
 
 if TYPE_CHECKING:
@@ -114,17 +116,38 @@ def wa_vs_op(
     y: str = "write_amplification",
     hue: Sequence[str] = ("ftl", "input"),
 ) -> Figure:
-    """``y`` against ``x`` from a sweep table, one line per distinct ``hue`` combination (mean over seeds)."""
+    """``y`` against ``x`` from a sweep table: one line per combination of the swept keys other than ``x``.
+
+    Only seeds are averaged over. A line's label is the values of the ``hue``
+    columns that vary (the first one's when none does), then ``key=value``
+    for every other swept key that varies: the FTL, the input and the grid's
+    keys, e.g. ``page, gc.policy=fifo``. Select rows first to leave a swept
+    key out. A table not written by :func:`ftlsim.sweep` has no grid keys
+    that can be told from results: give them as ``hue``.
+    """
     df = _table(sweep)
     for col in [x, y, *hue]:
         if col not in df.columns:
             raise KeyError(f"column {col!r} is not in the sweep table; it has: {', '.join(map(str, df.columns))}")
-    hue = [h for h in hue if df[h].nunique() > 1] or list(hue[:1])
+
+    def varies(col: str) -> bool:
+        return df[col].nunique(dropna=False) > 1
+
+    hue = [h for h in hue if h != x]
+    named = [h for h in hue if varies(h)] or hue[:1]
+    # Rows of different values of a swept key are different experiments: a
+    # mean over them would be a line no configuration has.
+    swept = ["ftl", "input", *_sweep.param_columns(df.columns)]
+    others = [k for k in swept if k in df.columns and k != x and k not in hue and varies(k)]
+    keys = [*named, *others]
+    groups = df.groupby(keys, sort=True, dropna=False) if keys else [((), df)]
     fig, ax = _figure()
     ax = ax[0, 0]
-    for key, g in df.groupby(hue, sort=True):
+    for key, g in groups:
+        values = dict(zip(keys, key, strict=True))
+        head = " ".join(str(values[h]) for h in named)
+        label = ", ".join(part for part in (head, *(f"{k}={values[k]}" for k in others)) if part) or y
         line = g.groupby(x, sort=True)[y].mean()
-        label = " ".join(map(str, key if isinstance(key, tuple) else (key,)))
         ax.plot(line.index, line.values, marker="o", label=label)
     ax.set(xlabel=x, ylabel=y, title=f"{y} vs {x}")
     ax.grid(True, alpha=0.3)

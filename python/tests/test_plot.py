@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import matplotlib.image
@@ -11,6 +12,7 @@ from conftest import CONFIG, PRECONDITION, SMALL, WORKLOAD, run_cli
 
 import ftlsim
 import ftlsim.plot as P
+from ftlsim._sweep import param_columns
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -63,6 +65,7 @@ def test_wa_vs_op_from_a_sweep(tmp_path):
         workers=1,
         path=tmp_path / "s.parquet",
     )
+    assert param_columns(df.columns) == ["overprovisioning"]
     fig = P.wa_vs_op(df, tmp_path / "wa.png")
     assert_png(tmp_path / "wa.png")
     line = fig.axes[0].get_lines()[0]
@@ -70,6 +73,79 @@ def test_wa_vs_op_from_a_sweep(tmp_path):
     assert list(line.get_ydata()) == list(df["write_amplification"])
     with pytest.raises(KeyError, match="nope"):
         P.wa_vs_op(df, x="nope")
+
+
+def sweep_table(ftls, policies, ops=(0.1, 0.2, 0.3), seeds=(1, 2)):
+    """Rows laid out as ftlsim.sweep writes them; WA differs per FTL, policy, OP and seed."""
+    rows = []
+    for ftl, policy, op, seed in itertools.product(ftls, policies, ops, seeds):
+        rows.append(
+            {
+                "run_id": f"{ftl}-{policy}-{op}-{seed}",
+                "ftl": ftl,
+                "input": "rw=randwrite",
+                "seed": seed,
+                "config_fingerprint": f"{ftl}-{policy}-{op}-{seed}",
+                "version": "0.1.0",
+                "overprovisioning": op,
+                "gc.policy": policy,
+                "config": "hat-table4",
+                "iops": 1000.0 * seed + op,  # a result that varies: never a line of its own
+                "write_amplification": WA[ftl] + WA[policy] + 1 / op + seed / 100,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+WA = {"page": 1.0, "fast": 3.0, "greedy": 0.0, "fifo": 0.5}
+
+
+def lines_of(fig):
+    return {ln.get_label(): (list(ln.get_xdata()), list(ln.get_ydata())) for ln in fig.axes[0].get_lines()}
+
+
+def test_wa_vs_op_draws_a_line_per_combination_of_swept_keys(tmp_path):
+    df = sweep_table(["page", "fast"], ["greedy", "fifo"])
+    assert param_columns(df.columns) == ["overprovisioning", "gc.policy"]
+    path = tmp_path / "s.parquet"
+    df.to_parquet(path, index=False)
+    fig = P.render(path, tmp_path / "wa.png")  # what `ftlsim plot SWEEP.parquet` draws
+    assert_png(tmp_path / "wa.png")
+    lines = lines_of(fig)
+    assert sorted(lines) == sorted(f"{f}, gc.policy={p}" for f in ("page", "fast") for p in ("greedy", "fifo"))
+    for f, p in itertools.product(("page", "fast"), ("greedy", "fifo")):
+        xs, ys = lines[f"{f}, gc.policy={p}"]
+        assert xs == [0.1, 0.2, 0.3]
+        # Mean over seeds 1 and 2 only: their seed / 100 terms average to 0.015.
+        assert ys == pytest.approx([WA[f] + WA[p] + 1 / op + 0.015 for op in xs])
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == list(lines)
+
+    # A single FTL still splits by policy (the example sweep's case), the FTL leading the label.
+    lines = lines_of(P.wa_vs_op(sweep_table(["page"], ["greedy", "fifo"])))
+    assert sorted(lines) == ["page, gc.policy=fifo", "page, gc.policy=greedy"]
+    assert lines["page, gc.policy=fifo"][1] == pytest.approx([1.5 + 1 / op + 0.015 for op in (0.1, 0.2, 0.3)])
+
+    # Another key on x: the old x becomes a label.
+    lines = lines_of(P.wa_vs_op(df[df["ftl"] == "page"], x="gc.policy"))
+    assert sorted(lines) == [f"page, overprovisioning={op}" for op in (0.1, 0.2, 0.3)]
+    assert lines["page, overprovisioning=0.2"] == (["fifo", "greedy"], pytest.approx([6.515, 6.015]))
+
+
+def test_wa_vs_op_keeps_labels_when_one_key_varies_and_honours_hue():
+    lines = lines_of(P.wa_vs_op(sweep_table(["page", "fast"], ["greedy"])))
+    assert sorted(lines) == ["fast", "page"]
+    assert lines["fast"][1] == pytest.approx([3.0 + 1 / op + 0.015 for op in (0.1, 0.2, 0.3)])
+    lines = lines_of(P.wa_vs_op(sweep_table(["page"], ["greedy"])))
+    assert list(lines) == ["page"]
+    # hue names the leading label columns, old style; swept keys left out of it still split lines.
+    df = sweep_table(["page", "fast"], ["greedy", "fifo"])
+    lines = lines_of(P.wa_vs_op(df, hue=("ftl", "gc.policy")))
+    assert sorted(lines) == ["fast fifo", "fast greedy", "page fifo", "page greedy"]
+    lines = lines_of(P.wa_vs_op(df, hue=("gc.policy",)))
+    assert sorted(lines) == ["fifo, ftl=fast", "fifo, ftl=page", "greedy, ftl=fast", "greedy, ftl=page"]
+    assert lines["fifo, ftl=fast"][1] == pytest.approx([3.5 + 1 / op + 0.015 for op in (0.1, 0.2, 0.3)])
+    with pytest.raises(KeyError, match="nope"):
+        P.wa_vs_op(df, hue=("nope",))
 
 
 def test_repro_tables(tmp_path):

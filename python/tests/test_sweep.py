@@ -103,6 +103,7 @@ def test_csv_table_and_seeds(tmp_path):
         ({"grid": {"seed": [1, 2]}}, "grid.seed"),
         ({"grid": {"gc.policy": "greedy"}}, "grid.gc.policy"),
         ({"grid": {"ftl": ["page"]}}, "grid.ftl"),
+        ({"grid": {"config": ["page"]}}, "grid.config"),
         ({"workloads": []}, "inputs"),
         ({"backend": "spark"}, "backend"),
     ],
