@@ -21,7 +21,11 @@ class ConfigError(FtlsimError, ValueError):
 
 
 class TraceError(FtlsimError, ValueError):
-    """A trace line could not be parsed (``.file``, ``.line``, ``.reason``)."""
+    """A trace line could not be parsed (``.file``, ``.line``, ``.reason``).
+
+    ``.line`` is 0 when the problem is the file as a whole: its format could
+    not be detected (the message then names the lines examined).
+    """
 
     file: str
     line: int

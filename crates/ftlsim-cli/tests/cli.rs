@@ -320,6 +320,61 @@ fn a_malformed_trace_line_is_named_by_file_and_line() {
 }
 
 #[test]
+fn an_undetectable_trace_names_the_lines_examined_not_line_0() {
+    let dir = TempDir::new().unwrap();
+    let junk = dir.path().join("junk.txt");
+    std::fs::write(&junk, "hello world\nthis is not a trace\n").unwrap();
+    let err = fails_with(
+        small(&["--trace", junk.to_str().unwrap()]),
+        &[
+            "junk.txt: could not detect the trace format from its first 2 lines: line 1 'hello world' matches no known format; pass --format with one of: spc, msr,",
+            "csv (csv also as csv:MAPPING)",
+        ],
+    );
+    assert!(!err.contains(":0:"), "{err}");
+
+    // Lines that start like one format and then stop: the line that breaks
+    // it is named with its real number (the blank line 3 still counts).
+    let mixed = dir.path().join("mixed.trace");
+    std::fs::write(&mixed, "0 1 100 8 1\n1000 1 200 8 0\n\n2000 1 abc 8 0\n").unwrap();
+    fails_with(
+        small(&["--trace", mixed.to_str().unwrap()]),
+        &[
+            "mixed.trace: could not detect the trace format from its first 4 lines: lines 1-2 look like mqsim but line 4 '2000 1 abc 8 0' does not;",
+        ],
+    );
+
+    let empty = dir.path().join("empty.trace");
+    std::fs::write(&empty, "").unwrap();
+    fails_with(
+        small(&["--trace", empty.to_str().unwrap()]),
+        &["empty.trace: could not detect the trace format: the file is empty; pass --format"],
+    );
+    let blank = dir.path().join("blank.trace");
+    std::fs::write(&blank, "\n  \n").unwrap();
+    fails_with(
+        small(&["--trace", blank.to_str().unwrap()]),
+        &["blank.trace: could not detect the trace format from its first 2 lines: all are blank;"],
+    );
+    // Detection behaves the same for `trace stats`.
+    fails_with(["trace", "stats", junk.to_str().unwrap()], &["junk.txt: could not detect", "line 1 'hello world'"]);
+}
+
+#[test]
+fn a_csv_header_identifies_the_format_despite_a_bad_first_line() {
+    let dir = TempDir::new().unwrap();
+    let csv = dir.path().join("bad-first.csv");
+    std::fs::write(&csv, "time_ns,op,sector,sectors\n0,X,8,8\n10,W,16,8\n20,R,0,8\n").unwrap();
+    let p = csv.to_str().unwrap();
+    fails_with(small(&["--trace", p]), &["bad-first.csv:2: unknown op 'X' (expected R, W, T or F)"]);
+    let r = report(&["--trace", p, "--skip-bad-lines"]);
+    assert_eq!(r["input"]["format"], "csv");
+    assert_eq!(r["input"]["format_detected"], true);
+    assert_eq!(r["input"]["skipped_lines"], 1);
+    assert_eq!(int(&r, "requests"), 2);
+}
+
+#[test]
 fn bad_config_overrides_name_the_key() {
     let w = ["--workload", "rw=write,ios=10"];
     let run_with = |set: &str| {

@@ -16,8 +16,11 @@ pub enum Error {
     #[error("config: {key}: {reason}")]
     Config { key: String, reason: String },
 
-    /// A trace line could not be parsed or is not acceptable.
-    #[error("{file}:{line}: {reason}")]
+    /// A trace line could not be parsed or is not acceptable. `line` is
+    /// 1-based; 0 means the file as a whole (its format could not be
+    /// detected), and the message then names no line rather than a
+    /// nonexistent line 0.
+    #[error("{file}{}: {reason}", at_line(*.line))]
     Trace { file: String, line: u64, reason: String },
 
     /// A synthetic workload specification is malformed.
@@ -53,6 +56,10 @@ pub enum Error {
     Interrupted,
 }
 
+fn at_line(line: u64) -> String {
+    if line == 0 { String::new() } else { format!(":{line}") }
+}
+
 impl Error {
     pub fn config(key: impl Into<String>, reason: impl Into<String>) -> Error {
         Error::Config { key: key.into(), reason: reason.into() }
@@ -64,5 +71,17 @@ impl Error {
 
     pub fn invariant(ftl: &'static str, reason: impl Into<String>) -> Error {
         Error::Invariant { ftl, reason: reason.into() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trace_errors_name_a_line_only_when_there_is_one() {
+        let at = |line| Error::Trace { file: "t.csv".into(), line, reason: "why".into() }.to_string();
+        assert_eq!(at(7), "t.csv:7: why");
+        assert_eq!(at(0), "t.csv: why");
     }
 }

@@ -5,7 +5,11 @@
 //! (decompressed) file: a format is a candidate if every sniffed line fits
 //! its layout (field count, separator, op tokens, numeric fields), allowing
 //! the header line of formats that have one and blkparse's summary lines.
-//! Candidates are tried most specific first.
+//! Candidates are tried most specific first. ftlsim's own csv header decides
+//! alone, so bad lines under it are the csv reader's to report.
+//!
+//! When nothing fits, the error quotes the line that stops the format
+//! fitting the most lines from the top, with its real line number.
 //!
 //! DiskSim, SSDsim and MQSim all write five whitespace-separated numbers
 //! `time dev sector size op`, so content alone cannot always tell them apart:
@@ -45,15 +49,49 @@ pub fn detect(path: &Path) -> Result<Format> {
     detect_bytes(&head, path)
 }
 
-fn fail(path: &Path, why: &str) -> Error {
+/// Characters of an unrecognised line quoted in the error: enough to
+/// recognise it, short enough to keep the message on one screen line.
+const QUOTE_CHARS: usize = 60;
+
+/// Detection failures concern the whole file, not one line: `line: 0` makes
+/// the message name only the file, and the lines examined are in the reason.
+fn fail(path: &Path, examined: Option<u64>, why: &str) -> Error {
+    let from = match examined {
+        None => String::new(),
+        Some(1) => " from its first line".to_string(),
+        Some(n) => format!(" from its first {n} lines"),
+    };
     Error::Trace {
         file: path.display().to_string(),
         line: 0,
         reason: format!(
-            "cannot detect the trace format ({why}); pass --format with one of: {}",
+            "could not detect the trace format{from}: {why}; pass --format with one of: {} (csv also as csv:MAPPING)",
             super::formats().join(", ")
         ),
     }
+}
+
+/// A line as the error message quotes it: lossy UTF-8, shortened, control
+/// characters escaped so the message stays on one line.
+fn quote(line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(line);
+    let mut out: String = text
+        .chars()
+        .take(QUOTE_CHARS)
+        .flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] })
+        .collect();
+    if text.chars().nth(QUOTE_CHARS).is_some() {
+        out.push_str("...");
+    }
+    out
+}
+
+/// A non-blank line at the start of the file, with its 1-based line number
+/// (blank lines are skipped, so the index alone would misname it).
+#[derive(Clone, Copy)]
+struct Sniffed<'a> {
+    no: u64,
+    text: &'a [u8],
 }
 
 pub(crate) fn detect_bytes(head: &[u8], path: &Path) -> Result<Format> {
@@ -61,7 +99,7 @@ pub(crate) fn detect_bytes(head: &[u8], path: &Path) -> Result<Format> {
         return Ok(Format::Blktrace);
     }
     if head.is_empty() {
-        return Err(fail(path, "the file is empty"));
+        return Err(fail(path, None, "the file is empty"));
     }
     let complete = if head.len() < HEAD_BYTES {
         head
@@ -72,30 +110,56 @@ pub(crate) fn detect_bytes(head: &[u8], path: &Path) -> Result<Format> {
             None => head,
         }
     };
-    let lines: Vec<&[u8]> = complete
+    let mut physical = 0;
+    let sniffed: Vec<Sniffed> = complete
         .split(|&b| b == b'\n')
-        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
-        .filter(|l| !l.trim_ascii().is_empty())
+        .zip(1..)
+        .inspect(|&(_, no)| physical = no)
+        .map(|(l, no)| Sniffed { no, text: l.strip_suffix(b"\r").unwrap_or(l) })
+        .filter(|l| !l.text.trim_ascii().is_empty())
         .take(SNIFF_LINES)
         .collect();
-    if lines.is_empty() {
-        return Err(fail(path, "no non-blank line at the start"));
+    let Some(last) = sniffed.last() else {
+        // A trailing newline splits off one empty piece that is not a line.
+        let lines = physical - u64::from(complete.ends_with(b"\n"));
+        return Err(fail(path, Some(lines), if lines == 1 { "it is blank" } else { "all are blank" }));
+    };
+    let examined = Some(last.no);
+    if let Some(bin) = sniffed.iter().find(|l| l.text.contains(&0)) {
+        let why = format!("line {} holds binary data (a NUL byte) and the file is not blktrace", bin.no);
+        return Err(fail(path, examined, &why));
     }
-    if lines.iter().any(|l| l.contains(&0)) {
-        return Err(fail(path, "binary data that is not a blktrace file"));
-    }
+    let lines: Vec<&[u8]> = sniffed.iter().map(|l| l.text).collect();
     let all = |pred: LinePred, skip_header: usize| lines.iter().skip(skip_header).all(|l| pred(l));
 
     if lines.iter().any(|l| event_action(l).is_some()) && all(blkparse_line, 0) {
         return Ok(Format::Blkparse);
     }
-    if lines[0].starts_with(NATIVE_HEADER.as_bytes()) && all(native_line, 1) {
+    // The native header is ftlsim's own and nothing else writes it, so it
+    // decides alone: requiring the data lines to fit as well would turn one
+    // bad line near the top into "format unknown" instead of the csv
+    // reader's error naming that line (or skipping it with skip_bad_lines).
+    if is_native_header(lines[0]) {
         return Ok(Format::native());
     }
     if systor17::is_header(lines[0]) && all(systor_line, 1) {
         return Ok(Format::Systor17);
     }
-    let candidates: [(LinePred, Format); 9] = [
+    for (pred, format) in candidates() {
+        if all(pred, 0) {
+            if format == Format::Mqsim {
+                return Ok(five_column_family(&lines, path));
+            }
+            return Ok(format);
+        }
+    }
+    Err(fail(path, examined, &no_fit(&sniffed, path)))
+}
+
+/// Text layouts tried in turn when no header decides, most specific first.
+/// The five-number layout stands for DiskSim, SSDsim and MQSim.
+fn candidates() -> [(LinePred, Format); 9] {
+    [
         (wiscsee_line, Format::Wiscsee),
         (fiu_line, Format::Fiu),
         (msr_line, Format::Msr),
@@ -105,17 +169,55 @@ pub(crate) fn detect_bytes(head: &[u8], path: &Path) -> Result<Format> {
         (tencent_line, Format::Tencent),
         (native_line, Format::native()),
         (five_numbers, Format::Mqsim),
-    ];
-    for (pred, format) in candidates {
-        if all(pred, 0) {
-            if format == Format::Mqsim {
-                return Ok(five_column_family(&lines, path));
-            }
-            return Ok(format);
+    ]
+}
+
+/// Why no format fits, naming the line that defeats the closest one: the
+/// format fitting the longest run of lines from the top is most likely the
+/// file's own, and the line ending that run is the one to look at.
+fn no_fit(sniffed: &[Sniffed], path: &Path) -> String {
+    let lines: Vec<&[u8]> = sniffed.iter().map(|l| l.text).collect();
+    let run = |pred: LinePred, header: fn(&[u8]) -> bool| {
+        let skip = usize::from(header(lines[0]));
+        skip + lines[skip..].iter().take_while(|l| pred(l)).count()
+    };
+    let no_header = |_: &[u8]| false;
+    // Summary lines alone are not blkparse: without an event line they
+    // could be any indented "key: value" text.
+    let blkparse = match run(blkparse_line, no_header) {
+        n if lines[..n].iter().any(|l| event_action(l).is_some()) => n,
+        _ => 0,
+    };
+    let mut best = (blkparse, Format::Blkparse);
+    for (pred, format) in candidates() {
+        let header: fn(&[u8]) -> bool = match format {
+            Format::Systor17 => systor17::is_header,
+            _ => no_header,
+        };
+        let n = run(pred, header);
+        if n > best.0 {
+            best = (n, format);
         }
     }
-    let first = String::from_utf8_lossy(&lines[0][..lines[0].len().min(80)]).into_owned();
-    Err(fail(path, &format!("first line '{first}' matches no known layout")))
+    let (n, format) = best;
+    // Every format fitting all the lines was detected, so `n` ends before
+    // the last line; `min` keeps a future slip from panicking here.
+    let bad = sniffed[n.min(sniffed.len() - 1)];
+    if n == 0 {
+        return format!("line {} '{}' matches no known format", bad.no, quote(bad.text));
+    }
+    let format = if format == Format::Mqsim { five_column_family(&lines[..n], path) } else { format };
+    let (first, last) = (sniffed[0].no, sniffed[n - 1].no);
+    let fit = if first == last { format!("line {first} looks") } else { format!("lines {first}-{last} look") };
+    format!("{fit} like {format} but line {} '{}' does not", bad.no, quote(bad.text))
+}
+
+/// The native header, also with blanks or quotes around its names (as a
+/// spreadsheet may save it) or with further columns, which the csv reader
+/// ignores.
+fn is_native_header(l: &[u8]) -> bool {
+    let mut f = [&b""[..]; 4];
+    split_sep(l, b',', &mut f) >= 4 && NATIVE_HEADER.split(',').zip(f).all(|(want, got)| got == want.as_bytes())
 }
 
 fn five_column_family(lines: &[&[u8]], path: &Path) -> Format {
@@ -221,6 +323,7 @@ fn five_numbers(l: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::formats;
     use crate::trace::input::testutil::{gzip, write_file};
 
     fn det(name: &str, data: &[u8]) -> Result<Format> {
@@ -263,7 +366,96 @@ mod tests {
     fn failures_suggest_format() {
         for data in [&b""[..], b"\n\n", b"hello world\n", b"\0\x01\x02"] {
             let msg = det("a", data).unwrap_err().to_string();
-            assert!(msg.contains("--format") && msg.contains("cannot detect"), "{msg}");
+            assert!(msg.contains("--format with one of: spc, msr,") && msg.contains("could not detect"), "{msg}");
         }
+    }
+
+    /// Detection failures concern the whole file: no `:0:` pseudo line, but
+    /// the lines examined and the one that defeats detection.
+    #[test]
+    fn failures_name_the_lines_examined() {
+        let all = formats().join(", ");
+        let msg = det("junk.txt", b"hello world\nthis is not a trace\n").unwrap_err().to_string();
+        assert_eq!(
+            msg,
+            format!(
+                "junk.txt: could not detect the trace format from its first 2 lines: line 1 'hello world' matches \
+                 no known format; pass --format with one of: {all} (csv also as csv:MAPPING)"
+            )
+        );
+        let cases: &[(&[u8], &str)] = &[
+            (b"", "a: could not detect the trace format: the file is empty;"),
+            (b"\n \n\t\n", "a: could not detect the trace format from its first 3 lines: all are blank;"),
+            (b" ", "a: could not detect the trace format from its first line: it is blank;"),
+            (
+                b"0 1 100 8 1\n\0\x01\n",
+                "a: could not detect the trace format from its first 2 lines: line 2 holds binary data (a NUL byte) \
+                 and the file is not blktrace;",
+            ),
+            // A blank line counts in the numbering even though it is not examined.
+            (
+                b"0 1 100 8 1\n1000 1 200 8 0\n\n2000 1 abc 8 0\n3000 1 300 8 0\n",
+                "a: could not detect the trace format from its first 5 lines: lines 1-2 look like mqsim but \
+                 line 4 '2000 1 abc 8 0' does not;",
+            ),
+            (
+                b"13.5 30 0 5 1\nx\n",
+                "a: could not detect the trace format from its first 2 lines: line 1 looks like disksim but line 2 \
+                 'x' does not;",
+            ),
+            (
+                b"Timestamp,Response,IOType,LUN,Offset,Size\n1.5,0.1,X,3,0,4096\n",
+                "a: could not detect the trace format from its first 2 lines: line 1 looks like systor17 but \
+                 line 2 '1.5,0.1,X,3,0,4096' does not;",
+            ),
+            // blkparse summary lines without an event line are not blkparse.
+            (b"  Reads Queued: 5\nhello\n", "line 1 '  Reads Queued: 5' matches no known format;"),
+        ];
+        for (data, want) in cases {
+            let msg = det("a", data).unwrap_err().to_string();
+            assert!(msg.contains(want), "{}:\n{msg}\nwanted: {want}", String::from_utf8_lossy(data));
+        }
+    }
+
+    #[test]
+    fn quoted_line_is_short_and_stays_on_one_line() {
+        let long = format!("{}\n", "x".repeat(200));
+        let msg = det("a", long.as_bytes()).unwrap_err().to_string();
+        assert!(msg.contains(&format!("line 1 '{}...' matches", "x".repeat(QUOTE_CHARS))), "{msg}");
+        let msg = det("a", b"a\tb\x1bc\rd\n").unwrap_err().to_string();
+        assert!(msg.contains(r"line 1 'a\tb\u{1b}c\rd' matches"), "{msg}");
+        assert_eq!(msg.lines().count(), 1, "{msg}");
+    }
+
+    /// The native header decides alone, so a bad line under it is reported
+    /// by the csv reader with its own line number, or skipped on request.
+    #[test]
+    fn native_header_decides_despite_bad_lines() {
+        for data in [
+            &b"time_ns,op,sector,sectors\n0,X,8,8\n10,W,16,8\n"[..],
+            b"time_ns,op,sector,sectors\r\n10,W,16,8\r\nnonsense\r\n",
+            b"time_ns,op,sector,sectors\n",
+            b"\"time_ns\", \"op\", \"sector\", \"sectors\", \"latency_us\"\n0,W,8,8,3\n",
+        ] {
+            assert_eq!(det("a", data).unwrap(), Format::native(), "{}", String::from_utf8_lossy(data));
+        }
+        // A header with the native names only in part is not the native one.
+        assert!(det("a", b"time_ns,op,sector\n0,W,8\n").is_err());
+        assert!(det("a", b"time_ns,op,sector,size\n0,W,8,8\n").is_err());
+
+        let t = write_file("bad-first.csv", b"time_ns,op,sector,sectors\n0,X,8,8\n10,W,16,8\n20,R,0,8\n");
+        let mut o = crate::trace::open(&t.path, &Default::default()).unwrap();
+        assert!(o.detected && o.format == Format::native());
+        let err = o.source.next_cmd().unwrap_err();
+        assert!(matches!(err, Error::Trace { line: 2, .. }), "{err:?}");
+        assert!(err.to_string().ends_with("bad-first.csv:2: unknown op 'X' (expected R, W, T or F)"), "{err}");
+
+        let opts = crate::trace::OpenOptions { format: None, skip_bad_lines: true };
+        let mut o = crate::trace::open(&t.path, &opts).unwrap();
+        let mut sectors = Vec::new();
+        while let Some(c) = o.source.next_cmd().unwrap() {
+            sectors.push(c.start.0);
+        }
+        assert_eq!((sectors, o.source.skipped_lines()), (vec![16, 0], 1));
     }
 }
