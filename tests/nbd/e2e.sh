@@ -5,7 +5,8 @@
 # Linux guest (ext4, online discard, fstrim, e2fsck) whose only disk is the
 # export. From the reports: TRIMs arrived, the recorded trace replays to the
 # same copy work, and the FTL copied fewer pages than the same session with
-# TRIM ignored (the pages the guest trimmed were not copied). "Copied" is GC
+# TRIM ignored (the pages the guest trimmed were not copied); with --state, a
+# restarted server holds the same disk image, which e2fsck finds clean. "Copied" is GC
 # copies for page-mapped FTLs and merge copies for the block-mapped hybrids.
 # Installs its Debian packages (tests/fullsys/deps.sh).
 # Called by scripts/test; run alone as `bash tests/nbd/e2e.sh`, or for some
@@ -115,9 +116,19 @@ for ftl in "${FTLS[@]}"; do
   check "$ftl-unix" "input['host_mode'] == 'open' and latency_us['write']['max'] > 0" "realtime report"
 
   echo "== $ftl: Linux guest, ext4 + discard + fstrim"
-  start "$ftl-guest" "${GUEST[@]}" --ftl "$ftl" --listen 127.0.0.1:0 --record "$WORK/$ftl-guest.csv"
+  start "$ftl-guest" "${GUEST[@]}" --ftl "$ftl" --listen 127.0.0.1:0 --record "$WORK/$ftl-guest.csv" \
+    --state "$WORK/$ftl-state"
   LOG=$WORK/$ftl-console.log tests/fullsys/guest.sh "$URL" || fail "guest run (console: $WORK/$ftl-console.log)"
+  qemu-img convert -f raw -O raw "$URL" "$WORK/$ftl-before.img"
   stop "$ftl-guest"
+  # --state: the file system the guest left is all there after a restart, and checks clean.
+  start "$ftl-reload" "${GUEST[@]}" --ftl "$ftl" --listen 127.0.0.1:0 --state "$WORK/$ftl-state"
+  qemu-img convert -f raw -O raw "$URL" "$WORK/$ftl-after.img"
+  stop "$ftl-reload"
+  cmp -s "$WORK/$ftl-before.img" "$WORK/$ftl-after.img" || fail "$ftl: the reloaded drive's contents differ"
+  /sbin/e2fsck -fn "$WORK/$ftl-after.img" > "$WORK/$ftl-fsck.log" 2>&1 \
+    || { cat "$WORK/$ftl-fsck.log" >&2; fail "$ftl: e2fsck of the reloaded drive"; }
+  rm -f "$WORK/$ftl-before.img" "$WORK/$ftl-after.img"
   # big (54 MiB = 27648 pages of 2 KiB) was deleted with online discard
   check "$ftl-guest" "trims > 0 and trimmed_pages >= 27648 and $(reclaimed "$ftl")" "TRIMs from the guest"
   for t in true false; do

@@ -90,6 +90,10 @@ struct ServeArgs {
     /// Connections served at once; further clients are refused with a message.
     #[arg(long, default_value_t = 16)]
     max_connections: usize,
+    /// Load the drive saved in this directory (if any) and save it there at
+    /// clean shutdown, so an aged drive can be reused across sessions.
+    #[arg(long, value_name = "DIR")]
+    state: Option<PathBuf>,
     /// Microseconds a connection polls for its next request before sleeping:
     /// saves the client a wake-up per request under load, costs that much CPU
     /// after each burst. 0 sleeps at once.
@@ -330,6 +334,15 @@ enum ConfigCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Serve(_)) {
+        // `ftlsim trace stats F | head` ends quietly, as Unix tools do, not
+        // with a panic from printing to a closed pipe. The server keeps
+        // Rust's default (ignored), so a vanished client is an error to handle.
+        // SAFETY: restores the default disposition before any thread starts.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     match cli.command {
         Command::Sweep { args } => return python::delegate("sweep", &args),
         Command::Plot { args } => return python::delegate("plot", &args),
@@ -387,8 +400,35 @@ fn serve(a: ServeArgs) -> Result<(), Error> {
         None => None,
     };
     let mut sim = ftlsim::Simulation::new(config)?;
-    if let Some(p) = a.precondition.as_deref().map(str::parse::<Precondition>).transpose()? {
-        sim.precondition(p)?;
+    let precondition = a.precondition.as_deref().map(str::parse::<Precondition>).transpose()?;
+    let state = a.state.as_deref().map(ftlsim_nbd::StateDir::open).transpose()?;
+    match &state {
+        Some(s) if s.is_saved() => {
+            if precondition.is_some() {
+                return Err(Error::config(
+                    "--precondition",
+                    format!("the drive saved in {} is already conditioned; drop --precondition", s.path().display()),
+                ));
+            }
+            eprintln!("ftlsim serve: loading the drive saved in {}", s.path().display());
+            let started = std::time::Instant::now();
+            let mut shown = false;
+            s.restore(&mut sim, &mut |done, total| {
+                if started.elapsed().as_secs() >= 2 {
+                    eprint!("\rftlsim serve: replayed {done} of {total} commands");
+                    shown = true;
+                }
+            })?;
+            if shown {
+                eprintln!();
+            }
+            eprintln!("ftlsim serve: loaded in {:.1} s", started.elapsed().as_secs_f64());
+        }
+        _ => {
+            if let Some(p) = precondition {
+                sim.precondition(p)?;
+            }
+        }
     }
     let opts = ServeOptions {
         pace: if a.pace == "realtime" { Pace::Realtime } else { Pace::None },
@@ -398,7 +438,10 @@ fn serve(a: ServeArgs) -> Result<(), Error> {
         poll: std::time::Duration::from_micros(a.poll_us),
         ..ServeOptions::new(listen)
     };
-    let server = Server::bind(sim, opts)?;
+    let mut server = Server::bind(sim, opts)?;
+    if let Some(s) = state {
+        server = server.save_to(s)?;
+    }
     let control = Control::default();
     control.install_signal_handlers().map_err(|e| Error::io("signal handlers", e))?;
     let report = server.run(&control)?;

@@ -766,3 +766,39 @@ fn fails_with_env(args: &[&str], env: (&str, &str)) -> String {
     assert!(!out.status.success());
     String::from_utf8(out.stderr).unwrap()
 }
+
+#[test]
+fn serve_state_errors_are_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("drive");
+    std::fs::create_dir(&state).unwrap();
+    let s = state.to_str().unwrap();
+    let serve = |extra: &[&str]| {
+        let mut v = args(&["serve", "-c", "k9lag08u0m-4ch", "--listen", "127.0.0.1:0", "--state", s]);
+        v.extend(args(extra));
+        v
+    };
+    std::fs::write(state.join("state.toml"), "format = \"something else\"\n").unwrap();
+    fails_with(serve(&[]), &["--state", "state.toml", "format 'something else' is not ftlsim-state-1"]);
+    let saved = "format = \"ftlsim-state-1\"\ngeneration = 0\nsessions = [0]\nconfig = \"\"\n";
+    std::fs::write(state.join("state.toml"), saved).unwrap();
+    fails_with(serve(&["--precondition", "fill=1.0"]), &["--precondition", "already conditioned"]);
+    let err = fails(serve(&[]));
+    let last = err.trim_end().lines().last().unwrap();
+    assert!(last.starts_with("ftlsim: error: ") && last.contains("state.toml"), "{err}");
+    assert!(last.contains("was saved from a different drive (") && last.contains("--state directory"), "{err}");
+}
+
+#[test]
+fn printing_into_a_closed_pipe_is_not_a_panic() {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ftlsim"))
+        .args(["trace", "formats"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader is gone, as with `| head -0`
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -18,6 +18,7 @@
 //! host command submitted is recorded in the metrics and, with `--record`,
 //! in the trace, so replaying the trace gives the FTL the same input.
 
+use crate::state::SessionLog;
 use ftlsim::config::HostMode;
 use ftlsim::engine::host::Arrivals;
 use ftlsim::report::Metrics;
@@ -80,6 +81,8 @@ pub struct Drive {
     record: Option<BufWriter<std::fs::File>>,
     record_error: Option<std::io::Error>,
     zeros: Vec<u8>,
+    /// Every host command submitted, for `--state`.
+    log: Option<SessionLog>,
     pub counts: NbdCounts,
 }
 
@@ -110,6 +113,7 @@ impl Drive {
             record,
             record_error: None,
             zeros: vec![0; ZERO_CHUNK_BYTES as usize],
+            log: None,
             counts: NbdCounts::default(),
         })
     }
@@ -256,7 +260,11 @@ impl Drive {
         out: Option<&mut [u8]>,
     ) -> ftlsim::Result<SimTime> {
         let cmd = HostCmd { time: issue, op, start, sectors };
-        let done = self.sim.submit(&cmd, issue, data, out)?;
+        let result = self.sim.submit(&cmd, issue, data, out);
+        if let Some(log) = &mut self.log {
+            log.push(&cmd, result.is_err());
+        }
+        let done = result?;
         let pages = self.sim.pages_touched(&cmd);
         self.metrics.record(op, done - issue, pages, sectors * SECTOR_BYTES, done);
         if let Some(w) = &mut self.record {
@@ -266,6 +274,23 @@ impl Drive {
             }
         }
         Ok(done)
+    }
+
+    /// Logs every host command from now on (`--state`).
+    pub fn log_commands(&mut self, log: SessionLog) {
+        self.log = Some(log);
+    }
+
+    pub fn take_command_log(&mut self) -> Option<SessionLog> {
+        self.log.take()
+    }
+
+    pub fn simulation(&self) -> &Simulation {
+        &self.sim
+    }
+
+    pub fn into_simulation(self) -> Simulation {
+        self.sim
     }
 
     /// The report so far, in `ftlsim run`'s form.

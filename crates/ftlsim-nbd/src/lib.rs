@@ -29,8 +29,10 @@ pub mod drive;
 pub mod handshake;
 pub mod proto;
 pub mod server;
+pub mod state;
 pub mod stream;
 pub mod transmission;
 
 pub use drive::Pace;
 pub use server::{Control, Listen, ServeOptions, Server};
+pub use state::StateDir;

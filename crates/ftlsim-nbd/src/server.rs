@@ -16,6 +16,7 @@
 use crate::drive::{Drive, Pace};
 use crate::handshake::{self, Export, Outcome};
 use crate::proto::*;
+use crate::state::StateDir;
 use crate::stream::Stream;
 use crate::transmission;
 use ftlsim::{Report, Simulation};
@@ -96,6 +97,7 @@ pub struct Server {
     drive: Arc<Mutex<Drive>>,
     export: Export,
     opts: ServeOptions,
+    state: Option<StateDir>,
 }
 
 struct Conn {
@@ -136,7 +138,17 @@ impl Server {
             preferred_block: drive.page_size().max(4096),
             max_block: MAX_BLOCK_BYTES,
         };
-        Ok(Server { listener, drive: Arc::new(Mutex::new(drive)), export, opts })
+        Ok(Server { listener, drive: Arc::new(Mutex::new(drive)), export, opts, state: None })
+    }
+
+    /// Saves the drive to `state` at clean shutdown (`--state`); the
+    /// simulation given to [`bind`](Self::bind) must be the state's
+    /// [`restore`](StateDir::restore)d drive, or a new one.
+    pub fn save_to(mut self, state: StateDir) -> ftlsim::Result<Server> {
+        let log = state.session_log()?;
+        self.drive.lock().expect("drive lock").log_commands(log);
+        self.state = Some(state);
+        Ok(self)
     }
 
     /// Where clients connect: `nbd://HOST:PORT` or `nbd+unix:///?socket=PATH`.
@@ -185,7 +197,12 @@ impl Server {
         let mut drive = self.drive.lock().expect("drive lock");
         drive.finish_record(self.opts.record.as_deref())?;
         eprintln!("{}", drive.stats_line());
-        Ok(drive.report(&url))
+        let report = drive.report(&url);
+        if let (Some(state), Some(log)) = (&self.state, drive.take_command_log()) {
+            state.save(drive.simulation(), log)?;
+            eprintln!("ftlsim serve: drive saved to {}", state.path().display());
+        }
+        Ok(report)
     }
 
     fn accept(&self) -> std::io::Result<Option<Stream>> {

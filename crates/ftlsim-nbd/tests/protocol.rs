@@ -4,9 +4,10 @@
 
 use ftlsim::{Config, Report, Simulation};
 use ftlsim_nbd::proto::*;
-use ftlsim_nbd::{Control, Listen, Pace, ServeOptions, Server};
+use ftlsim_nbd::{Control, Listen, Pace, ServeOptions, Server, StateDir};
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -35,12 +36,24 @@ impl Drop for Running {
 
 /// A server on 127.0.0.1 with an ephemeral port; `sets` override the small test drive.
 fn start(sets: &[&str], f: impl FnOnce(&mut ServeOptions)) -> Running {
+    start_with_state(sets, f, None)
+}
+
+/// [`start`], loading the drive from and saving it to `state` (`--state`).
+fn start_with_state(sets: &[&str], f: impl FnOnce(&mut ServeOptions), state: Option<&Path>) -> Running {
     let mut o: Vec<String> = vec!["nand.store_payloads=true".into(), "geometry.blocks_per_plane=64".into()];
     o.extend(sets.iter().map(|s| s.to_string()));
-    let sim = Simulation::new(Config::load("k9lag08u0m-4ch", &o).unwrap()).unwrap();
+    let mut sim = Simulation::new(Config::load("k9lag08u0m-4ch", &o).unwrap()).unwrap();
+    let state = state.map(|p| StateDir::open(p).unwrap());
+    if let Some(s) = &state {
+        s.restore(&mut sim, &mut |_, _| {}).unwrap();
+    }
     let mut opts = ServeOptions::new(Listen::Tcp("127.0.0.1:0".into()));
     f(&mut opts);
-    let server = Server::bind(sim, opts).unwrap();
+    let mut server = Server::bind(sim, opts).unwrap();
+    if let Some(s) = state {
+        server = server.save_to(s).unwrap();
+    }
     let addr = server.url().trim_start_matches("nbd://").to_string();
     let control = Control::default();
     let c = control.clone();
@@ -316,6 +329,37 @@ mod data {
             drop(s);
             assert_eq!(srv.stop().host_pages_read, 32, "{poll:?}");
         }
+    }
+
+    /// `--state`: what a client wrote (and trimmed) is there after a
+    /// restart, across two restarts.
+    #[test]
+    fn state_survives_restarts() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("drive");
+        let srv = start_with_state(&[], |_| {}, Some(&state));
+        let (mut s, _) = open(&srv.addr);
+        for i in 0..64u8 {
+            assert_eq!(write(&mut s, i as u64 * 65536, &pattern(i, 65536), 0), 0);
+        }
+        assert_eq!(simple(&mut s, CMD_TRIM, 0, 65536, 65536), 0);
+        drop(s);
+        let first = srv.stop();
+        for round in 0..2u8 {
+            let srv = start_with_state(&[], |_| {}, Some(&state));
+            let (mut s, _) = open(&srv.addr);
+            assert_eq!(read(&mut s, 0, 65536), pattern(0, 65536), "round {round}");
+            assert_eq!(read(&mut s, 65536, 65536), vec![0; 65536], "trimmed, round {round}");
+            for i in 2..64u8 {
+                let expect = if i == 2 && round > 0 { pattern(200, 65536) } else { pattern(i, 65536) };
+                assert_eq!(read(&mut s, i as u64 * 65536, 65536), expect, "round {round}, chunk {i}");
+            }
+            assert_eq!(write(&mut s, 2 * 65536, &pattern(200, 65536), 0), 0);
+            drop(s);
+            let r = srv.stop();
+            assert_eq!(r.host_pages_written, 32, "a session reports its own commands");
+        }
+        assert!(first.host_pages_written > 0);
     }
 
     #[test]

@@ -158,6 +158,18 @@ impl Simulation {
         EraseMap::new(self.dev.geometry(), self.dev.array.erase_counts())
     }
 
+    /// The stored contents of logical page `lpn`, read without side effects
+    /// (payload mode): `None` when it reads as zeros.
+    pub fn page_contents(&self, lpn: u32) -> Option<&[u8]> {
+        let ppn = self.ftl.physical(crate::units::Lpn(lpn))?;
+        self.dev.array.page_data(ppn)
+    }
+
+    /// The preconditioning this drive received, if any.
+    pub fn preconditioned(&self) -> Option<Precondition> {
+        self.precondition
+    }
+
     pub fn check_invariants(&self) -> Result<()> {
         self.ftl.check_invariants(&self.dev)
     }

@@ -148,6 +148,14 @@ fn run_case(cfg: &Config, case: &Case) -> Result<(), String> {
         }
     }
     sim.check_invariants().map_err(|e| format!("at the end: {e}"))?;
+    // The side-effect-free view of each page (what `serve --state` saves) agrees.
+    let page = cfg.geometry.page_size as usize;
+    for (lpn, expected) in reference.chunks(page).enumerate() {
+        let got = sim.page_contents(lpn as u32);
+        if got.map_or(expected.iter().any(|&b| b != 0), |g| g != expected) {
+            return Err(format!("page_contents({lpn}) differs from the reference"));
+        }
+    }
     // Everything reads back, whole device in one pass.
     let all = HostCmd { time: now, op: Op::Read, start: Sector(0), sectors: sim.logical_sectors() };
     let mut out = vec![0xEEu8; reference.len()];

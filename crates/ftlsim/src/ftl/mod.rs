@@ -24,7 +24,7 @@ pub mod trim_list;
 use crate::config::Config;
 use crate::engine::Device;
 use crate::error::{Error, Result};
-use crate::units::{Lpn, Sector, SimTime};
+use crate::units::{Lpn, Ppn, Sector, SimTime};
 use serde::Serialize;
 
 /// Names accepted by `--ftl`.
@@ -117,6 +117,11 @@ pub trait Ftl: Send {
 
     /// Checks every internal invariant against the device (slow; tests).
     fn check_invariants(&self, dev: &Device) -> Result<()>;
+
+    /// The page holding `lpn`'s data now, found without side effects (no
+    /// time, no cache change): `None` when it reads as zeros (never
+    /// written, or trimmed).
+    fn physical(&self, lpn: Lpn) -> Option<Ppn>;
 }
 
 /// Builds the FTL named `name` for a validated config.

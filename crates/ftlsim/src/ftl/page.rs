@@ -597,6 +597,11 @@ impl<M: MapTable> Ftl for PageMapped<M> {
         self.core.pool.blocks_with_valid_data()
     }
 
+    fn physical(&self, lpn: Lpn) -> Option<Ppn> {
+        let v = self.map.get(lpn.0);
+        is_mapped(v).then_some(Ppn(v))
+    }
+
     fn check_invariants(&self, dev: &Device) -> Result<()> {
         self.core.check(&self.map, dev)?;
         self.map.check(dev)
