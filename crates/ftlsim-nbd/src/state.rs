@@ -138,6 +138,18 @@ impl StateDir {
                 let (cmd, failed) = decode(&rec).ok_or_else(|| {
                     bad(&commands_path, format!("record {index}: unknown operation code {:#x}", rec[0]))
                 })?;
+                // Checked before any buffer is sized by it: a damaged record must not allocate wildly.
+                if cmd.start.0.checked_add(cmd.sectors).is_none_or(|end| end > sim.logical_sectors()) {
+                    return Err(bad(
+                        &commands_path,
+                        format!(
+                            "record {index}: sectors {}+{} lie beyond the drive's {}",
+                            cmd.start.0,
+                            cmd.sectors,
+                            sim.logical_sectors()
+                        ),
+                    ));
+                }
                 let bytes = (cmd.sectors * SECTOR_BYTES) as usize;
                 let result = match cmd.op {
                     Op::Write => {

@@ -195,6 +195,11 @@ fn damaged_states_are_clear_errors() {
     std::fs::write(&commands, &bad_op).unwrap();
     let e = restore_error(dir.path(), &mut sim("page", &[]));
     assert!(e.contains("record 1: unknown operation code 0x7f"), "{e}");
+    let mut huge = good.clone();
+    huge[17..25].copy_from_slice(&u64::MAX.to_le_bytes());
+    std::fs::write(&commands, &huge).unwrap();
+    let e = restore_error(dir.path(), &mut sim("page", &[]));
+    assert!(e.contains("record 0: sectors") && e.contains("beyond the drive"), "{e}");
     // A command that succeeded recorded as failed: the replay notices.
     let mut flipped = good.clone();
     flipped[0] |= 0x80;
