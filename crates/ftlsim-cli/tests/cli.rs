@@ -375,6 +375,22 @@ fn a_csv_header_identifies_the_format_despite_a_bad_first_line() {
 }
 
 #[test]
+fn a_systor17_header_identifies_the_format_despite_a_bad_first_line() {
+    let dir = TempDir::new().unwrap();
+    let trace = dir.path().join("bad-first.csv");
+    let data =
+        "Timestamp,Response,IOType,LUN,Offset,Size\n1.5,0.1,X,3,0,4096\n1.6,0.1,W,3,8192,4096\n1.7,0.1,R,3,0,512\n";
+    std::fs::write(&trace, data).unwrap();
+    let p = trace.to_str().unwrap();
+    fails_with(small(&["--trace", p]), &["bad-first.csv:2: unknown IOType 'X' (expected R or W)"]);
+    let r = report(&["--trace", p, "--skip-bad-lines"]);
+    assert_eq!(r["input"]["format"], "systor17");
+    assert_eq!(r["input"]["format_detected"], true);
+    assert_eq!(r["input"]["skipped_lines"], 1);
+    assert_eq!(int(&r, "requests"), 2);
+}
+
+#[test]
 fn bad_config_overrides_name_the_key() {
     let w = ["--workload", "rw=write,ios=10"];
     let run_with = |set: &str| {

@@ -5,8 +5,9 @@
 //! (decompressed) file: a format is a candidate if every sniffed line fits
 //! its layout (field count, separator, op tokens, numeric fields), allowing
 //! the header line of formats that have one and blkparse's summary lines.
-//! Candidates are tried most specific first. ftlsim's own csv header decides
-//! alone, so bad lines under it are the csv reader's to report.
+//! Candidates are tried most specific first. ftlsim's own csv header and the
+//! complete SYSTOR '17 header decide alone, so bad lines under them are the
+//! reader's to report.
 //!
 //! When nothing fits, the error quotes the line that stops the format
 //! fitting the most lines from the top, with its real line number.
@@ -141,6 +142,12 @@ pub(crate) fn detect_bytes(head: &[u8], path: &Path) -> Result<Format> {
     // reader's error naming that line (or skipping it with skip_bad_lines).
     if is_native_header(lines[0]) {
         return Ok(Format::native());
+    }
+    // The complete SYSTOR '17 header decides alone for the same reason. A
+    // first line merely starting with "Timestamp" does not: other CSVs name
+    // their first column so, and only data lines that fit make those systor17.
+    if systor17::is_full_header(lines[0]) {
+        return Ok(Format::Systor17);
     }
     if systor17::is_header(lines[0]) && all(systor_line, 1) {
         return Ok(Format::Systor17);
@@ -403,8 +410,9 @@ mod tests {
                 "a: could not detect the trace format from its first 2 lines: line 1 looks like disksim but line 2 \
                  'x' does not;",
             ),
+            // Without the header (which decides alone) the data lines must fit.
             (
-                b"Timestamp,Response,IOType,LUN,Offset,Size\n1.5,0.1,X,3,0,4096\n",
+                b"1.5,0.1,R,3,0,4096\n1.5,0.1,X,3,0,4096\n",
                 "a: could not detect the trace format from its first 2 lines: line 1 looks like systor17 but \
                  line 2 '1.5,0.1,X,3,0,4096' does not;",
             ),
@@ -457,5 +465,56 @@ mod tests {
             sectors.push(c.start.0);
         }
         assert_eq!((sectors, o.source.skipped_lines()), (vec![16, 0], 1));
+    }
+
+    /// The complete SYSTOR '17 header decides alone as well: a bad line under
+    /// it is the systor17 reader's to report with its line number, or to skip.
+    #[test]
+    fn systor17_header_decides_despite_bad_lines() {
+        for data in [
+            &b"Timestamp,Response,IOType,LUN,Offset,Size\n1.5,0.1,X,3,0,4096\n1.6,0.1,W,3,0,4096\n"[..],
+            b"Timestamp,Response,IOType,LUN,Offset,Size\r\nnonsense\r\n",
+            b"\n timestamp , \"RESPONSE\",iotype,Lun,OFFSET ,size\n1.5,0.1,R,3\n",
+        ] {
+            assert_eq!(det("a", data).unwrap(), Format::Systor17, "{}", String::from_utf8_lossy(data));
+        }
+
+        let t = write_file("bad-first.csv", b"Timestamp,Response,IOType,LUN,Offset,Size\n1.5,0.1,X,3,0,4096\n1.6,0.1,W,3,8192,4096\n1.7,0.1,R,3,0,512\n");
+        let mut o = crate::trace::open(&t.path, &Default::default()).unwrap();
+        assert!(o.detected && o.format == Format::Systor17);
+        let err = o.source.next_cmd().unwrap_err();
+        assert!(matches!(err, Error::Trace { line: 2, .. }), "{err:?}");
+        assert!(err.to_string().ends_with("bad-first.csv:2: unknown IOType 'X' (expected R or W)"), "{err}");
+
+        let opts = crate::trace::OpenOptions { format: None, skip_bad_lines: true };
+        let mut o = crate::trace::open(&t.path, &opts).unwrap();
+        let mut sectors = Vec::new();
+        while let Some(c) = o.source.next_cmd().unwrap() {
+            sectors.push(c.start.0);
+        }
+        assert_eq!((sectors, o.source.skipped_lines()), (vec![16, 0], 1));
+    }
+
+    /// Other CSVs also name their first column "Timestamp": only the whole
+    /// SYSTOR '17 header decides, so under any other one a bad line still
+    /// defeats detection instead of being handed to the systor17 reader.
+    #[test]
+    fn a_header_only_starting_like_systor17_does_not_decide() {
+        for header in [
+            "Timestamp,Response,IOType,LUN,Offset",
+            "Timestamp,Response,IOType,LUN,Offset,Size,Volume",
+            "Timestamp,Response,IOType,LUN,Offset,Bytes",
+            "Timestamp,IOType,Response,LUN,Offset,Size",
+            "TimestampUTC,Response,IOType,LUN,Offset,Size",
+            "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime",
+            "Timestamp,Offset,Size,IOType,VolumeID",
+        ] {
+            let data = format!("{header}\n1.5,0.1,X,3,0,4096\n1.6,0.1,W,3,0,4096\n");
+            let msg = det("a", data.as_bytes()).unwrap_err().to_string();
+            assert!(
+                msg.contains("could not detect") && msg.contains("but line 2 '1.5,0.1,X,3,0,4096' does not"),
+                "{header}: {msg}"
+            );
+        }
     }
 }

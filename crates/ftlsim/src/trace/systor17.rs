@@ -17,15 +17,30 @@ pub(crate) struct Systor17Parser {
     seen_first: bool,
 }
 
+/// The header the SYSTOR '17 files carry.
+pub(crate) const HEADER: &str = "Timestamp,Response,IOType,LUN,Offset,Size";
+
 pub(crate) fn is_header(line: &[u8]) -> bool {
     line.len() >= 9 && line[..9].eq_ignore_ascii_case(b"timestamp")
+}
+
+/// Whether `line` is [`HEADER`] itself, ignoring case and blanks or quotes
+/// around the names. Unlike [`is_header`], which only needs to skip a first
+/// line that cannot be data, this must not match other CSVs whose first
+/// column is also called "timestamp": format detection trusts it alone.
+pub(crate) fn is_full_header(line: &[u8]) -> bool {
+    let mut f = [&b""[..]; 6];
+    split_sep(line, b',', &mut f) == 6
+        && HEADER.split(',').zip(f).all(|(want, got)| got.eq_ignore_ascii_case(want.as_bytes()))
 }
 
 impl LineParser for Systor17Parser {
     fn parse(&mut self, line: &[u8]) -> Result<Parsed, String> {
         if !self.seen_first {
             self.seen_first = true;
-            if is_header(line) {
+            // `is_full_header` too: detection accepts the header with quotes
+            // or blanks around its names, so the reader must skip it then.
+            if is_header(line) || is_full_header(line) {
                 return Ok(Parsed::Ignore);
             }
         }
@@ -55,6 +70,14 @@ mod tests {
         let (cmds, _) = read_all("systor17", data, false).unwrap();
         assert_eq!((cmds[0].time.0, cmds[0].op, cmds[0].start.0, cmds[0].sectors), (0, Op::Read, 2, 8));
         assert_eq!((cmds[1].time.0, cmds[1].op, cmds[1].start.0, cmds[1].sectors), (73_591_000, Op::Write, 16, 1));
+    }
+
+    /// A header as a spreadsheet may save it is skipped, not read as data.
+    #[test]
+    fn quoted_header() {
+        let data = b"\n\"timestamp\", \"response\" ,IOTYPE,LUN,Offset,Size\n1.0,0.1,W,3,1024,4096\n";
+        let (cmds, _) = read_all("systor17", data, false).unwrap();
+        assert_eq!((cmds.len(), cmds[0].op, cmds[0].start.0, cmds[0].sectors), (1, Op::Write, 2, 8));
     }
 
     #[test]
