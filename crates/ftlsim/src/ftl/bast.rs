@@ -21,7 +21,7 @@ use super::{Ftl, FtlStats, PageChunk, Span};
 use crate::config::Config;
 use crate::engine::{Cause, Device};
 use crate::error::Result;
-use crate::units::{BlockId, Lpn, Ppn, SimTime};
+use crate::units::{BlockId, SimTime};
 use std::collections::VecDeque;
 
 pub struct Bast {
@@ -138,10 +138,6 @@ impl Ftl for Bast {
     fn mapping_ram_bytes(&self) -> u64 {
         let logs = self.max_logs as u64 * self.core.stripes.chips() as u64;
         self.core.ram_bytes() + logs * (4 + 2 * self.core.ppb() as u64)
-    }
-
-    fn physical(&self, lpn: Lpn) -> Option<Ppn> {
-        self.core.live(lpn)
     }
 
     fn check_invariants(&self, dev: &Device) -> Result<()> {

@@ -18,7 +18,7 @@ use super::{Ftl, FtlStats, PageChunk, Span, page_chunks};
 use crate::config::Config;
 use crate::engine::{Cause, Device};
 use crate::error::Result;
-use crate::units::{Lpn, Ppn, SimTime};
+use crate::units::SimTime;
 
 pub struct BlockFtl {
     core: Hybrid,
@@ -117,10 +117,6 @@ impl Ftl for BlockFtl {
 
     fn mapping_ram_bytes(&self) -> u64 {
         self.core.ram_bytes()
-    }
-
-    fn physical(&self, lpn: Lpn) -> Option<Ppn> {
-        self.core.live(lpn)
     }
 
     fn check_invariants(&self, dev: &Device) -> Result<()> {

@@ -28,7 +28,7 @@ use super::{Ftl, FtlStats, PageChunk, Span};
 use crate::config::Config;
 use crate::engine::{Cause, Device};
 use crate::error::Result;
-use crate::units::{BlockId, Lpn, Ppn, SimTime};
+use crate::units::{BlockId, Ppn, SimTime};
 use std::collections::VecDeque;
 
 pub struct Fast {
@@ -194,10 +194,6 @@ impl Ftl for Fast {
         let chips = self.core.stripes.chips() as u64;
         let rand_pages = self.max_rand as u64 * chips * self.core.ppb() as u64;
         self.core.ram_bytes() + rand_pages * 4 + self.seq_enabled as u64 * chips * 8
-    }
-
-    fn physical(&self, lpn: Lpn) -> Option<Ppn> {
-        self.core.live(lpn)
     }
 
     fn check_invariants(&self, dev: &Device) -> Result<()> {

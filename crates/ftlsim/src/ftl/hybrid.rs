@@ -504,6 +504,10 @@ macro_rules! core_delegates {
         fn blocks_with_valid_data(&self) -> u64 {
             self.core.blocks_with_valid_data()
         }
+
+        fn physical(&self, lpn: crate::units::Lpn) -> Option<crate::units::Ppn> {
+            self.core.live(lpn)
+        }
     };
 }
 pub(crate) use core_delegates;
