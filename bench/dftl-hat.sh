@@ -6,19 +6,12 @@
 # step 1) with --ftl dftl and --ftl hat and the default 128 KiB mapping
 # cache: flash page operations (reads + programs of every cause, mapping
 # pages included) per wall-clock second. Page is run too, for reference.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-out=bench-out
-mkdir -p "$out"
-cargo build --release -q -p ftlsim-cli
-bin=target/release/ftlsim
+source "$(dirname "$0")/lib.sh"
 
-field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, r))" "$@"; }
 
-[ -f "$out/randwrite-1m.csv" ] || \
-  $bin gen -c bench/page-8ch-16g.toml --workload rw=randwrite,bs=4k,ios=1000000,seed=7 -o "$out/randwrite-1m.csv"
+[ -f "$randwrite_1m" ] || gen_randwrite_1m
 for ftl in page dftl hat; do
-  $bin run -c bench/page-8ch-16g.toml --ftl "$ftl" --set ftl.cache_bytes=131072 --trace "$out/randwrite-1m.csv" \
+  $bin run -c bench/page-8ch-16g.toml --ftl "$ftl" --set ftl.cache_bytes=131072 --trace "$randwrite_1m" \
       --mode closed --qd 32 --precondition fill=1.0,overwrite=1.0 --json "$out/$ftl-1m.json" -q > /dev/null
   field "$out/$ftl-1m.json" '"%-4s flash page ops/s (wall): %.0f   (%d reads + %d programs, mapping %d + %d)   requests/s %.0f   hit ratio %s   WA %.3f   wall %.3f s" % (ftl, (flash_pages_read + flash_pages_programmed) / wall_time_s, flash_pages_read, flash_pages_programmed, flash_reads_by_cause["mapping"], flash_programs_by_cause["mapping"], requests / wall_time_s, mapping_hit_ratio, write_amplification, wall_time_s)'
 done

@@ -10,14 +10,8 @@
 # 3. Peak RSS of a 50M-request gzip trace vs the 1M one (constant memory).
 # Set FTLSIM_BENCH_LONG=0 to skip step 3 (it writes a ~400 MB file), and
 # FTLSIM_BENCH_REPEAT=N to change the runs per speed point (default 5).
-set -euo pipefail
-cd "$(dirname "$0")/.."
-out=bench-out
-mkdir -p "$out"
-cargo build --release -q -p ftlsim-cli
-bin=target/release/ftlsim
+source "$(dirname "$0")/lib.sh"
 
-field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, r))" "$@"; }
 
 # Each point runs REPEAT times (default 5): wall-clock speed on a shared
 # machine varies run to run, so the median is the figure and the range is shown.
@@ -25,7 +19,7 @@ repeat=${FTLSIM_BENCH_REPEAT:-5}
 speed() {  # speed NAME ARGS... : median requests/s and flash page ops/s over $repeat runs
   local name=$1; shift
   for i in $(seq "$repeat"); do
-    $bin run -c bench/page-8ch-16g.toml --trace "$out/randwrite-1m.csv" --mode closed --qd 32 \
+    $bin run -c bench/page-8ch-16g.toml --trace "$randwrite_1m" --mode closed --qd 32 \
         --precondition fill=1.0,overwrite=1.0 --json "$out/$name-$i.json" -q "$@" > /dev/null
   done
   python3 - "$out" "$name" "$repeat" <<'PY'
@@ -43,7 +37,7 @@ PY
 }
 
 echo "== 1. page FTL, 1M random 4 KiB writes, 16 GiB logical, 8 channels, 7% over-provisioning"
-$bin gen -c bench/page-8ch-16g.toml --workload rw=randwrite,bs=4k,ios=1000000,seed=7 -o "$out/randwrite-1m.csv"
+gen_randwrite_1m
 speed page-1m
 
 echo "== 1b. the same at 28% over-provisioning (same 16 GiB logical space, more flash: lower WA)"
@@ -60,7 +54,7 @@ if [ "${FTLSIM_BENCH_LONG:-1}" != 0 ]; then
     $bin gen -c bench/page-8ch-16g.toml --workload rw=randwrite,bs=4k,ios=50000000,seed=7 -o "$out/randwrite-50m.csv.gz"
   $bin run -c bench/page-8ch-16g.toml --trace "$out/randwrite-50m.csv.gz" --mode closed --qd 32 \
       --json "$out/page-50m.json" -q > /dev/null
-  $bin run -c bench/page-8ch-16g.toml --trace "$out/randwrite-1m.csv" --mode closed --qd 32 \
+  $bin run -c bench/page-8ch-16g.toml --trace "$randwrite_1m" --mode closed --qd 32 \
       --json "$out/page-1m-noprecond.json" -q > /dev/null
   a=$(field "$out/page-1m-noprecond.json" 'peak_rss_bytes')
   b=$(field "$out/page-50m.json" 'peak_rss_bytes')

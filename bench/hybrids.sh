@@ -8,21 +8,14 @@
 # flash page operations (reads + programs) per wall-clock second, parsing
 # included, and host requests per second. FTLSIM_BENCH_IOS=N uses the first
 # N requests of the trace instead of all 1,000,000.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-out=bench-out
-mkdir -p "$out"
-cargo build --release -q -p ftlsim-cli
-bin=target/release/ftlsim
-trace="$out/randwrite-1m.csv"
-[ -f "$trace" ] || $bin gen -c bench/page-8ch-16g.toml --workload rw=randwrite,bs=4k,ios=1000000,seed=7 -o "$trace"
+source "$(dirname "$0")/lib.sh"
+trace=$randwrite_1m
+[ -f "$trace" ] || gen_randwrite_1m
 ios=${FTLSIM_BENCH_IOS:-1000000}
 if [ "$ios" != 1000000 ]; then
   head -n $((ios + 1)) "$trace" > "$out/randwrite-$ios.csv"
   trace="$out/randwrite-$ios.csv"
 fi
-
-field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, r))" "$@"; }
 
 for ftl in block bast fast; do
   $bin run -c bench/page-8ch-16g.toml --ftl $ftl --trace "$trace" --mode closed --qd 32 \

@@ -161,12 +161,32 @@ impl Device {
         self.array.read(ppn)?;
         self.counters.reads[cause as usize] += 1;
         let (ch, unit) = self.resources(self.geometry().block_of(ppn));
+        Ok(self.time_read(ch, unit, not_before))
+    }
+
+    /// The timeline of a page read on `ch` and `unit`: the unit senses the
+    /// page, then it crosses the bus; both are busy until it has.
+    #[inline]
+    fn time_read(&mut self, ch: usize, unit: usize, not_before: SimTime) -> SimTime {
         let t = &self.timing;
         let sensed = not_before.max(self.unit_free[unit]) + t.command + t.read;
         let done = sensed.max(self.channel_free[ch]) + t.page_transfer;
         self.channel_free[ch] = done;
         self.unit_free[unit] = done;
-        Ok(done)
+        done
+    }
+
+    /// The timeline of a page program on `ch` and `unit`: the data crosses
+    /// the bus, then the unit programs it. Returns when the program ends.
+    #[inline]
+    fn time_program(&mut self, ch: usize, unit: usize, not_before: SimTime) -> SimTime {
+        let t = &self.timing;
+        let start = not_before.max(self.channel_free[ch]).max(self.unit_free[unit]);
+        let transferred = start + t.command + t.page_transfer;
+        self.channel_free[ch] = transferred;
+        let done = transferred + t.program;
+        self.unit_free[unit] = done;
+        done
     }
 
     /// Programs a page with `lpn` in OOB; returns when the program finishes.
@@ -182,13 +202,7 @@ impl Device {
         self.array.program(ppn, lpn, payload)?;
         self.count_program(ppn, cause);
         let (ch, unit) = self.resources(self.geometry().block_of(ppn));
-        let t = &self.timing;
-        let start = not_before.max(self.channel_free[ch]).max(self.unit_free[unit]);
-        let transferred = start + t.command + t.page_transfer;
-        self.channel_free[ch] = transferred;
-        let done = transferred + t.program;
-        self.unit_free[unit] = done;
-        Ok(done)
+        Ok(self.time_program(ch, unit, not_before))
     }
 
     /// Copies programmed pages of one block into consecutive pages from
@@ -212,21 +226,13 @@ impl Device {
         }
         let (ch_r, unit_r) = self.resources(geo.block_of(Ppn(first)));
         let (ch_w, unit_w) = self.resources(geo.block_of(dst));
-        let t = &self.timing;
         let mut reads_done = not_before;
         for i in 0..src.len() {
             let cause = cause_of(Lpn(self.array.oob_lpn_raw(Ppn(dst.0 + i as u32))));
             self.counters.reads[cause as usize] += 1;
             self.counters.programs[cause as usize] += 1;
-            let sensed = not_before.max(self.unit_free[unit_r]) + t.command + t.read;
-            let read = sensed.max(self.channel_free[ch_r]) + t.page_transfer;
-            self.channel_free[ch_r] = read;
-            self.unit_free[unit_r] = read;
-            reads_done = read;
-            let start = read.max(self.channel_free[ch_w]).max(self.unit_free[unit_w]);
-            let transferred = start + t.command + t.page_transfer;
-            self.channel_free[ch_w] = transferred;
-            self.unit_free[unit_w] = transferred + t.program;
+            reads_done = self.time_read(ch_r, unit_r, not_before);
+            self.time_program(ch_w, unit_w, reads_done);
         }
         Ok(reads_done)
     }

@@ -64,18 +64,7 @@ impl NandArray {
 
     /// Programs the next page of its block, recording `lpn` in OOB.
     pub fn program(&mut self, ppn: Ppn, lpn: Lpn, payload: Payload<'_>) -> Result<()> {
-        if ppn.0 >= self.geo.pages {
-            return Err(Error::Physics(format!("program of {ppn}: beyond the device's {} pages", self.geo.pages)));
-        }
-        let block = self.geo.block_of(ppn);
-        let page = self.geo.page_in_block(ppn);
-        let wp = self.write_ptr[block.idx()] as u32;
-        if page != wp {
-            let why = if page < wp { "page is not erased" } else { "pages of a block must be programmed in order" };
-            return Err(Error::Physics(format!(
-                "program of {ppn} ({block}, page {page}): {why} (next programmable page is {wp})"
-            )));
-        }
+        let (block, page) = self.check_programmable(ppn)?;
         if lpn.0 == NO_LPN {
             return Err(Error::Physics(format!("program of {ppn} with the reserved LPN {NO_LPN}")));
         }
@@ -117,17 +106,7 @@ impl NandArray {
     /// [`program`](Self::program) made once per run where they can be.
     pub fn copy_run(&mut self, src: &[u32], dst: Ppn) -> Result<()> {
         let Some(&first_src) = src.first() else { return Ok(()) };
-        if dst.0 >= self.geo.pages {
-            return Err(Error::Physics(format!("program of {dst}: beyond the device's {} pages", self.geo.pages)));
-        }
-        let (block, page) = (self.geo.block_of(dst), self.geo.page_in_block(dst));
-        let wp = self.write_ptr[block.idx()] as u32;
-        if page != wp {
-            let why = if page < wp { "page is not erased" } else { "pages of a block must be programmed in order" };
-            return Err(Error::Physics(format!(
-                "program of {dst} ({block}, page {page}): {why} (next programmable page is {wp})"
-            )));
-        }
+        let (block, page) = self.check_programmable(dst)?;
         if page + src.len() as u32 > self.geo.pages_per_block {
             return Err(Error::Physics(format!(
                 "copy of {} pages into {block} from page {page}: the block has {} pages",
@@ -161,6 +140,23 @@ impl NandArray {
         }
         self.write_ptr[block.idx()] += src.len() as u16;
         Ok(())
+    }
+
+    /// Checks `ppn` is its block's next programmable page; returns its block
+    /// and page index.
+    fn check_programmable(&self, ppn: Ppn) -> Result<(BlockId, u32)> {
+        if ppn.0 >= self.geo.pages {
+            return Err(Error::Physics(format!("program of {ppn}: beyond the device's {} pages", self.geo.pages)));
+        }
+        let (block, page) = (self.geo.block_of(ppn), self.geo.page_in_block(ppn));
+        let wp = self.write_ptr[block.idx()] as u32;
+        if page != wp {
+            let why = if page < wp { "page is not erased" } else { "pages of a block must be programmed in order" };
+            return Err(Error::Physics(format!(
+                "program of {ppn} ({block}, page {page}): {why} (next programmable page is {wp})"
+            )));
+        }
+        Ok((block, page))
     }
 
     /// Checks a page may be read and returns the LPN its OOB records.
