@@ -131,7 +131,7 @@ impl StateDir {
         let (mut data, mut out) = (Vec::new(), Vec::new());
         let mut index = 0u64;
         for &count in &m.sessions {
-            sim.restart_measurement();
+            sim.restart_measurement()?;
             for _ in 0..count {
                 let mut rec = [0u8; RECORD_BYTES];
                 reader.read_exact(&mut rec).map_err(|e| Error::io(&commands_path, e))?;
@@ -182,7 +182,7 @@ impl StateDir {
             }
         }
         progress(index, total);
-        sim.restart_measurement();
+        sim.restart_measurement()?;
         Ok(())
     }
 
@@ -304,7 +304,7 @@ fn write_image(sim: &Simulation, path: &Path) -> Result<()> {
     let pages = sim.logical_sectors() * SECTOR_BYTES / page;
     for lpn in 0..pages {
         if let Some(data) = sim.page_contents(lpn as u32).filter(|d| d.iter().any(|&b| b != 0)) {
-            file.write_all_at(data, lpn * page).map_err(|e| Error::io(path, e))?;
+            file.write_all_at(&data, lpn * page).map_err(|e| Error::io(path, e))?;
         }
     }
     file.set_len(sim.logical_sectors() * SECTOR_BYTES).map_err(|e| Error::io(path, e))?;

@@ -59,7 +59,7 @@ fn fingerprint(d: &Drive) -> (Vec<u8>, Vec<u32>, String) {
     let pages = sim.logical_sectors() * SECTOR / page as u64;
     let mut data = Vec::new();
     for lpn in 0..pages as u32 {
-        data.extend_from_slice(sim.page_contents(lpn).unwrap_or(&vec![0; page]));
+        data.extend_from_slice(sim.page_contents(lpn).as_deref().unwrap_or(&vec![0; page]));
     }
     let mut report = sim.report_from(&Metrics::default(), 0.0);
     report.peak_rss_bytes = None;
@@ -96,7 +96,7 @@ fn save_load_continue(ftl: &str, extra: &[&str], precondition: Option<&str>) {
         let span = d.size_bytes();
         drive_on(&mut d, seed, commands, span);
         s = d.into_simulation();
-        s.restart_measurement();
+        s.restart_measurement().unwrap();
     }
     let mut original = Drive::new(s, Pace::None, None).unwrap();
     let mut loaded_sim = sim(ftl, extra);

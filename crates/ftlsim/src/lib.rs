@@ -4,7 +4,8 @@
 //! physical page/block state that refuses impossible operations), [`engine`]
 //! (resource timelines, the device API FTLs call, the host interface),
 //! [`ftl`] (the FTL trait, the shared block pool and victim selection, one
-//! module per scheme), [`trace`] and [`workload`] (where commands come from),
+//! module per scheme), [`controller`] (the write buffer and the scheduler
+//! of background work, above the FTL), [`trace`] and [`workload`] (where commands come from),
 //! [`report`] (what a run measures), and [`sim`], the facade every front end
 //! uses. Dependencies point one way, downwards.
 //!
@@ -13,6 +14,7 @@
 //! ([`rng`]), so the same config, input and seed give identical results.
 
 pub mod config;
+pub mod controller;
 pub mod engine;
 pub mod error;
 pub mod ftl;

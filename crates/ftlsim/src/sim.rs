@@ -15,6 +15,7 @@
 //! ```
 
 use crate::config::{Config, HostMode, OutOfRange};
+use crate::controller::Controller;
 use crate::engine::host::{Arrivals, RangePolicy, fit_range};
 use crate::engine::{Device, FlashCounters};
 use crate::error::{Error, Result};
@@ -24,6 +25,7 @@ use crate::report::{self, EraseMap, EraseStats, InputReport, Metrics, Report, Re
 use crate::rng::SimRng;
 use crate::trace::{CmdSource, HostCmd, Op, Progress};
 use crate::units::{Nanos, SECTOR_BYTES, Sector, SimTime};
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::time::Instant;
 
@@ -107,6 +109,7 @@ pub struct Simulation {
     cfg: Config,
     dev: Device,
     ftl: Box<dyn Ftl>,
+    ctrl: Controller,
     logical_sectors: u64,
     precondition: Option<Precondition>,
     latencies: Option<RequestLatencies>,
@@ -122,7 +125,8 @@ impl Simulation {
         let dev = Device::new(array, timing)
             .with_pcm(Nanos::from_us_f64(cfg.pcm.read_us), Nanos::from_us_f64(cfg.pcm.write_us));
         let ftl = ftl::build(&cfg.ftl.name, &cfg, &dev)?;
-        Ok(Simulation { logical_sectors: cfg.logical_sectors(), cfg, dev, ftl, precondition: None, latencies: None })
+        let ctrl = Controller::new(&cfg, &dev);
+        Ok(Simulation { logical_sectors: cfg.logical_sectors(), cfg, dev, ftl, ctrl, precondition: None, latencies: None })
     }
 
     pub fn config(&self) -> &Config {
@@ -159,10 +163,29 @@ impl Simulation {
     }
 
     /// The stored contents of logical page `lpn`, read without side effects
-    /// (payload mode): `None` when it reads as zeros.
-    pub fn page_contents(&self, lpn: u32) -> Option<&[u8]> {
-        let ppn = self.ftl.physical(crate::units::Lpn(lpn))?;
-        self.dev.array.page_data(ppn)
+    /// (payload mode): flash's, under any newer sectors in the write
+    /// buffer; `None` when it reads as zeros.
+    pub fn page_contents(&self, lpn: u32) -> Option<Cow<'_, [u8]>> {
+        let flash = self.ftl.physical(crate::units::Lpn(lpn)).and_then(|ppn| self.dev.array.page_data(ppn));
+        let Some((held, bytes)) = self.ctrl.buffered(lpn) else { return flash.map(Cow::Borrowed) };
+        let mut page = flash.map_or_else(|| vec![0; bytes.len()], <[u8]>::to_vec);
+        for (i, sector) in bytes.chunks_exact(512).enumerate() {
+            if held >> i & 1 == 1 {
+                page[i * 512..(i + 1) * 512].copy_from_slice(sector);
+            }
+        }
+        Some(Cow::Owned(page))
+    }
+
+    /// Runs all pending background work (destaging, GC jobs) to its end, as
+    /// a drive left idle would; returns when it ends.
+    pub fn settle(&mut self) -> Result<SimTime> {
+        self.ctrl.settle(self.ftl.as_mut(), &mut self.dev)
+    }
+
+    /// Pages in the write buffer not yet on flash.
+    pub fn dirty_pages(&self) -> u32 {
+        self.ctrl.dirty_pages()
     }
 
     /// The preconditioning this drive received, if any.
@@ -171,6 +194,7 @@ impl Simulation {
     }
 
     pub fn check_invariants(&self) -> Result<()> {
+        self.ctrl.check().map_err(|reason| Error::invariant("write buffer", reason))?;
         self.ftl.check_invariants(&self.dev)
     }
 
@@ -201,17 +225,20 @@ impl Simulation {
                 }
             }
         }
+        // Background work due before this command runs first, in time order.
+        let (ftl, dev, ctrl) = (self.ftl.as_mut(), &mut self.dev, &mut self.ctrl);
+        ctrl.run_until(ftl, dev, issue)?;
         match cmd.op {
             Op::Read if cmd.sectors > 0 => {
-                let flash_done = self.ftl.read(&mut self.dev, span, issue, out)?;
-                Ok(self.dev.host_transfer(bytes, flash_done))
+                let flash_done = ctrl.read(ftl, dev, span, issue, out)?;
+                Ok(dev.host_transfer(bytes, flash_done))
             }
             Op::Write if cmd.sectors > 0 => {
-                let ready = self.dev.host_transfer(bytes, issue);
-                self.ftl.write(&mut self.dev, span, issue, ready, data)
+                let ready = dev.host_transfer(bytes, issue);
+                ctrl.write(ftl, dev, span, issue, ready, data)
             }
-            Op::Trim if cmd.sectors > 0 => self.ftl.trim(&mut self.dev, span, issue),
-            Op::Flush => self.ftl.flush(&mut self.dev, issue),
+            Op::Trim if cmd.sectors > 0 => ctrl.trim(ftl, dev, span, issue),
+            Op::Flush => ctrl.flush(ftl, dev, issue),
             _ => Ok(issue),
         }
     }
@@ -242,16 +269,21 @@ impl Simulation {
             // Issued as the previous one completes, so cost-benefit ages are meaningful.
             now = self.submit(&cmd, now, None, None)?;
         }
-        self.restart_measurement();
+        self.restart_measurement()?;
         self.precondition = Some(p);
         Ok(())
     }
 
     /// Time and every counter restart from zero; data, mappings and wear stay
-    /// (between the points of a benchmark on one drive).
-    pub fn restart_measurement(&mut self) {
+    /// (between the points of a benchmark on one drive). Pending background
+    /// work (destaging, GC jobs) is finished first, unmeasured.
+    pub fn restart_measurement(&mut self) -> Result<()> {
+        self.settle()?;
+        self.ctrl.restart_clock();
+        self.ctrl.reset_stats();
         self.dev.reset_time_and_counters();
         self.ftl.reset_stats();
+        Ok(())
     }
 
     /// Replays a command source to its end and reports.

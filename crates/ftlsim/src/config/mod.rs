@@ -43,6 +43,9 @@ pub struct Config {
     /// The PCM holding HAT's page map.
     #[serde(default)]
     pub pcm: PcmConfig,
+    /// The controller's write buffer (DRAM data cache), shared by every FTL.
+    #[serde(default)]
+    pub cache: CacheConfig,
     /// Currents and voltage of the energy model.
     #[serde(default)]
     pub energy: EnergyConfig,
@@ -174,6 +177,59 @@ pub struct GcConfig {
     /// Candidates sampled by the d-choices policy.
     #[serde(default = "defaults::d_choices")]
     pub d: u32,
+    /// How GC shares the flash with host I/O (page-mapped FTLs: `page`,
+    /// `dftl`, `hat`; the hybrids' merges always block).
+    #[serde(default = "defaults::gc_mode")]
+    pub mode: GcMode,
+}
+
+/// When garbage collection runs (see `ftl::page`).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum GcMode {
+    /// Copy by copy: in the drive's idle time, and paced with the host's
+    /// writes once a plane is down to its reserve, so a host operation waits
+    /// for at most the copies its own write pays for; a whole victim at once
+    /// only when the reserve is gone.
+    Preemptible,
+    /// A whole victim (or several) at once when a plane reaches its reserve,
+    /// ahead of the host write that found it there (ftlsim before 0.2; the
+    /// seed reproductions' setting).
+    Blocking,
+}
+
+/// Where a page-mapped FTL puts a write.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Allocation {
+    /// Rotate over the planes in `ftl.stripe_order`.
+    Static,
+    /// The plane whose array is free soonest (ties in stripe order).
+    Dynamic,
+}
+
+/// Replacement order of the write buffer.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CachePolicy {
+    /// Least recently used first (hits refresh an entry).
+    Lru,
+    /// First in, first out (hits do not refresh).
+    Fifo,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CacheConfig {
+    /// Write-buffer capacity in bytes, whole pages (0 = no buffer: a write
+    /// completes when its flash program does).
+    #[serde(default)]
+    pub bytes: u64,
+    #[serde(default = "defaults::cache_policy")]
+    pub policy: CachePolicy,
+    /// Destages in flight at once (0 = one per array unit).
+    #[serde(default)]
+    pub destage_depth: u32,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -216,6 +272,9 @@ pub struct FtlConfig {
     /// Bytes of one cached mapping entry (LPN and PPN).
     #[serde(default = "defaults::cache_entry_bytes")]
     pub cache_entry_bytes: u32,
+    /// Page-mapped FTLs: which plane a write goes to.
+    #[serde(default = "defaults::allocation")]
+    pub allocation: Allocation,
 }
 
 impl FtlConfig {
@@ -347,6 +406,15 @@ mod defaults {
     pub fn d_choices() -> u32 {
         8
     }
+    pub fn gc_mode() -> GcMode {
+        GcMode::Preemptible
+    }
+    pub fn allocation() -> Allocation {
+        Allocation::Dynamic
+    }
+    pub fn cache_policy() -> CachePolicy {
+        CachePolicy::Lru
+    }
     pub fn ftl_name() -> String {
         "page".into()
     }
@@ -419,7 +487,7 @@ macro_rules! default_from_serde {
         }
     )*};
 }
-default_from_serde!(NandConfig, HostConfig, GcConfig, FtlConfig, ReportConfig, PcmConfig, EnergyConfig);
+default_from_serde!(NandConfig, HostConfig, GcConfig, FtlConfig, ReportConfig, PcmConfig, EnergyConfig, CacheConfig);
 
 impl NandConfig {
     pub fn records_sequence(&self) -> bool {
@@ -555,6 +623,24 @@ impl Config {
         }
         if !(self.gc.threshold.is_finite() && (0.0..=1.0).contains(&self.gc.threshold)) {
             return Err(Error::config("gc.threshold", format!("{} must be a fraction in [0, 1]", self.gc.threshold)));
+        }
+        if self.cache.bytes > 0 {
+            let page = self.geometry.page_size as u64;
+            if self.cache.bytes < page {
+                return Err(Error::config(
+                    "cache.bytes",
+                    format!("{} holds no whole {page}-byte page; use 0 for no buffer", self.cache.bytes),
+                ));
+            }
+            if self.cache.bytes / page > u32::MAX as u64 / 2 {
+                return Err(Error::config("cache.bytes", format!("{} pages is too many to index", self.cache.bytes / page)));
+            }
+            if page / 512 > 128 {
+                return Err(Error::config(
+                    "cache.bytes",
+                    format!("the write buffer tracks sectors of pages up to 64 KiB; geometry.page_size is {page}"),
+                ));
+            }
         }
         if self.gc.min_free_blocks < 1 {
             return Err(Error::config("gc.min_free_blocks", "GC needs at least 1 free block to copy into"));

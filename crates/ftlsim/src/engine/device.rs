@@ -1,11 +1,15 @@
 //! The device API: flash operations with timing, counted by cause.
 //!
 //! Resources: one bus per channel, and one array unit per die (or per plane
-//! when `timing.plane_parallel` is set), plus the host link. Each keeps the
-//! time it is next free. A read occupies its unit for tR and then the bus for
-//! the page transfer (the unit stays busy until its page register drains); a
-//! program moves the page over the bus and then occupies the unit for tPROG;
-//! an erase occupies the unit for tBERS.
+//! when `timing.plane_parallel` is set), plus the host link. An array unit
+//! keeps the time it is next free (it does one thing at a time, in booking
+//! order); a bus keeps a [`Calendar`] of its future transfers, so a transfer
+//! takes the first idle gap rather than queueing behind one booked for later.
+//! A read occupies its unit for tR and then the bus for the page transfer
+//! (the unit stays busy until its page register drains); a program moves the
+//! page over the bus once its unit is free and then occupies the unit for
+//! tPROG; an erase occupies the unit for tBERS. Busy time is summed per
+//! resource class (and per cause on the units) for the utilization report.
 //!
 //! A byte-addressable PCM (phase-change memory) holding an FTL's mapping
 //! table, as in HAT, is one more resource, independent of the flash
@@ -15,6 +19,7 @@
 //! 2010) and as HAT's Figure 7 overlap of a lookup with a write-back
 //! assumes, so reads queue only behind reads.
 
+use super::calendar::Calendar;
 use crate::error::Result;
 use crate::nand::{Geometry, NandArray, Payload, Timing};
 use crate::units::{BlockId, Lpn, Nanos, PlaneId, Ppn, SimTime};
@@ -77,6 +82,16 @@ pub struct PcmCounters {
     pub writes: u64,
 }
 
+/// Time each resource class spent busy, ns (summed over its resources).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BusyTime {
+    /// Array units (dies, or planes with `timing.plane_parallel`), by cause.
+    pub units: [u64; 6],
+    pub buses: u64,
+    pub host_link: u64,
+    pub pcm: u64,
+}
+
 pub struct Device {
     pub array: NandArray,
     timing: Timing,
@@ -85,13 +100,17 @@ pub struct Device {
     pcm_read_free: SimTime,
     pcm_write_free: SimTime,
     pub pcm: PcmCounters,
-    channel_free: Vec<SimTime>,
+    channels: Vec<Calendar>,
     unit_free: Vec<SimTime>,
     host_free: SimTime,
     /// Channel and array unit of each plane (lookups beat divisions here).
     plane_channel: Vec<u32>,
     plane_unit: Vec<u32>,
     pub counters: FlashCounters,
+    pub busy: BusyTime,
+    /// Planes an FTL asked the engine to give background time (see
+    /// [`Device::wake`]); the engine drains it.
+    wakes: Vec<u32>,
 }
 
 impl Device {
@@ -99,12 +118,14 @@ impl Device {
         let geo = array.geometry();
         let planes_per_unit = if timing.plane_parallel { 1 } else { geo.planes_per_die };
         Device {
-            channel_free: vec![SimTime::ZERO; geo.channels as usize],
+            channels: vec![Calendar::default(); geo.channels as usize],
             unit_free: vec![SimTime::ZERO; (geo.planes / planes_per_unit) as usize],
             host_free: SimTime::ZERO,
             plane_channel: (0..geo.planes).map(|p| geo.channel_of(PlaneId(p))).collect(),
             plane_unit: (0..geo.planes).map(|p| p / planes_per_unit).collect(),
             counters: FlashCounters::default(),
+            busy: BusyTime::default(),
+            wakes: Vec::new(),
             pcm_read: Nanos::ZERO,
             pcm_write: Nanos::ZERO,
             pcm_read_free: SimTime::ZERO,
@@ -126,6 +147,7 @@ impl Device {
     #[inline]
     pub fn pcm_read(&mut self, not_before: SimTime) -> SimTime {
         self.pcm.reads += 1;
+        self.busy.pcm += self.pcm_read.0;
         let done = not_before.max(self.pcm_read_free) + self.pcm_read;
         self.pcm_read_free = done;
         done
@@ -135,6 +157,7 @@ impl Device {
     #[inline]
     pub fn pcm_write(&mut self, not_before: SimTime) -> SimTime {
         self.pcm.writes += 1;
+        self.busy.pcm += self.pcm_write.0;
         let done = not_before.max(self.pcm_write_free) + self.pcm_write;
         self.pcm_write_free = done;
         done
@@ -161,31 +184,33 @@ impl Device {
         self.array.read(ppn)?;
         self.counters.reads[cause as usize] += 1;
         let (ch, unit) = self.resources(self.geometry().block_of(ppn));
-        Ok(self.time_read(ch, unit, not_before))
+        Ok(self.time_read(ch, unit, not_before, cause))
     }
 
     /// The timeline of a page read on `ch` and `unit`: the unit senses the
     /// page, then it crosses the bus; both are busy until it has.
     #[inline]
-    fn time_read(&mut self, ch: usize, unit: usize, not_before: SimTime) -> SimTime {
-        let t = &self.timing;
-        let sensed = not_before.max(self.unit_free[unit]) + t.command + t.read;
-        let done = sensed.max(self.channel_free[ch]) + t.page_transfer;
-        self.channel_free[ch] = done;
+    fn time_read(&mut self, ch: usize, unit: usize, not_before: SimTime, cause: Cause) -> SimTime {
+        let t = self.timing;
+        let start = not_before.max(self.unit_free[unit]);
+        let sensed = start + t.command + t.read;
+        let done = self.channels[ch].book(sensed, t.page_transfer) + t.page_transfer;
         self.unit_free[unit] = done;
+        self.busy.units[cause as usize] += (done - start).0;
         done
     }
 
-    /// The timeline of a page program on `ch` and `unit`: the data crosses
-    /// the bus, then the unit programs it. Returns when the program ends.
+    /// The timeline of a page program on `ch` and `unit`: once the unit is
+    /// free the data crosses the bus, then the unit programs it. Returns
+    /// when the program ends.
     #[inline]
-    fn time_program(&mut self, ch: usize, unit: usize, not_before: SimTime) -> SimTime {
-        let t = &self.timing;
-        let start = not_before.max(self.channel_free[ch]).max(self.unit_free[unit]);
-        let transferred = start + t.command + t.page_transfer;
-        self.channel_free[ch] = transferred;
+    fn time_program(&mut self, ch: usize, unit: usize, not_before: SimTime, cause: Cause) -> SimTime {
+        let t = self.timing;
+        let start = not_before.max(self.unit_free[unit]);
+        let transferred = self.channels[ch].book(start, t.command + t.page_transfer) + t.command + t.page_transfer;
         let done = transferred + t.program;
         self.unit_free[unit] = done;
+        self.busy.units[cause as usize] += (done - start).0;
         done
     }
 
@@ -202,7 +227,7 @@ impl Device {
         self.array.program(ppn, lpn, payload)?;
         self.count_program(ppn, cause);
         let (ch, unit) = self.resources(self.geometry().block_of(ppn));
-        Ok(self.time_program(ch, unit, not_before))
+        Ok(self.time_program(ch, unit, not_before, cause))
     }
 
     /// Copies programmed pages of one block into consecutive pages from
@@ -231,8 +256,8 @@ impl Device {
             let cause = cause_of(Lpn(self.array.oob_lpn_raw(Ppn(dst.0 + i as u32))));
             self.counters.reads[cause as usize] += 1;
             self.counters.programs[cause as usize] += 1;
-            reads_done = self.time_read(ch_r, unit_r, not_before);
-            self.time_program(ch_w, unit_w, reads_done);
+            reads_done = self.time_read(ch_r, unit_r, not_before, cause);
+            self.time_program(ch_w, unit_w, reads_done, cause);
         }
         Ok(reads_done)
     }
@@ -242,8 +267,10 @@ impl Device {
         self.array.erase(block)?;
         self.counters.erases[cause as usize] += 1;
         let (_, unit) = self.resources(block);
-        let done = not_before.max(self.unit_free[unit]) + self.timing.command + self.timing.erase;
+        let took = self.timing.command + self.timing.erase;
+        let done = not_before.max(self.unit_free[unit]) + took;
         self.unit_free[unit] = done;
+        self.busy.units[cause as usize] += took.0;
         Ok(done)
     }
 
@@ -264,18 +291,60 @@ impl Device {
 
     /// Moves `bytes` over the host link; returns when the transfer ends.
     pub fn host_transfer(&mut self, bytes: u64, not_before: SimTime) -> SimTime {
-        let done = not_before.max(self.host_free) + self.timing.host_transfer(bytes);
+        let took = self.timing.host_transfer(bytes);
+        let done = not_before.max(self.host_free) + took;
         self.host_free = done;
+        self.busy.host_link += took.0;
         done
+    }
+
+    /// When plane `plane`'s array unit has finished everything booked on it.
+    #[inline]
+    pub fn plane_free(&self, plane: PlaneId) -> SimTime {
+        self.unit_free[self.plane_unit[plane.idx()] as usize]
+    }
+
+    /// Array units: dies, or planes with `timing.plane_parallel`.
+    pub fn units(&self) -> usize {
+        self.unit_free.len()
+    }
+
+    /// Asks the engine for background time on `plane`: it will call the
+    /// FTL's [`background`](crate::ftl::Ftl::background) for it whenever the
+    /// plane would otherwise be idle, until the FTL says it has nothing left.
+    #[inline]
+    pub fn wake(&mut self, plane: PlaneId) {
+        self.wakes.push(plane.0);
+    }
+
+    /// The planes woken since the last call.
+    pub fn take_wakes(&mut self, into: &mut Vec<u32>) {
+        into.append(&mut self.wakes);
+    }
+
+    /// Nothing will be booked before `t` from now on (the engine's clock
+    /// has reached it): the buses forget their past.
+    #[inline]
+    pub fn advance(&mut self, t: SimTime) {
+        for c in &mut self.channels {
+            c.advance(t);
+        }
+    }
+
+    /// The bus time booked per channel (utilization).
+    pub fn bus_busy_ns(&self) -> u64 {
+        self.channels.iter().map(|c| c.busy_ns).sum()
     }
 
     /// Forgets all timeline state and counters (after preconditioning), so
     /// the measured run starts at time zero on an idle drive.
     pub fn reset_time_and_counters(&mut self) {
-        self.channel_free.fill(SimTime::ZERO);
+        self.channels.iter_mut().for_each(Calendar::reset);
         self.unit_free.fill(SimTime::ZERO);
         self.host_free = SimTime::ZERO;
         self.counters = FlashCounters::default();
+        self.busy = BusyTime::default();
+        self.wakes.clear();
         self.pcm_read_free = SimTime::ZERO;
         self.pcm_write_free = SimTime::ZERO;
         self.pcm = PcmCounters::default();
@@ -370,7 +439,10 @@ mod tests {
             }
             assert_eq!(reads_done, expected);
             assert_eq!(batch.counters, single.counters);
-            assert_eq!((&batch.channel_free, &batch.unit_free), (&single.channel_free, &single.unit_free));
+            assert_eq!(batch.unit_free, single.unit_free);
+            for (b, s) in batch.channels.iter().zip(&single.channels) {
+                assert_eq!((b.last_end(), b.len(), b.busy_ns), (s.last_end(), s.len(), s.busy_ns));
+            }
         }
     }
 

@@ -10,7 +10,9 @@
 //! occupies the same resources and so delays later requests, as on a real
 //! drive. All times are integer nanoseconds: runs are bit-for-bit repeatable.
 
+mod calendar;
 mod device;
 pub mod host;
 
-pub use device::{CAUSES, Cause, Device, FlashCounters, PcmCounters};
+pub use calendar::Calendar;
+pub use device::{BusyTime, CAUSES, Cause, Device, FlashCounters, PcmCounters};

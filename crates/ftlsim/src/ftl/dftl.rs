@@ -81,7 +81,7 @@ impl DftlMap {
     fn write_back(&mut self, core: &mut PageCore, dev: &mut Device, t: u32, now: SimTime) -> Result<SimTime> {
         let old = self.gtd[t as usize];
         let start = if is_mapped(old) { dev.read(Ppn(old), now, Cause::Mapping)? } else { now };
-        let ppn = core.alloc_host_page(self, dev, now)?;
+        let ppn = core.alloc_host_page(self, dev, now, true)?;
         // Only now: GC during the allocation may have dirtied more entries
         // of this page, moved its old copy, or rewritten it.
         self.m.cache.write_back_group(t, |_| {});
@@ -160,7 +160,7 @@ impl MapTable for DftlMap {
         let t = lpn.0 / self.epp;
         if !is_mapped(self.gtd[t as usize]) {
             // Its translation page was on flash before the run too.
-            let page = core.alloc_host_page(self, dev, now)?;
+            let page = core.alloc_host_page(self, dev, now, false)?;
             dev.place(page, Lpn(self.logical + t), Payload::None)?;
             core.pool.add_valid(dev.geometry().block_of(page), now);
             self.gtd[t as usize] = page.0;

@@ -24,7 +24,7 @@ pub mod trim_list;
 use crate::config::Config;
 use crate::engine::Device;
 use crate::error::{Error, Result};
-use crate::units::{Lpn, Ppn, Sector, SimTime};
+use crate::units::{Lpn, PlaneId, Ppn, Sector, SimTime};
 use serde::Serialize;
 
 /// Names accepted by `--ftl`.
@@ -103,6 +103,15 @@ pub trait Ftl: Send {
 
     fn flush(&mut self, _dev: &mut Device, now: SimTime) -> Result<SimTime> {
         Ok(now)
+    }
+
+    /// One step of `plane`'s background work (a GC page copy or erase)
+    /// starting no earlier than `at`, when the engine finds the plane idle
+    /// (the FTL asked for it with [`Device::wake`]). Returns when the plane
+    /// could take the next step, or `None` when it has nothing left. The FTL
+    /// decides what a step does; the engine decides when it runs.
+    fn background(&mut self, _dev: &mut Device, _plane: PlaneId, _at: SimTime) -> Result<Option<SimTime>> {
+        Ok(None)
     }
 
     fn stats(&self) -> FtlStats;

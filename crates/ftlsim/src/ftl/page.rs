@@ -9,16 +9,29 @@
 //! trimmed page, and the per-block valid counts GC ranks victims by are
 //! decremented at trim time.
 //!
-//! Writes rotate over the planes in the configured stripe order, one active
+//! A write goes to the plane whose array is free soonest
+//! (`ftl.allocation = "dynamic"`, ties broken in stripe order) or rotates
+//! over the planes in the configured stripe order (`"static"`), one active
 //! block per plane shared by host writes and GC copies. Each plane keeps a
 //! reserve of free blocks for GC's copies (`gc.threshold` of its spare
-//! blocks, at least `gc.min_free_blocks`): before the host opens a new block
-//! in a plane holding no more free blocks than its reserve, foreground GC
-//! reclaims victims chosen by the shared [`BlockPool`] policy, copying valid
-//! pages within the plane, until the plane has one free block more, so the
-//! reserve is still in hand once the host has taken its block. The host
-//! never takes a plane's last free block (that only happens when GC could
-//! not restore the reserve): with one free block GC can always make
+//! blocks, at least `gc.min_free_blocks`). GC reclaims victims chosen by the
+//! shared [`BlockPool`] policy, copying valid pages within the plane:
+//!
+//! - `gc.mode = "blocking"`: before the host opens a new block in a plane
+//!   holding no more free blocks than its reserve, GC reclaims victims until
+//!   the plane has one free block more, ahead of that host write.
+//! - `gc.mode = "preemptible"` (default): once the host has opened a block
+//!   leaving fewer than the reserve free, the plane has a GC *job*: one
+//!   victim, emptied a page copy at a time. The engine runs its steps when
+//!   the plane would otherwise be idle ([`Ftl::background`]); and each host
+//!   page written to the plane pays for `v / (pages per block − v)` copies
+//!   first (v: the victim's live pages), so the job is done by the time the
+//!   active block is full and a host write waits for a few copies, never a
+//!   whole victim. Only if the reserve is gone all the same does a host
+//!   write wait for the job (and more, as in blocking mode) to finish.
+//!
+//! The host never takes a plane's last free block (that only happens when GC
+//! could not restore the reserve): with one free block GC can always make
 //! progress, since reclaiming a victim never consumes more free blocks than
 //! its erase returns. Partial-page writes read the old page first
 //! (read-modify-write).
@@ -34,7 +47,7 @@
 
 use super::pool::{BlockPool, BlockState};
 use super::{Ftl, FtlStats, PageChunk, Span, page_chunks, whole_pages};
-use crate::config::{Config, StripeUnit, UnwrittenReads};
+use crate::config::{Allocation, Config, GcMode, StripeUnit, UnwrittenReads};
 use crate::engine::{Cause, Device};
 use crate::error::{Error, Result};
 use crate::nand::{Geometry, Payload};
@@ -207,7 +220,31 @@ pub struct PageCore {
     scratch: Vec<u8>,
     /// Live pages of the GC victim being reclaimed (reused allocation).
     live_scratch: Vec<u32>,
+    gc_mode: GcMode,
+    allocation: Allocation,
+    /// Preemptible GC: each plane's job.
+    jobs: Vec<GcJob>,
     stats: FtlStats,
+}
+
+/// Fixed-point unit of [`GcJob::debt`] and [`GcJob::rate`]: one page copy.
+const COPY: u32 = 256;
+
+/// A plane's preemptible GC job: one victim, emptied a copy at a time.
+#[derive(Default)]
+struct GcJob {
+    /// The victim, or `NO_BLOCK` when the plane has no job.
+    victim: u32,
+    /// Pages of the victim live when the job began; each is checked again
+    /// when its turn comes, as the host may have overwritten or trimmed it.
+    pages: Vec<u32>,
+    next: usize,
+    /// The erase's cause (see `reclaim`).
+    cause: Option<Cause>,
+    /// Copies host writes to the plane have paid for and GC not yet made,
+    /// and copies per host page, in 1/[`COPY`] units.
+    debt: u32,
+    rate: u32,
 }
 
 impl<M: MapTable> PageMapped<M> {
@@ -259,6 +296,9 @@ impl PageCore {
             unwritten: cfg.host.unwritten_reads,
             scratch: if dev.array.stores_payloads() { vec![0; geo.page_size as usize] } else { Vec::new() },
             live_scratch: Vec::new(),
+            gc_mode: cfg.gc.mode,
+            allocation: cfg.ftl.allocation,
+            jobs: (0..geo.planes).map(|_| GcJob { victim: NO_BLOCK, ..GcJob::default() }).collect(),
             stats: FtlStats::default(),
             geo,
         })
@@ -277,6 +317,11 @@ impl PageCore {
         for_gc: bool,
     ) -> Result<Option<Ppn>> {
         let mut collected = for_gc;
+        if !for_gc && self.pool.free_count(plane) == 0 && self.jobs[plane.idx()].victim != NO_BLOCK {
+            // The job's copies hold the plane's last block: host pages in
+            // it could leave the job nowhere to copy to.
+            self.finish_jobs(map, dev, plane, now)?;
+        }
         loop {
             let a = self.active[plane.idx()];
             if a != NO_BLOCK {
@@ -295,7 +340,19 @@ impl PageCore {
             }
             if !collected {
                 collected = true;
-                self.collect(map, dev, plane, now)?;
+                let free = self.pool.free_count(plane);
+                match self.gc_mode {
+                    GcMode::Blocking if free <= self.reserve => self.collect(map, dev, plane, now)?,
+                    GcMode::Preemptible if free < self.reserve || free <= 1 => {
+                        // The job fell behind the host: the host waits for it
+                        // (one GC process per plane at a time), then for more.
+                        self.finish_jobs(map, dev, plane, now)?;
+                        if self.pool.free_count(plane) <= self.reserve.max(1) {
+                            self.collect(map, dev, plane, now)?;
+                        }
+                    }
+                    _ => {}
+                }
                 continue;
             }
             // GC could not restore the reserve (a plane full of live data):
@@ -304,18 +361,54 @@ impl PageCore {
             if !for_gc && self.pool.free_count(plane) <= 1 {
                 return Ok(None);
             }
-            return Ok(self.pool.take_free(plane).map(|b| {
-                self.active[plane.idx()] = b.0;
-                self.geo.ppn(b, 0)
-            }));
+            let Some(b) = self.pool.take_free(plane) else { return Ok(None) };
+            self.active[plane.idx()] = b.0;
+            // Blocking GC holds `reserve` free blocks while a block fills; a
+            // job started once the host has dipped below it, and done about
+            // when the block is full, holds as many on average (fewer would
+            // lower write amplification, more raise it).
+            if !for_gc && self.gc_mode == GcMode::Preemptible && self.pool.free_count(plane) < self.reserve {
+                self.start_job(map, dev, plane, now);
+            }
+            return Ok(Some(self.geo.ppn(b, 0)));
         }
     }
 
-    /// A page for host data: the next plane in stripe order with room.
-    pub(super) fn alloc_host_page<M: MapTable>(&mut self, map: &mut M, dev: &mut Device, now: SimTime) -> Result<Ppn> {
+    /// A page for host data (`paced`: a timed write, which pays its share
+    /// of the plane's GC job first): on the plane free soonest, or the next
+    /// in stripe order; failing that, any plane with room.
+    pub(super) fn alloc_host_page<M: MapTable>(
+        &mut self,
+        map: &mut M,
+        dev: &mut Device,
+        now: SimTime,
+        paced: bool,
+    ) -> Result<Ppn> {
+        if self.allocation == Allocation::Dynamic {
+            let n = self.stripe.len();
+            let (mut best, mut soonest) = (self.cursor, dev.plane_free(self.stripe[self.cursor]));
+            for k in 1..n {
+                let i = (self.cursor + k) % n;
+                let free = dev.plane_free(self.stripe[i]);
+                if free < soonest {
+                    (best, soonest) = (i, free);
+                }
+            }
+            self.cursor = (best + 1) % n;
+            let plane = self.stripe[best];
+            if paced {
+                self.pay_gc_debt(map, dev, plane, now)?;
+            }
+            if let Some(ppn) = self.next_page(map, dev, plane, now, false)? {
+                return Ok(ppn);
+            }
+        }
         for _ in 0..self.stripe.len() {
             let plane = self.stripe[self.cursor];
             self.cursor = (self.cursor + 1) % self.stripe.len();
+            if paced && self.allocation == Allocation::Static {
+                self.pay_gc_debt(map, dev, plane, now)?;
+            }
             if let Some(ppn) = self.next_page(map, dev, plane, now, false)? {
                 return Ok(ppn);
             }
@@ -346,10 +439,22 @@ impl PageCore {
         self.pool.start_reclaim(victim);
         let plane = self.geo.plane_of(victim);
         let mut reads_done = now;
-        // Find the live pages first, in a branch-free pass: the forward-map
-        // lookups are independent cache misses the CPU can overlap, where a
-        // branch on each would serialize them (this loop dominated run time).
         let mut live = std::mem::take(&mut self.live_scratch);
+        let cause = self.scan_live(map, dev, victim, &mut live);
+        let result = self.copy_live(map, dev, victim, plane, &live, now, &mut reads_done);
+        self.live_scratch = live;
+        result?;
+        dev.erase(victim, reads_done, cause)?;
+        self.pool.release(victim)
+    }
+
+    /// Fills `live` with the victim's live pages; returns the cause its
+    /// erase is counted under: a block written mostly with the map's own
+    /// pages is the map's cost.
+    fn scan_live<M: MapTable>(&self, map: &M, dev: &Device, victim: BlockId, live: &mut Vec<u32>) -> Cause {
+        // A branch-free pass: the forward-map lookups are independent cache
+        // misses the CPU can overlap, where a branch on each would serialize
+        // them (this loop dominated run time).
         let written = dev.array.written_pages(victim);
         live.resize(written as usize, 0);
         let first = self.geo.ppn(victim, 0).0;
@@ -363,13 +468,93 @@ impl PageCore {
             table_pages += (lpn >= self.logical && lpn != u32::MAX) as u32;
         }
         live.truncate(n);
-        let result = self.copy_live(map, dev, victim, plane, &live, now, &mut reads_done);
-        self.live_scratch = live;
-        result?;
-        // A block written mostly with the map's own pages is the map's cost.
-        let cause = if 2 * table_pages > written { Cause::Mapping } else { Cause::Gc };
-        dev.erase(victim, reads_done, cause)?;
-        self.pool.release(victim)
+        if 2 * table_pages > written { Cause::Mapping } else { Cause::Gc }
+    }
+
+    /// Gives `plane` a preemptible GC job if it has none and a victim worth
+    /// reclaiming, and asks the engine for background time for it.
+    fn start_job<M: MapTable>(&mut self, map: &M, dev: &mut Device, plane: PlaneId, now: SimTime) {
+        let ppb = self.geo.pages_per_block;
+        if self.jobs[plane.idx()].victim != NO_BLOCK {
+            return;
+        }
+        let Some(victim) = self.pool.select_victim(plane, now) else { return };
+        if self.pool.valid(victim) >= ppb && self.pool.fewest_valid(plane).is_none_or(|v| v >= ppb) {
+            return; // the plane is full of live data: nothing to gain
+        }
+        self.stats.gc_invocations += 1;
+        self.pool.start_reclaim(victim);
+        let mut job = std::mem::take(&mut self.jobs[plane.idx()]);
+        job.cause = Some(self.scan_live(map, dev, victim, &mut job.pages));
+        let live = job.pages.len() as u32;
+        job.victim = victim.0;
+        job.next = 0;
+        job.debt = 0;
+        // Enough copies per host page that the job is done when the host
+        // has filled what the victim frees.
+        job.rate = (COPY * live).div_ceil(ppb.saturating_sub(live).max(1));
+        self.jobs[plane.idx()] = job;
+        dev.wake(plane);
+    }
+
+    /// One step of `plane`'s GC job at `now`: the next live page copied, or
+    /// the victim erased once none is left. `false`: the plane has no job.
+    fn gc_step<M: MapTable>(&mut self, map: &mut M, dev: &mut Device, plane: PlaneId, now: SimTime) -> Result<bool> {
+        let p = plane.idx();
+        if self.jobs[p].victim == NO_BLOCK {
+            return Ok(false);
+        }
+        let victim = BlockId(self.jobs[p].victim);
+        while let Some(&src) = self.jobs[p].pages.get(self.jobs[p].next) {
+            self.jobs[p].next += 1;
+            let lpn = dev.array.oob_lpn_raw(Ppn(src));
+            if !map.is_live(lpn, src) {
+                continue; // overwritten or trimmed since the job began
+            }
+            let dst = self
+                .next_page(map, dev, plane, now, true)?
+                .ok_or_else(|| Error::invariant("page", format!("GC of {victim} found no free page in its plane")))?;
+            let cause = if lpn >= self.logical { Cause::Mapping } else { Cause::Gc };
+            dev.copy_run(&[src], dst, now, |_| cause)?;
+            map.moved(dev, lpn, dst, now);
+            self.pool.transfer_valid(victim, self.geo.block_of(dst), 1, now);
+            self.stats.gc_pages_copied += 1;
+            return Ok(true);
+        }
+        let cause = self.jobs[p].cause.take().unwrap_or(Cause::Gc);
+        dev.erase(victim, now, cause)?;
+        self.pool.release(victim)?;
+        self.jobs[p].victim = NO_BLOCK;
+        // The plane may still be below its reserve (victims that freed little).
+        if self.pool.free_count(plane) < self.reserve {
+            self.start_job(map, dev, plane, now);
+        }
+        Ok(true)
+    }
+
+    /// Makes the copies the host write about to land on `plane` owes its
+    /// GC job, ahead of it.
+    fn pay_gc_debt<M: MapTable>(&mut self, map: &mut M, dev: &mut Device, plane: PlaneId, now: SimTime) -> Result<()> {
+        let job = &mut self.jobs[plane.idx()];
+        if job.victim == NO_BLOCK {
+            return Ok(());
+        }
+        job.debt += job.rate;
+        while self.jobs[plane.idx()].debt >= COPY && self.gc_step(map, dev, plane, now)? {
+            let job = &mut self.jobs[plane.idx()];
+            job.debt = job.debt.saturating_sub(COPY);
+            if job.victim == NO_BLOCK {
+                job.debt = 0;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `plane`'s GC job, and any it leads to, to the end, ahead of a
+    /// host write that found the reserve gone.
+    fn finish_jobs<M: MapTable>(&mut self, map: &mut M, dev: &mut Device, plane: PlaneId, now: SimTime) -> Result<()> {
+        while self.gc_step(map, dev, plane, now)? {}
+        Ok(())
     }
 
     /// Starts loading share `i` of [`EARLY_PREFETCH`] of the forward-map
@@ -467,7 +652,7 @@ impl PageCore {
         }
         // Unmapped while GC may run, so GC does not copy the page being replaced.
         map.set(c.lpn, TRIMMED);
-        let ppn = self.alloc_host_page(map, dev, now)?;
+        let ppn = self.alloc_host_page(map, dev, now, true)?;
         let payload = match data {
             // A full page goes to flash straight from the host buffer.
             Some(data) if c.is_full_page(self.geo.sectors_per_page) => Payload::Bytes(&data[c.buf_range()]),
@@ -483,7 +668,7 @@ impl PageCore {
     /// Puts a never-written page on flash at no cost, as if written before
     /// the run; returns where it is now (the map may move it at once).
     fn place<M: MapTable>(&mut self, map: &mut M, dev: &mut Device, lpn: Lpn, now: SimTime) -> Result<u32> {
-        let ppn = self.alloc_host_page(map, dev, now)?;
+        let ppn = self.alloc_host_page(map, dev, now, false)?;
         dev.place(ppn, lpn, Payload::None)?;
         self.pool.add_valid(self.geo.block_of(ppn), now);
         self.stats.placed_reads += 1;
@@ -576,6 +761,10 @@ impl<M: MapTable> Ftl for PageMapped<M> {
             map.set(Lpn(lpn), TRIMMED);
         }
         Ok(done)
+    }
+
+    fn background(&mut self, dev: &mut Device, plane: PlaneId, at: SimTime) -> Result<Option<SimTime>> {
+        Ok(self.core.gc_step(&mut self.map, dev, plane, at)?.then(|| dev.plane_free(plane)))
     }
 
     fn stats(&self) -> FtlStats {

@@ -123,9 +123,13 @@ fn sizes(quick: bool) -> Sizes {
     }
 }
 
-/// `hat-table4` with the options' overrides (quick: 64 blocks per plane).
+/// `hat-table4` in the reproduction's regime with the options' overrides
+/// (quick: 64 blocks per plane).
 pub fn config(opts: &Options, ftl: &str) -> Result<Config> {
-    let mut o = Vec::new();
+    // The regime this reproduction was first run in (the paper's drive:
+    // static striping, GC ahead of the write that needs it); `--set` may
+    // change either.
+    let mut o = vec!["gc.mode=\"blocking\"".to_string(), "ftl.allocation=\"static\"".to_string()];
     if opts.quick {
         o.push("geometry.blocks_per_plane=64".to_string());
     }
@@ -215,7 +219,7 @@ pub fn run(opts: &Options, on_run: &mut dyn FnMut(&str)) -> Result<HatResults> {
                 let spec = format!("rw={op},bs={},ios={},iodepth=32,seed={seed}", sectors * 512, n.micro_requests);
                 let job = Job { config: config.clone(), input: Input::Workload(spec), precondition: None };
                 let mut prepared = job.prepare(sim.logical_sectors())?;
-                sim.restart_measurement();
+                sim.restart_measurement()?;
                 let r = sim.run(prepared.source.as_mut(), &prepared.options, &mut |_, _| true)?;
                 micro.push(MicroRow { op: op.into(), sectors, ftl: ftl.to_string(), iops: r.iops, vs_page: None });
             }

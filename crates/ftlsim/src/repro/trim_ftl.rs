@@ -83,7 +83,14 @@ pub fn run(quick: bool, seed: u64) -> Result<Vec<Row>> {
 }
 
 pub fn config(ftl: &str, trim: bool, quick: bool, seed: u64) -> Result<Config> {
-    let mut o = vec![format!("ftl.name={ftl}"), format!("ftl.trim={trim}"), format!("seed={seed}")];
+    // The paper's regime: static striping, GC ahead of the write that needs it.
+    let mut o = vec![
+        format!("ftl.name={ftl}"),
+        format!("ftl.trim={trim}"),
+        format!("seed={seed}"),
+        "gc.mode=\"blocking\"".into(),
+        "ftl.allocation=\"static\"".into(),
+    ];
     if quick {
         o.push("geometry.blocks_per_plane=256".into());
     }

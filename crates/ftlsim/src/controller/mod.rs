@@ -1,0 +1,353 @@
+//! The controller between the host interface and the FTL: the write buffer
+//! (a DRAM data cache shared by every FTL) and the scheduler of background
+//! work. The FTL decides what background work does (which victim, which
+//! copies, where); the controller decides when, the same way for every FTL.
+//!
+//! **Background work.** An FTL asks for background time on a plane with
+//! [`Device::wake`]; the controller then calls [`Ftl::background`] for that
+//! plane, one step at a time, whenever the plane is free before the next
+//! host command arrives, until the FTL says it is done. Steps are run in
+//! time order across planes (a min-heap on (time, insertion order), so
+//! equal times are first come, first served). A host command arriving while
+//! a step runs waits for that step only.
+//!
+//! **Write buffer** (`cache.bytes` > 0). A write completes once its data has
+//! crossed the host link and sits in the buffer; if every slot is dirty or
+//! being destaged, the writer stalls until one is free (counted). Dirty
+//! pages are destaged to the FTL oldest first by `cache.destage_depth`
+//! destagers (default: one per array unit), each starting its next page as
+//! soon as its last one is on flash, so destaging overlaps host work on the
+//! same resources and the FTL's allocation spreads it over the planes.
+//! Reads wholly held in the buffer are served from it; others read flash
+//! and take the buffer's newer sectors on top. TRIM drops whole buffered
+//! pages; FLUSH (and FUA, a FLUSH after the write) destages everything
+//! dirty and completes when all of it is on flash.
+
+pub mod buffer;
+
+use crate::config::Config;
+use crate::engine::Device;
+use crate::error::Result;
+use crate::ftl::{Ftl, Span, page_chunks};
+use crate::units::{PlaneId, Sector, SimTime};
+use buffer::{BufferStats, SectorMask, WriteBuffer, sector_mask};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// Task id of a destager in the schedule (plane ids are the others).
+const DESTAGE: u32 = u32::MAX;
+
+pub struct Controller {
+    buffer: Option<WriteBuffer>,
+    /// (time, insertion order, task): planes with background work, and
+    /// busy destagers.
+    schedule: BinaryHeap<Reverse<(SimTime, u64, u32)>>,
+    inserted: u64,
+    queued: Vec<bool>,
+    idle_destagers: u32,
+    /// The time the controller has reached (wakes are scheduled no earlier).
+    now: SimTime,
+    wakes: Vec<u32>,
+    sectors_per_page: u32,
+    payloads: bool,
+}
+
+impl Controller {
+    pub fn new(cfg: &Config, dev: &Device) -> Controller {
+        let geo = dev.geometry();
+        let page = geo.page_size as u64;
+        let buffer = (cfg.cache.bytes > 0).then(|| {
+            WriteBuffer::new(
+                (cfg.cache.bytes / page) as u32,
+                page as usize,
+                cfg.cache.policy,
+                dev.array.stores_payloads(),
+            )
+        });
+        let destagers = if cfg.cache.destage_depth > 0 { cfg.cache.destage_depth } else { dev.units() as u32 };
+        Controller {
+            buffer,
+            schedule: BinaryHeap::new(),
+            inserted: 0,
+            queued: vec![false; geo.planes as usize],
+            idle_destagers: destagers,
+            now: SimTime::ZERO,
+            wakes: Vec::new(),
+            sectors_per_page: geo.sectors_per_page,
+            payloads: dev.array.stores_payloads(),
+        }
+    }
+
+    pub fn buffer_stats(&self) -> Option<&BufferStats> {
+        self.buffer.as_ref().map(|b| &b.stats)
+    }
+
+    pub fn reset_stats(&mut self) {
+        if let Some(b) = self.buffer.as_mut() {
+            b.stats = BufferStats::default();
+        }
+    }
+
+    /// Dirty pages in the buffer (not yet on flash, nor on their way).
+    pub fn dirty_pages(&self) -> u32 {
+        self.buffer.as_ref().map_or(0, WriteBuffer::dirty_pages)
+    }
+
+    fn push(&mut self, t: SimTime, task: u32) {
+        self.inserted += 1;
+        self.schedule.push(Reverse((t, self.inserted, task)));
+    }
+
+    /// Runs the background work due before `t` (the next host command's
+    /// issue time), in time order; afterwards nothing is booked before `t`.
+    pub fn run_until(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, t: SimTime) -> Result<()> {
+        self.run(ftl, dev, t)?;
+        self.now = self.now.max(t);
+        dev.advance(t);
+        Ok(())
+    }
+
+    /// Runs background work until there is none left: the buffer is clean
+    /// and no plane has a GC job. Returns when the last of it ends.
+    pub fn settle(&mut self, ftl: &mut dyn Ftl, dev: &mut Device) -> Result<SimTime> {
+        let mut end = self.now;
+        while let Some(done) = self.destage(ftl, dev, self.now)? {
+            end = end.max(done);
+        }
+        end = end.max(self.run(ftl, dev, SimTime(u64::MAX))?);
+        if let Some(b) = self.buffer.as_mut() {
+            b.retire(SimTime(u64::MAX));
+        }
+        Ok(end)
+    }
+
+    /// Forgets every pending task's time (the clock restarts at zero once
+    /// everything has settled).
+    pub fn restart_clock(&mut self) {
+        debug_assert!(self.schedule.iter().all(|Reverse((_, _, task))| *task == DESTAGE));
+        self.idle_destagers += self.schedule.len() as u32;
+        self.schedule.clear();
+        self.now = SimTime::ZERO;
+    }
+
+    fn run(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, t: SimTime) -> Result<SimTime> {
+        let mut last = SimTime::ZERO;
+        loop {
+            dev.take_wakes(&mut self.wakes);
+            for i in 0..self.wakes.len() {
+                let p = self.wakes[i];
+                if !self.queued[p as usize] {
+                    self.queued[p as usize] = true;
+                    let at = dev.plane_free(PlaneId(p)).max(self.now);
+                    self.push(at, p);
+                }
+            }
+            self.wakes.clear();
+            let Some(&Reverse((time, _, task))) = self.schedule.peek() else { break };
+            if time >= t {
+                break;
+            }
+            self.schedule.pop();
+            self.now = self.now.max(time);
+            if task == DESTAGE {
+                match self.destage(ftl, dev, time)? {
+                    Some(done) => {
+                        last = last.max(done);
+                        self.push(done, DESTAGE);
+                    }
+                    None => self.idle_destagers += 1,
+                }
+                continue;
+            }
+            let plane = PlaneId(task);
+            let at = time.max(dev.plane_free(plane));
+            if at >= t {
+                self.push(at, task); // the plane took host work meanwhile
+                continue;
+            }
+            match ftl.background(dev, plane, at)? {
+                Some(next) => {
+                    last = last.max(next);
+                    self.push(next, task);
+                }
+                None => self.queued[task as usize] = false,
+            }
+        }
+        Ok(last)
+    }
+
+    /// Destages the oldest dirty page at `at`; returns when it is on flash.
+    fn destage(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, at: SimTime) -> Result<Option<SimTime>> {
+        let spp = self.sectors_per_page;
+        let Some(buf) = self.buffer.as_mut() else { return Ok(None) };
+        let Some((slot, lpn, mask)) = buf.next_dirty() else { return Ok(None) };
+        let mut done = at;
+        for (first, n) in sector_runs(mask, spp) {
+            let span = Span { start: Sector(lpn as u64 * spp as u64 + first as u64), sectors: n as u64 };
+            let data = self.payloads.then(|| &buf.page(slot)[first as usize * 512..(first + n) as usize * 512]);
+            done = done.max(ftl.write(dev, span, at, at, data)?);
+        }
+        buf.destaging(slot, done);
+        Ok(Some(done))
+    }
+
+    /// A host write whose data has crossed the link by `ready`; returns
+    /// when it is complete (buffered, or on flash without a buffer).
+    pub fn write(
+        &mut self,
+        ftl: &mut dyn Ftl,
+        dev: &mut Device,
+        span: Span,
+        issue: SimTime,
+        ready: SimTime,
+        data: Option<&[u8]>,
+    ) -> Result<SimTime> {
+        if self.buffer.is_none() {
+            return ftl.write(dev, span, issue, ready, data);
+        }
+        let mut done = ready;
+        for c in page_chunks(span, self.sectors_per_page) {
+            let mask = sector_mask(c.first_sector, c.sectors);
+            let mut t = ready;
+            let slot = loop {
+                let buf = self.buffer.as_mut().expect("checked above");
+                if let Some(s) = buf.admit(c.lpn.0, mask, t) {
+                    break s;
+                }
+                // No room: wait for the first destage in flight to end, or
+                // start one now if none is.
+                match buf.next_retirement() {
+                    Some(end) => t = t.max(end),
+                    None => {
+                        self.destage(ftl, dev, t)?;
+                    }
+                }
+            };
+            let buf = self.buffer.as_mut().expect("checked above");
+            if let Some(data) = data {
+                buf.page_mut(slot)[c.byte_range()].copy_from_slice(&data[c.buf_range()]);
+            }
+            if t > ready {
+                buf.stats.stalls += 1;
+                buf.stats.stall_ns += (t - ready).0;
+            }
+            done = done.max(t);
+        }
+        while self.idle_destagers > 0 && self.dirty_pages() > 0 {
+            self.idle_destagers -= 1;
+            match self.destage(ftl, dev, ready)? {
+                Some(end) => self.push(end, DESTAGE),
+                None => self.idle_destagers += 1,
+            }
+        }
+        Ok(done)
+    }
+
+    /// A host read; returns when its data is ready for the host link.
+    pub fn read(
+        &mut self,
+        ftl: &mut dyn Ftl,
+        dev: &mut Device,
+        span: Span,
+        issue: SimTime,
+        mut out: Option<&mut [u8]>,
+    ) -> Result<SimTime> {
+        let spp = self.sectors_per_page;
+        let Some(buf) = self.buffer.as_mut() else { return ftl.read(dev, span, issue, out) };
+        let held = |buf: &WriteBuffer, lpn: u32, mask: SectorMask| {
+            buf.lookup(lpn).filter(|&s| buf.mask(s) & mask == mask).is_some()
+        };
+        let pages = page_chunks(span, spp).count() as u64;
+        let all_held = page_chunks(span, spp).all(|c| held(buf, c.lpn.0, sector_mask(c.first_sector, c.sectors)));
+        let done = if all_held {
+            buf.stats.read_hits += pages;
+            for c in page_chunks(span, spp) {
+                if let Some(s) = buf.lookup(c.lpn.0) {
+                    buf.touch(s);
+                }
+            }
+            issue
+        } else {
+            buf.stats.read_misses += pages;
+            ftl.read(dev, span, issue, out.as_deref_mut())?
+        };
+        // The buffer's sectors are newer than flash's.
+        if let Some(out) = out {
+            let buf = self.buffer.as_ref().expect("checked above");
+            for c in page_chunks(span, spp) {
+                let Some(s) = buf.lookup(c.lpn.0) else { continue };
+                let held = buf.mask(s);
+                for i in c.first_sector..c.first_sector + c.sectors {
+                    if held >> i & 1 == 1 {
+                        let at = c.buf_offset + (i - c.first_sector) as usize * 512;
+                        out[at..at + 512].copy_from_slice(&buf.page(s)[i as usize * 512..(i as usize + 1) * 512]);
+                    }
+                }
+            }
+        }
+        Ok(done)
+    }
+
+    pub fn trim(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, span: Span, issue: SimTime) -> Result<SimTime> {
+        if let Some(buf) = self.buffer.as_mut() {
+            for lpn in crate::ftl::whole_pages(span, self.sectors_per_page) {
+                buf.discard(lpn);
+            }
+        }
+        ftl.trim(dev, span, issue)
+    }
+
+    /// Destages everything dirty; completes when all of it is on flash.
+    pub fn flush(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, issue: SimTime) -> Result<SimTime> {
+        let mut done = issue;
+        while let Some(end) = self.destage(ftl, dev, issue)? {
+            done = done.max(end);
+        }
+        if let Some(buf) = self.buffer.as_ref() {
+            done = done.max(buf.last_retirement().unwrap_or(issue));
+        }
+        ftl.flush(dev, done)
+    }
+
+    /// The buffered sectors of `lpn` and their bytes (payload mode).
+    pub fn buffered(&self, lpn: u32) -> Option<(SectorMask, &[u8])> {
+        let buf = self.buffer.as_ref()?;
+        let s = buf.lookup(lpn)?;
+        Some((buf.mask(s), if self.payloads { buf.page(s) } else { &[] }))
+    }
+
+    pub fn check(&self) -> std::result::Result<(), String> {
+        self.buffer.as_ref().map_or(Ok(()), WriteBuffer::check)
+    }
+}
+
+/// The runs of consecutive set bits of `mask` below `spp`: (first, length).
+fn sector_runs(mask: SectorMask, spp: u32) -> impl Iterator<Item = (u32, u32)> {
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        while i < spp && mask >> i & 1 == 0 {
+            i += 1;
+        }
+        if i >= spp {
+            return None;
+        }
+        let first = i;
+        while i < spp && mask >> i & 1 == 1 {
+            i += 1;
+        }
+        Some((first, i - first))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sector_runs_split_a_mask() {
+        let runs: Vec<_> = sector_runs(0b0111_0011, 8).collect();
+        assert_eq!(runs, vec![(0, 2), (4, 3)]);
+        assert_eq!(sector_runs(u128::MAX, 8).collect::<Vec<_>>(), vec![(0, 8)]);
+        assert_eq!(sector_runs(0, 8).count(), 0);
+    }
+}
