@@ -6,7 +6,7 @@ import csv
 import json
 
 import pytest
-from conftest import CONFIG, PRECONDITION, SMALL, WORKLOAD, run_cli, sample
+from conftest import CONFIG, PRECONDITION, SMALL, WORKLOAD, real, run_cli, sample
 
 import ftlsim
 
@@ -60,8 +60,15 @@ def test_workload_run_equals_cli_json(cli, tmp_path, case):
     assert [w["requests"] for w in got["timeseries"]] == [int(r["requests"]) for r in ts_rows]
 
 
-def test_trace_run_equals_cli_json(cli, tmp_path):
-    trace = str(sample("msr_csv/msr-cambridge1-sample.csv"))
+@pytest.mark.parametrize(
+    "trace,requests",
+    [
+        pytest.param(lambda: sample("msr_csv/msr-sample.csv"), 6, id="kept"),
+        pytest.param(lambda: real("msr_csv/msr-cambridge1-sample.csv"), 1000, id="real"),
+    ],
+)
+def test_trace_run_equals_cli_json(cli, tmp_path, trace, requests):
+    trace = str(trace())
     want, _ = cli_report(cli, tmp_path, "--trace", trace, "--out-of-range", "scale", "--mode", "closed", "--qd", "8")
     got = ftlsim.run(
         CONFIG,
@@ -69,4 +76,4 @@ def test_trace_run_equals_cli_json(cli, tmp_path):
         overrides={**SMALL, "host.out_of_range": "scale", "host.mode": "closed", "host.queue_depth": 8},
     ).summary
     same(got, want)
-    assert got["input"]["out_of_range_policy"] == "scale" and got["requests"] == 1000
+    assert got["input"]["out_of_range_policy"] == "scale" and got["requests"] == requests
