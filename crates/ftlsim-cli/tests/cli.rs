@@ -7,9 +7,8 @@
 //! when present (required under CI; see `ftlsim::testdata`).
 
 use assert_cmd::cargo::cargo_bin_cmd;
-use predicates::prelude::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 use tempfile::TempDir;
 
@@ -652,8 +651,51 @@ fn config_list_show_validate() {
 }
 
 #[test]
-fn ftls_lists_page() {
-    cargo_bin_cmd!("ftlsim").arg("ftls").assert().success().stdout(predicate::str::is_match("(?m)^page$").unwrap());
+fn ftls_lists_one_line_per_ftl_with_its_paper() {
+    let out = ok(["ftls"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), ftlsim::ftl::FTL_NAMES.len(), "{out}");
+    for (line, name) in lines.iter().zip(ftlsim::ftl::FTL_NAMES) {
+        let (first, rest) = line.split_once(' ').unwrap_or_else(|| panic!("no description: {line:?}"));
+        assert_eq!(first, *name);
+        assert!(rest.trim().len() > 30 && rest.contains('('), "what it models and its paper: {line:?}");
+    }
+    assert!(out.contains("Gupta et al. 2009") && out.contains("Lee et al. 2007"), "{out}");
+}
+
+#[test]
+fn an_open_loop_run_faster_than_the_drive_warns_of_saturation() {
+    // 4 KiB random writes at 1M/s into a drive that must garbage-collect: far beyond it.
+    let pre = ["--precondition", GC_PRECONDITION];
+    let mut a = vec!["--workload", "rw=randwrite,bs=4k,ios=5000,rate=1000000"];
+    a.extend(pre);
+    let r = report(&a);
+    let warnings = r["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].as_str().unwrap().starts_with("saturated:"), "{warnings:?}");
+    let mut table_args = small(&a);
+    table_args.extend(args(&["--quiet"]));
+    let table = ok(table_args);
+    assert!(table.lines().any(|l| l.starts_with("warnings ") && l.contains("saturated")), "{table}");
+    // At 200 writes/s the same drive keeps up.
+    let mut b = vec!["--workload", "rw=randwrite,bs=4k,ios=2000,rate=200"];
+    b.extend(pre);
+    assert_eq!(report(&b)["warnings"], serde_json::json!([]));
+}
+
+#[test]
+fn the_run_table_says_what_was_run() {
+    let table = ok(small(&["--workload", "rw=randwrite,ios=100,iodepth=4", "--set", "gc.policy=fifo"]));
+    for (key, value) in [
+        ("overrides", "gc.policy=fifo"),
+        ("format", "synthetic workload"),
+        ("host mode", "closed (queue depth 4)"),
+        ("precondition", "none"),
+        ("warnings", "none"),
+    ] {
+        assert!(table.lines().any(|l| l.starts_with(key) && l.ends_with(value)), "{key}: {value} missing:\n{table}");
+    }
+    assert!(table.contains("docs/report.md"), "{table}");
 }
 
 // -------------------------------------------------------------------- compare
@@ -677,18 +719,27 @@ fn compare_varies_a_key() {
         json.to_str().unwrap(),
     ]));
     let table = ok(a);
-    let header = table.lines().next().unwrap_or_default();
-    assert!(header.contains("page gc.policy=greedy"), "{table}");
-    assert!(header.contains("page gc.policy=fifo"), "{table}");
+    let header = table.lines().find(|l| l.contains("page gc.policy=greedy")).unwrap_or_default();
+    assert!(header.contains("page gc.policy=fifo"), "one column per variant, labelled by what differs:\n{table}");
     assert!(table.contains("write amplification"), "{table}");
+    // What every variant shares is printed once, not per column.
+    let inputs: Vec<&str> = table.lines().filter(|l| l.starts_with("input ")).collect();
+    assert_eq!(inputs.len(), 1, "{table}");
+    assert_eq!(inputs[0].matches("rw=randwrite").count(), 1, "{table}");
+    assert!(table.lines().any(|l| l.starts_with("precondition ") && l.contains("fill=1")), "{table}");
 
     let reports = read_json(&json);
     let reports = reports.as_array().expect("an array of reports");
     assert_eq!(reports.len(), 2);
-    for r in reports {
+    for (r, policy) in reports.iter().zip(["greedy", "fifo"]) {
         assert_eq!(r["ftl"], "page");
         assert_eq!(int(r, "requests"), 5000);
         assert!(int(r, "gc_invocations") > 0);
+        // Each report says which variant it is, not only its position.
+        let sets: Vec<&str> = r["overrides"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        assert!(sets.contains(&format!("gc.policy={policy}").as_str()), "{sets:?}");
+        assert_eq!(r["resolved_config"]["gc"]["policy"], policy);
+        assert_eq!(r["resolved_config"]["geometry"]["blocks_per_plane"], 64);
     }
     assert_ne!(reports[0]["gc_pages_copied"], reports[1]["gc_pages_copied"], "greedy and FIFO pick different victims");
 }

@@ -92,8 +92,10 @@ impl Job {
     }
 
     /// Builds the drive, preconditions it, and runs the input to its end.
+    /// `on_progress` sees preconditioning first (pages written of the total,
+    /// with 0 requests), then the run.
     pub fn run(&self, on_progress: &mut dyn FnMut(Progress, u64) -> bool) -> Result<Report> {
-        let (mut sim, mut prepared) = self.start()?;
+        let (mut sim, mut prepared) = self.start(on_progress)?;
         sim.run(prepared.source.as_mut(), &prepared.options, on_progress)
     }
 
@@ -104,7 +106,7 @@ impl Job {
         keep_latencies: bool,
         on_progress: &mut dyn FnMut(Progress, u64) -> bool,
     ) -> Result<Outcome> {
-        let (mut sim, mut prepared) = self.start()?;
+        let (mut sim, mut prepared) = self.start(on_progress)?;
         if keep_latencies {
             sim.keep_latencies();
         }
@@ -113,11 +115,11 @@ impl Job {
     }
 
     /// The drive built and preconditioned, and the input opened.
-    fn start(&self) -> Result<(Simulation, Prepared)> {
+    fn start(&self, on_progress: &mut dyn FnMut(Progress, u64) -> bool) -> Result<(Simulation, Prepared)> {
         let mut sim = Simulation::new(self.config.clone())?;
         let prepared = self.prepare(sim.logical_sectors())?;
         if let Some(p) = self.precondition {
-            sim.precondition(p)?;
+            sim.precondition_observed(p, &mut |progress| on_progress(progress, 0))?;
         }
         Ok((sim, prepared))
     }
