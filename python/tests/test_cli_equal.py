@@ -10,8 +10,9 @@ from conftest import CONFIG, PRECONDITION, SMALL, WORKLOAD, real, run_cli, sampl
 
 import ftlsim
 
-#: Measurements of the process, not of the simulation.
-UNEQUAL = ("wall_time_s", "peak_rss_bytes")
+#: Measurements of the process, not of the simulation; and the overrides, which
+#: each front end reports as it was given them (`--set K=V` and host flags vs dict entries).
+UNEQUAL = ("wall_time_s", "peak_rss_bytes", "overrides")
 
 
 def cli_report(exe, tmp_path, *args):
@@ -32,6 +33,8 @@ def same(py: dict, cli: dict) -> None:
     assert a.keys() == b.keys()
     for k in a:
         assert a[k] == b[k], k
+    small = [f"{k}={v}" for k, v in SMALL.items()]
+    assert all(s in py["overrides"] and s in cli["overrides"] for s in small), (py["overrides"], cli["overrides"])
 
 
 @pytest.mark.parametrize(
