@@ -145,9 +145,10 @@ def run(
         default_window_ms=DEFAULT_WINDOW_MS if window_ms is None else None,
         **config_args(config),
     )
+    result = Result(out["summary"], out["latencies_ns"], out["erase_map"])
     # The report names the overrides as this front end was given them, as the CLI does.
-    out["summary"]["overrides"] = sets
-    return Result(out["summary"], out["latencies_ns"], out["erase_map"])
+    result.summary["overrides"] = sets
+    return result
 
 
 def frame(columns: Mapping[str, Any], backend: Backend) -> pandas.DataFrame | polars.DataFrame:
