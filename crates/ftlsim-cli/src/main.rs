@@ -572,6 +572,9 @@ fn trace_cmd(t: TraceCommand) -> Result<(), Error> {
         TraceCommand::Stats { path, format, skip_bad_lines, json } => {
             let format = format.as_deref().map(str::parse).transpose()?;
             let mut opened = trace::open(&path, &OpenOptions { format, skip_bad_lines })?;
+            for w in &opened.warnings {
+                eprintln!("ftlsim: warning: {w}");
+            }
             let stats = trace::stats(opened.source.as_mut())?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&stats).expect("stats serialize"));

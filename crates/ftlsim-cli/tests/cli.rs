@@ -582,6 +582,27 @@ fn trace_stats_counts() {
 }
 
 #[test]
+fn an_ambiguous_or_implausible_detection_is_a_warning_naming_the_alternatives() {
+    // A FlashNet/LinnOS trace (`ts_ms dev offset_bytes size_bytes op`) fits DiskSim's layout.
+    let dir = TempDir::new().unwrap();
+    let t = dir.path().join("flashnet.trace");
+    std::fs::write(&t, "0 0 1048576 4096 1\n125 0 8192 8192 0\n1500 0 0 4096 1\n").unwrap();
+    let out = ftlsim(["trace", "stats", t.to_str().unwrap()]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("warning") && err.contains("also fit disksim, ssdsim"), "{err}");
+    assert!(err.contains("look like byte sizes") && err.contains("--format csv:"), "{err}");
+    let r = report(&["--trace", t.to_str().unwrap(), "--out-of-range", "wrap"]);
+    let warnings = r["warnings"].as_array().unwrap();
+    assert!(warnings.iter().any(|w| w.as_str().unwrap().contains("FlashNet")), "{warnings:?}");
+    // A given format is not second-guessed; a clear MSR trace raises nothing.
+    let r = report(&["--trace", t.to_str().unwrap(), "--format", "mqsim", "--out-of-range", "wrap"]);
+    assert_eq!(r["warnings"], serde_json::json!([]));
+    let r = report(&["--trace", sample("msr_csv/msr-sample.csv").to_str().unwrap(), "--out-of-range", "wrap"]);
+    assert_eq!(r["warnings"], serde_json::json!([]));
+}
+
+#[test]
 fn trace_convert_round_trips() {
     let dir = TempDir::new().unwrap();
     let real = ["msr_csv/msr-cambridge1-sample.csv", "blkparse/wiscsee-testdata-blkparse-output.txt"].map(real);

@@ -42,6 +42,8 @@ pub struct Outcome {
 pub struct Prepared {
     pub source: Box<dyn CmdSource>,
     pub options: RunOptions,
+    /// Doubts about a detected trace format, for the report's warnings.
+    pub warnings: Vec<String>,
 }
 
 impl Job {
@@ -49,6 +51,7 @@ impl Job {
     /// or `rate` picks the host mode; a trace uses the config's `[host]`.
     pub fn prepare(&self, logical_sectors: u64) -> Result<Prepared> {
         let mut options = RunOptions::from_config(&self.config);
+        let mut warnings = Vec::new();
         options.input = InputReport {
             out_of_range_policy: policy_name(self.config.host.out_of_range).into(),
             ..InputReport::default()
@@ -85,10 +88,11 @@ impl Job {
                 options.input.source = path.display().to_string();
                 options.input.format = Some(opened.format.to_string());
                 options.input.format_detected = opened.detected;
+                warnings = opened.warnings;
                 opened.source
             }
         };
-        Ok(Prepared { source, options })
+        Ok(Prepared { source, options, warnings })
     }
 
     /// Builds the drive, preconditions it, and runs the input to its end.
@@ -96,7 +100,9 @@ impl Job {
     /// with 0 requests), then the run.
     pub fn run(&self, on_progress: &mut dyn FnMut(Progress, u64) -> bool) -> Result<Report> {
         let (mut sim, mut prepared) = self.start(on_progress)?;
-        sim.run(prepared.source.as_mut(), &prepared.options, on_progress)
+        let mut report = sim.run(prepared.source.as_mut(), &prepared.options, on_progress)?;
+        report.warnings.splice(0..0, prepared.warnings);
+        Ok(report)
     }
 
     /// As [`Job::run`], also returning the erase map and, with
@@ -110,7 +116,8 @@ impl Job {
         if keep_latencies {
             sim.keep_latencies();
         }
-        let report = sim.run(prepared.source.as_mut(), &prepared.options, on_progress)?;
+        let mut report = sim.run(prepared.source.as_mut(), &prepared.options, on_progress)?;
+        report.warnings.splice(0..0, prepared.warnings);
         Ok(Outcome { report, latencies: sim.take_latencies(), erase_map: sim.erase_map() })
     }
 
