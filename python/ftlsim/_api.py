@@ -133,8 +133,9 @@ def run(
     if (trace is None) == (workload is None):
         raise _error(ConfigError, "input", "give exactly one of trace= or workload=")
     names = {"ftl.name": ftl, "seed": seed, "report.window_ms": window_ms}
+    sets = override_list(overrides, **names)
     out = _native.run(
-        overrides=override_list(overrides, **names),
+        overrides=sets,
         trace=None if trace is None else os.fspath(trace),
         format=format,
         skip_bad_lines=skip_bad_lines,
@@ -144,7 +145,10 @@ def run(
         default_window_ms=DEFAULT_WINDOW_MS if window_ms is None else None,
         **config_args(config),
     )
-    return Result(out["summary"], out["latencies_ns"], out["erase_map"])
+    result = Result(out["summary"], out["latencies_ns"], out["erase_map"])
+    # The report names the overrides as this front end was given them, as the CLI does.
+    result.summary["overrides"] = sets
+    return result
 
 
 def frame(columns: Mapping[str, Any], backend: Backend) -> pandas.DataFrame | polars.DataFrame:

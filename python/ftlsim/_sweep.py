@@ -1,7 +1,7 @@
 """Sweeps: the cross product of FTLs x inputs x config values x seeds, one row per run.
 
 Each run is an ordinary :func:`ftlsim.run`; a sweep only enumerates runs,
-fans them out (a local process pool by default, or Ray) and collects rows in
+fans them out (a local thread pool by default, or Ray) and collects rows in
 the cross product's order, so both backends return the same table. With a
 path, the table is written as Parquet (or CSV) and runs already in that file
 are skipped, so an interrupted sweep resumes where it stopped.
@@ -133,13 +133,15 @@ def _execute(specs: list[dict[str, Any]], backend: str, address: str | None, wor
     if not specs:
         return []
     if backend == "local":
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures import ThreadPoolExecutor
 
         n = min(workers or os.cpu_count() or 1, len(specs))
-        # spawn, not fork: a forked child of a process running threads
-        # (Ray, polars, BLAS) can deadlock.
-        with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) as pool:
+        # Threads, not processes: the core releases the GIL for the whole run,
+        # so threads run in parallel, start at once and need no
+        # `if __name__ == "__main__":` guard (a spawned process pool re-imports
+        # __main__, which breaks scripts, heredocs and `python -c`). Measured
+        # in the README (Python section).
+        with ThreadPoolExecutor(n) as pool:
             return list(pool.map(run_one, specs))
     if backend == "ray":
         import ray

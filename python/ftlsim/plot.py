@@ -215,50 +215,132 @@ def _rows_of(p: Path) -> pandas.DataFrame:
     return pd.DataFrame(list(data))
 
 
+#: Numeric columns that name a configuration rather than measure it.
+LABEL_COLUMNS = ("sectors", "seed", "queue_depth", "qd")
+
+#: Most numeric columns drawn per table (one panel each) when none are named.
+MAX_PANELS = 8
+
+
+def _repro_tables(p: Path) -> list[tuple[str, pandas.DataFrame]]:
+    """(title, rows) per table of a file or of a repro folder: a CSV is preferred
+    to a JSON of the same name (the JSON nests what the CSV flattens), and a
+    ``table`` column splits a file into its tables."""
+    if p.is_dir():
+        by_stem: dict[str, Path] = {}
+        for f in sorted(p.iterdir()):
+            if f.suffix in (".csv", ".json") and (f.stem not in by_stem or f.suffix == ".csv"):
+                by_stem[f.stem] = f
+        files = list(by_stem.values())
+        if not files:
+            raise FileNotFoundError(f"{p}: no .csv or .json tables to plot")
+    else:
+        files = [p]
+    out = []
+    for f in files:
+        df = _rows_of(f)
+        if "table" in df.columns:
+            out += [
+                (f"{f.stem}: {t}", g.drop(columns="table").dropna(axis=1, how="all"))
+                for t, g in df.groupby("table", sort=False)
+            ]
+        else:
+            out.append((f.stem, df))
+    return out
+
+
+def _is_label(series: pandas.Series) -> bool:
+    """A column naming a configuration: short scalar values, not JSON fragments."""
+    text = series.astype(str)
+    return not text.str.match(r"^\s*[\[{]").any() and text.str.len().max() <= 40
+
+
 def repro(
     source: PathLike | pandas.DataFrame,
     path: PathLike | None = None,
     columns: Sequence[str] | None = None,
     label: Sequence[str] | None = None,
 ) -> Figure:
-    """A table of rows as grouped bars: one group per configuration, one bar per numeric column.
+    """A table of rows as bar charts: one panel per numeric column, one bar per configuration.
 
     ``source`` is a data frame, a CSV or JSON file (a list of row objects,
     ``{"rows": [...]}`` or ``{config: {column: value}}``), or a directory of
-    them (``ftlsim repro`` output: one panel per table). ``label`` names the
-    columns that identify a configuration (default: the non-numeric ones);
-    ``columns`` the numeric columns to draw (default: all).
+    them (``ftlsim repro`` output; a CSV is read instead of a JSON of the same
+    name, and a ``table`` column splits a file into tables). ``label`` names
+    the columns that identify a configuration (default: the short
+    non-numeric ones); ``columns`` the numeric columns to draw (default: those
+    that vary, at most :data:`MAX_PANELS`). When an ``ftl`` column is among
+    the labels, bars are grouped by the other labels and coloured by FTL, with
+    a legend in the bars' order. Each panel's y axis is named by its column
+    (units as the column names them: ``_s``, ``_us``, ``mb_s``); a y range
+    spanning more than three decades is drawn on a log scale.
     """
     import pandas as pd
 
-    if isinstance(source, pd.DataFrame):
-        tables = [("", source)]
-    else:
-        p = Path(source)
-        files = sorted(f for f in p.iterdir() if f.suffix in (".csv", ".json")) if p.is_dir() else [p]
-        if not files:
-            raise FileNotFoundError(f"{p}: no .csv or .json tables to plot")
-        tables = [(f.stem, _rows_of(f)) for f in files]
-    fig, axes = _figure(len(tables), 1, size=(9.0, 4.0 * len(tables)))
-    for ax, (name, df) in zip(axes[:, 0], tables, strict=True):
+    tables = [("", source)] if isinstance(source, pd.DataFrame) else _repro_tables(Path(source))
+    panels = []
+    for name, df in tables:
         numeric = [
-            c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
+            c
+            for c in df.columns
+            if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]) and c not in LABEL_COLUMNS
         ]
-        cols = list(columns) if columns is not None else numeric
-        missing = [c for c in cols if c not in numeric]
-        if missing or not cols:
-            raise KeyError(f"{name or 'table'}: numeric columns to plot {missing or cols} not found; it has {numeric}")
-        keys = list(label) if label is not None else [c for c in df.columns if c not in numeric]
-        names = df[keys].astype(str).agg(" ".join, axis=1) if keys else df.index.astype(str)
-        x = np.arange(len(df))
-        width = 0.8 / len(cols)
-        for i, c in enumerate(cols):
-            ax.bar(x + (i - (len(cols) - 1) / 2) * width, df[c].to_numpy(dtype=float), width, label=c)
-        ax.set_xticks(x, list(names), rotation=30 if len(df) > 4 else 0, ha="right" if len(df) > 4 else "center")
-        ax.set_title(name)
-        ax.grid(True, axis="y", alpha=0.3)
-        ax.legend(fontsize="small")
+        if columns is not None:
+            missing = [c for c in columns if c not in numeric]
+            if missing:
+                raise KeyError(f"{name or 'table'}: numeric columns to plot {missing} not found; it has {numeric}")
+            cols = list(columns)
+        else:
+            cols = [c for c in numeric if df[c].nunique(dropna=True) > 1][:MAX_PANELS] or numeric[:MAX_PANELS]
+        if not cols:
+            raise KeyError(f"{name or 'table'}: no numeric columns to plot")
+        keys = list(label) if label is not None else [c for c in df.columns if c not in numeric and _is_label(df[c])]
+        panels += [(name, df, keys, c) for c in cols]
+    ncols = 2 if len(panels) > 1 else 1
+    nrows = -(-len(panels) // ncols)
+    fig, axes = _figure(nrows, ncols, size=(6.0 * ncols, 3.6 * nrows))
+    for ax, (name, df, keys, col) in zip(axes.flat, panels, strict=False):
+        _bars(ax, df, keys, col)
+        ax.set_title(f"{name}: {col}" if name else col, fontsize="medium")
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.set_visible(False)
+    stems = dict.fromkeys(name.split(":")[0] for name, _ in tables if name)
+    fig.suptitle(" ".join(["ftlsim repro", *stems]))
     return _done(fig, path)
+
+
+def _bars(ax: Any, df: pandas.DataFrame, keys: list[str], col: str) -> None:
+    """One numeric column as bars: grouped by the labels other than ``ftl``, coloured by FTL."""
+    values = df[col].to_numpy(dtype=float)
+    group_keys = [k for k in keys if k != "ftl"]
+    by_ftl = "ftl" in keys and group_keys
+    groups = df[group_keys].astype(str).agg(" ".join, axis=1) if group_keys else pd_index(df)
+    if by_ftl:
+        names = list(dict.fromkeys(groups))
+        ftls = list(dict.fromkeys(df["ftl"].astype(str)))
+        width = 0.8 / len(ftls)
+        for i, ftl in enumerate(ftls):
+            mask = (df["ftl"].astype(str) == ftl).to_numpy()
+            x = np.array([names.index(g) for g in groups[mask]])
+            ax.bar(x + (i - (len(ftls) - 1) / 2) * width, values[mask], width, label=ftl)
+        ax.legend(title="ftl", fontsize="small")
+    else:
+        names = list(df[keys].astype(str).agg(" ".join, axis=1)) if keys else [str(i) for i in range(len(df))]
+        ax.bar(np.arange(len(df)), values, 0.6)
+    rotate = len(names) > 3 or max((len(n) for n in names), default=0) > 12
+    ax.set_xticks(np.arange(len(names)), names, rotation=30 if rotate else 0, ha="right" if rotate else "center")
+    ax.set_xlabel(" / ".join(group_keys if by_ftl else keys) or "row")
+    ax.set_ylabel(col)
+    positive = values[np.isfinite(values) & (values > 0)]
+    if len(positive) and positive.max() / positive.min() > 1000:
+        ax.set_yscale("log")
+    ax.grid(True, axis="y", alpha=0.3)
+
+
+def pd_index(df: pandas.DataFrame) -> pandas.Series:
+    import pandas as pd
+
+    return pd.Series([str(i) for i in range(len(df))], index=df.index)
 
 
 def render(source: PathLike, out: PathLike, kind: str = "auto", **options: Any) -> Figure:

@@ -1,6 +1,7 @@
 """Shared inputs: a shrunken preset that garbage-collects within a few thousand
-requests, the sample traces beside the repository, and the release CLI binary
-(scripts/test builds it before pytest runs)."""
+requests, the sample traces (kept in tests/traces; the real ones beside the
+repository when present) and the release CLI binary (scripts/test builds it
+before pytest runs)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-TRACES = ROOT.parent / "shared" / "traces"
+KEPT = ROOT / "tests" / "traces"
+REAL = Path(os.environ.get("FTLSIM_REAL_TRACES", ROOT.parent / "shared" / "traces"))
 
 #: hat-table4 shrunk to 64 blocks per plane (512 MiB): GC starts within a few thousand writes.
 CONFIG = "hat-table4"
@@ -22,9 +24,23 @@ PRECONDITION = "fill=1.0,overwrite=0.5"
 
 
 def sample(rel: str) -> Path:
-    assert TRACES.is_dir(), f"sample traces folder {TRACES} is missing (shared/traces beside the repository)"
-    p = TRACES / rel
-    assert p.is_file(), f"sample trace {p} is missing"
+    """A small sample trace kept in the repository."""
+    p = KEPT / rel
+    assert p.is_file(), f"kept sample trace {p} is missing"
+    return p
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() not in ("", "0", "false")
+
+
+def real(rel: str) -> Path:
+    """A real trace from shared/traces: skips the test when the folder is absent, fails under CI."""
+    if not REAL.is_dir():
+        assert not in_ci(), f"real traces folder {REAL} is missing, and CI requires it"
+        pytest.skip("real traces not present")
+    p = REAL / rel
+    assert p.is_file(), f"real trace {p} is missing"
     return p
 
 

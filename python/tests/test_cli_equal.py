@@ -6,12 +6,13 @@ import csv
 import json
 
 import pytest
-from conftest import CONFIG, PRECONDITION, SMALL, WORKLOAD, run_cli, sample
+from conftest import CONFIG, PRECONDITION, SMALL, WORKLOAD, real, run_cli, sample
 
 import ftlsim
 
-#: Measurements of the process, not of the simulation.
-UNEQUAL = ("wall_time_s", "peak_rss_bytes")
+#: Measurements of the process, not of the simulation; and the overrides, which
+#: each front end reports as it was given them (`--set K=V` and host flags vs dict entries).
+UNEQUAL = ("wall_time_s", "peak_rss_bytes", "overrides")
 
 
 def cli_report(exe, tmp_path, *args):
@@ -32,6 +33,8 @@ def same(py: dict, cli: dict) -> None:
     assert a.keys() == b.keys()
     for k in a:
         assert a[k] == b[k], k
+    small = [f"{k}={v}" for k, v in SMALL.items()]
+    assert all(s in py["overrides"] and s in cli["overrides"] for s in small), (py["overrides"], cli["overrides"])
 
 
 @pytest.mark.parametrize(
@@ -60,8 +63,15 @@ def test_workload_run_equals_cli_json(cli, tmp_path, case):
     assert [w["requests"] for w in got["timeseries"]] == [int(r["requests"]) for r in ts_rows]
 
 
-def test_trace_run_equals_cli_json(cli, tmp_path):
-    trace = str(sample("msr_csv/msr-cambridge1-sample.csv"))
+@pytest.mark.parametrize(
+    "trace,requests",
+    [
+        pytest.param(lambda: sample("msr_csv/msr-sample.csv"), 6, id="kept"),
+        pytest.param(lambda: real("msr_csv/msr-cambridge1-sample.csv"), 1000, id="real"),
+    ],
+)
+def test_trace_run_equals_cli_json(cli, tmp_path, trace, requests):
+    trace = str(trace())
     want, _ = cli_report(cli, tmp_path, "--trace", trace, "--out-of-range", "scale", "--mode", "closed", "--qd", "8")
     got = ftlsim.run(
         CONFIG,
@@ -69,4 +79,4 @@ def test_trace_run_equals_cli_json(cli, tmp_path):
         overrides={**SMALL, "host.out_of_range": "scale", "host.mode": "closed", "host.queue_depth": 8},
     ).summary
     same(got, want)
-    assert got["input"]["out_of_range_policy"] == "scale" and got["requests"] == 1000
+    assert got["input"]["out_of_range_policy"] == "scale" and got["requests"] == requests

@@ -159,10 +159,16 @@ def test_repro_tables(tmp_path):
     )
     fig = P.repro(d, tmp_path / "repro.png")
     assert_png(tmp_path / "repro.png")
-    assert len(fig.axes) == 2 and len(fig.axes[1].patches) == 4  # trim-ftl: 2 configs x 2 numeric columns
+    # One panel per numeric column: hat's mean_us, trim-ftl's wa and erases, 2 configurations each.
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in panels] == ["hat: mean_us", "trim-ftl: wa", "trim-ftl: erases"]
+    assert all(len(ax.patches) == 2 for ax in panels)
+    assert_labelled(fig)
     fig = P.repro(d / "trim-ftl.csv", columns=["wa"])
     assert len(fig.axes[0].patches) == 2
-    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["page True", "fast False"]
+    # Grouped by the labels other than ftl, coloured by FTL.
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["True", "False"]
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["page", "fast"]
     with pytest.raises(KeyError, match="nope"):
         P.repro(d / "trim-ftl.csv", columns=["nope"])
 
@@ -199,3 +205,38 @@ def test_cli_sweep_spec(cli, tmp_path):
     spec.write_text('config = "hat-table4"\nworkload = ["rw=write"]\n')
     bad = run_cli(cli, "sweep", str(spec), check=False)
     assert bad.returncode == 1 and "workload" in bad.stderr and "unknown key" in bad.stderr
+
+
+def assert_labelled(fig):
+    """Every visible panel has a title, named axes, tick values and, with several series, a legend in bar order."""
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert panels
+    for ax in panels:
+        assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel(), ax
+        assert [t.get_text() for t in ax.get_xticklabels() if t.get_text()], ax.get_title()
+        assert [t.get_text() for t in ax.get_yticklabels() if t.get_text()], ax.get_title()
+        legend = ax.get_legend()
+        if legend is not None:
+            series = [c.get_label() for c in ax.containers]
+            assert [t.get_text() for t in legend.get_texts()] == series, ax.get_title()
+    assert fig.get_suptitle().startswith("ftlsim repro")
+
+
+@pytest.mark.parametrize("name", ["trim-ftl", "hat"])
+def test_repro_folder_figures_are_labelled(cli, tmp_path, name):
+    out = tmp_path / name
+    run_cli(cli, "repro", name, "--quick", "--out", str(out))
+    png = tmp_path / f"{name}.png"
+    run_cli(cli, "plot", str(out), "-o", str(png))  # what a user draws from a repro folder
+    assert_png(png, min_px=600)
+    fig = P.repro(out)
+    assert_labelled(fig)
+    titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
+    # The CSV is read, not the JSON of the same name with its nested fragments.
+    assert all("{" not in t.get_text() for ax in fig.axes for t in ax.get_xticklabels()), titles
+    if name == "hat":
+        assert "hat: workload: mean_us" in titles and "hat: micro: iops" in titles
+        mean = next(ax for ax in fig.axes if ax.get_title() == "hat: workload: mean_us")
+        assert mean.get_xlabel() == "workload" and mean.get_legend() is not None
+    else:
+        assert "trim-ftl: n_pb" in titles and "trim-ftl: e_ftl" in titles

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
+import subprocess
+import sys
+
 import pandas as pd
 import pytest
-from conftest import CONFIG, SMALL
+from conftest import CONFIG, ROOT, SMALL
 
 import ftlsim
 
@@ -118,3 +122,29 @@ def test_bad_grid_value_fails_before_any_run():
     with pytest.raises(ftlsim.ConfigError) as e:
         ftlsim.sweep(CONFIG, grid={"gc.policy": ["greedy", "lru"]}, workloads=WORKLOADS[:1], overrides=SMALL)
     assert e.value.key == "gc.policy"
+
+
+def readme_sweep_example() -> str:
+    text = (ROOT / "README.md").read_text()
+    block = text.split("<!-- sweep example -->\n```python\n", 1)[1]
+    return block.split("```", 1)[0]
+
+
+@pytest.mark.parametrize("how", ["script", "heredoc", "-c"])
+def test_the_readme_sweep_example_runs_unchanged(tmp_path, how):
+    code = readme_sweep_example()
+    if how == "script":
+        script = tmp_path / "sweep_example.py"
+        script.write_text(code)
+        cmd = [sys.executable, str(script)]
+    elif how == "heredoc":
+        cmd = ["bash", "-c", f"{shlex.quote(sys.executable)} - <<'EOF'\n{code}EOF\n"]
+    else:
+        cmd = [sys.executable, "-c", code]
+    out = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "BrokenProcessPool" not in out.stderr
+    lines = out.stdout.splitlines()
+    # A header and one row per grid point (2 x 2), with a write amplification above 1.
+    assert len(lines) == 5 and "write_amplification" in lines[0], out.stdout
+    assert all(float(line.split()[-1]) > 1.0 for line in lines[1:]), out.stdout

@@ -26,7 +26,7 @@ cleanup() { for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done;
 trap cleanup EXIT
 fail() { echo "e2e: FAILED: $*" >&2; exit 1; }
 
-available=$("$BIN" ftls)
+available=$("$BIN" ftls | cut -d" " -f1)
 FTLS=() MISSING=()
 for ftl in "${WANTED[@]}"; do
   if grep -qx "$ftl" <<<"$available"; then FTLS+=("$ftl"); else MISSING+=("$ftl"); fi

@@ -373,8 +373,9 @@ fn dispatch(cmd: Command) -> Result<(), Error> {
         Command::Repro(ReproCommand::TrimFtl { out, quick, seed }) => repro_trim_ftl(&out, quick, seed),
         Command::Repro(ReproCommand::Hat { trace, out, quick, set }) => repro_hat(trace, &out, quick, set),
         Command::Ftls => {
+            let width = ftlsim::ftl::FTL_NAMES.iter().map(|n| n.len()).max().unwrap_or(0);
             for name in ftlsim::ftl::FTL_NAMES {
-                println!("{name}");
+                println!("{name:<width$}  {}", ftlsim::ftl::describe(name));
             }
             Ok(())
         }
@@ -464,7 +465,8 @@ fn run(a: RunArgs) -> Result<(), Error> {
     }
     let job = Job { config, input: a.input.input()?, precondition: a.input.precondition()? };
     let json_to_stdout = a.output.json.as_deref() == Some(Path::new("-"));
-    let report = run_with_progress(&job, a.output.quiet || json_to_stdout)?;
+    let mut report = run_with_progress(&job, a.output.quiet || json_to_stdout)?;
+    report.overrides = a.drive.overrides(&extra);
     if let Some(path) = &a.output.timeseries {
         write_timeseries(path, &report)?;
     }
@@ -509,7 +511,9 @@ fn compare(a: CompareArgs) -> Result<(), Error> {
             let config = load_config(&a.drive, &extra)?;
             let name = config.ftl.name.clone();
             let job = Job { config, input: a.input.input()?, precondition: a.input.precondition()? };
-            reports.push(run_with_progress(&job, a.quiet)?);
+            let mut report = run_with_progress(&job, a.quiet)?;
+            report.overrides = a.drive.overrides(&extra);
+            reports.push(report);
             labels.push(if label.is_empty() { name } else { format!("{name} {label}") });
         }
     }
@@ -568,6 +572,9 @@ fn trace_cmd(t: TraceCommand) -> Result<(), Error> {
         TraceCommand::Stats { path, format, skip_bad_lines, json } => {
             let format = format.as_deref().map(str::parse).transpose()?;
             let mut opened = trace::open(&path, &OpenOptions { format, skip_bad_lines })?;
+            for w in &opened.warnings {
+                eprintln!("ftlsim: warning: {w}");
+            }
             let stats = trace::stats(opened.source.as_mut())?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&stats).expect("stats serialize"));

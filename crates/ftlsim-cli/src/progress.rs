@@ -27,7 +27,8 @@ impl Bar {
                 bar.set_length(total);
             }
             bar.set_position(p.done);
-            bar.set_message(format!("{commands} requests"));
+            // Preconditioning reports pages written, before any request.
+            bar.set_message(if commands == 0 { "preconditioning".to_string() } else { format!("{commands} requests") });
         }
         true
     }

@@ -2,17 +2,15 @@
 //! stderr and written files out. Inputs are small (a shrunken preset, a few
 //! thousand requests) so the whole file runs in seconds.
 //!
-//! The real sample traces live in `shared/traces/` beside the repository
-//! root; a missing folder fails these tests rather than skipping them.
+//! Trace inputs are the small samples kept in `tests/traces/`; the real
+//! traces in `shared/traces/` beside the repository are an extra layer run
+//! when present (required under CI; see `ftlsim::testdata`).
 
 use assert_cmd::cargo::cargo_bin_cmd;
-use predicates::prelude::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 use tempfile::TempDir;
-
-const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/traces");
 
 /// hat-table4 shrunk to 64 blocks per plane: 262 144 pages of 2 KiB (512 MiB).
 const SMALL: &[&str] = &["--config", "hat-table4", "--set", "geometry.blocks_per_plane=64"];
@@ -21,17 +19,7 @@ const SMALL: &[&str] = &["--config", "hat-table4", "--set", "geometry.blocks_per
 const GC_WORKLOAD: &str = "rw=randwrite,bs=4k,ios=20000";
 const GC_PRECONDITION: &str = "fill=1.0,overwrite=0.5";
 
-fn sample(rel: &str) -> PathBuf {
-    let dir = Path::new(TRACES);
-    assert!(
-        dir.is_dir(),
-        "sample trace folder {} is missing: these tests need the shared/traces folder beside the repository root",
-        dir.display()
-    );
-    let p = dir.join(rel);
-    assert!(p.is_file(), "sample trace {} is missing", p.display());
-    p
-}
+use ftlsim::testdata::{kept as sample, real};
 
 fn ftlsim<I, S>(args: I) -> Output
 where
@@ -229,10 +217,23 @@ fn runs_are_deterministic_and_follow_the_seed() {
     assert_ne!(a["flash_pages_programmed"], c["flash_pages_programmed"]);
 }
 
-// ---------------------------------------------------------- real sample traces
+// --------------------------------------------------------------- sample traces
 
-/// (file, format, requests)
+/// (file, format, requests): the kept samples, then the real traces.
 const SAMPLES: &[(&str, &str, u64)] = &[
+    ("msr_csv/msr-sample.csv", "msr", 6),
+    ("ssdsim_ascii/ssdsim-sample.ascii", "ssdsim", 5),
+    ("mqsim_ascii/mqsim-sample.trace", "mqsim", 4),
+    ("disksim_ascii/disksim-sample.trace", "disksim", 3),
+    ("blkparse/blkparse-sample.txt", "blkparse", 5),
+    ("fiu/fiu-sample.blkparse", "fiu", 4),
+    ("wiscsee_events/wiscsee-sample.txt", "wiscsee", 4),
+    ("spc/spc-sample.spc", "spc", 3),
+    ("systor17/systor17-sample.csv", "systor17", 3),
+    ("tencent/tencent-sample.csv", "tencent", 3),
+    ("alibaba/alibaba-sample.csv", "alibaba", 3),
+];
+const REAL_SAMPLES: &[(&str, &str, u64)] = &[
     ("msr_csv/msr-cambridge1-sample.csv", "msr", 1000),
     ("ssdsim_ascii/ssdsim-example-fin1.ascii", "ssdsim", 10000),
     ("mqsim_ascii/mqsim-tpcc-small.trace", "mqsim", 6999),
@@ -243,30 +244,42 @@ const SAMPLES: &[(&str, &str, u64)] = &[
     ("wiscsee_events/wiscsee-sqlitewal-update-ext4.txt", "wiscsee", 5008),
 ];
 
+fn runs_with_a_detected_format(path: &Path, format: &str, requests: u64) {
+    let rel = path.display();
+    for policy in ["wrap", "scale"] {
+        let r = report(&["--trace", path.to_str().unwrap(), "--out-of-range", policy]);
+        let input = &r["input"];
+        assert_eq!(input["format"], format, "{rel}");
+        assert_eq!(input["format_detected"], true, "{rel}");
+        assert_eq!(input["out_of_range_policy"], policy, "{rel}");
+        assert_eq!(input["host_mode"], "open", "{rel}: traces replay their timestamps by default");
+        assert_eq!(input["skipped_lines"], 0, "{rel}");
+        assert_eq!(int(&r, "requests"), requests, "{rel} {policy}");
+        let wa = num(&r, "write_amplification");
+        assert!(wa >= 1.0, "{rel} {policy}: WA {wa}");
+        assert!(num(&r, "sim_time_s") > 0.0, "{rel}");
+    }
+}
+
 #[test]
-fn every_sample_trace_runs_with_a_detected_format() {
+fn every_kept_sample_trace_runs_with_a_detected_format() {
     for &(rel, format, requests) in SAMPLES {
-        let path = sample(rel);
-        for policy in ["wrap", "scale"] {
-            let r = report(&["--trace", path.to_str().unwrap(), "--out-of-range", policy]);
-            let input = &r["input"];
-            assert_eq!(input["format"], format, "{rel}");
-            assert_eq!(input["format_detected"], true, "{rel}");
-            assert_eq!(input["out_of_range_policy"], policy, "{rel}");
-            assert_eq!(input["host_mode"], "open", "{rel}: traces replay their timestamps by default");
-            assert_eq!(input["skipped_lines"], 0, "{rel}");
-            assert_eq!(int(&r, "requests"), requests, "{rel} {policy}");
-            let wa = num(&r, "write_amplification");
-            assert!(wa >= 1.0, "{rel} {policy}: WA {wa}");
-            assert!(num(&r, "sim_time_s") > 0.0, "{rel}");
-        }
+        runs_with_a_detected_format(&sample(rel), format, requests);
+    }
+}
+
+#[test]
+fn every_real_trace_runs_with_a_detected_format() {
+    for &(rel, format, requests) in REAL_SAMPLES {
+        let Some(path) = real(rel) else { return };
+        runs_with_a_detected_format(&path, format, requests);
     }
 }
 
 #[test]
 fn a_trace_beyond_the_device_fails_by_default_and_suggests_a_policy() {
-    let path = sample("mqsim_ascii/mqsim-tpcc-small.trace");
-    fails_with(small(&["--trace", path.to_str().unwrap()]), &["mqsim-tpcc-small.trace", "beyond", "--out-of-range"]);
+    let path = sample("mqsim_ascii/mqsim-sample.trace");
+    fails_with(small(&["--trace", path.to_str().unwrap()]), &["mqsim-sample.trace", "beyond", "--out-of-range"]);
     // Wrapping moves those requests in, and says how many it moved.
     let r = report(&["--trace", path.to_str().unwrap(), "--out-of-range", "wrap"]);
     assert!(int(&r, "input.out_of_range_adjusted") > 0);
@@ -274,7 +287,7 @@ fn a_trace_beyond_the_device_fails_by_default_and_suggests_a_policy() {
 
 #[test]
 fn an_explicit_format_is_not_reported_as_detected() {
-    let path = sample("msr_csv/msr-cambridge1-sample.csv");
+    let path = sample("msr_csv/msr-sample.csv");
     let r = report(&["--trace", path.to_str().unwrap(), "--format", "msr", "--out-of-range", "wrap"]);
     assert_eq!(r["input"]["format"], "msr");
     assert_eq!(r["input"]["format_detected"], false);
@@ -282,15 +295,15 @@ fn an_explicit_format_is_not_reported_as_detected() {
 
 #[test]
 fn wiscsee_mkfs_negative_offset_is_a_line_error_or_a_counted_skip() {
-    let path = sample("wiscsee_events/wiscsee-sqlitewal-update-ext4-mkfs.txt");
+    let path = sample("wiscsee_events/wiscsee-mkfs-sample.txt");
     let p = path.to_str().unwrap();
     let err = fails_with(small(&["--trace", p, "--out-of-range", "wrap"]), &["negative offset"]);
-    assert!(err.contains("wiscsee-sqlitewal-update-ext4-mkfs.txt:113:"), "names file and line: {err}");
+    assert!(err.contains("wiscsee-mkfs-sample.txt:3:"), "names file and line: {err}");
 
     let r = report(&["--trace", p, "--out-of-range", "wrap", "--skip-bad-lines"]);
     assert_eq!(r["input"]["format"], "wiscsee");
     assert_eq!(r["input"]["skipped_lines"], 1);
-    assert_eq!(int(&r, "requests"), 150);
+    assert_eq!(int(&r, "requests"), 3);
 }
 
 // --------------------------------------------------------------------- errors
@@ -551,27 +564,51 @@ fn stats_json(path: &Path, extra: &[&str]) -> Value {
 
 #[test]
 fn trace_stats_counts() {
-    let msr = sample("msr_csv/msr-cambridge1-sample.csv");
+    let msr = sample("msr_csv/msr-sample.csv");
     let table = ok(["trace", "stats", msr.to_str().unwrap()]);
     assert!(table.contains("format  msr (detected)"), "{table}");
-    for line in ["requests  1000", "reads  508", "writes  492", "skipped_lines  0"] {
+    for line in ["requests  6", "reads  2", "writes  4", "skipped_lines  0"] {
         assert!(table.lines().any(|l| l == line), "{line:?} missing:\n{table}");
     }
     let s = stats_json(&msr, &[]);
-    assert_eq!((s["requests"].as_u64(), s["reads"].as_u64(), s["writes"].as_u64()), (Some(1000), Some(508), Some(492)));
-    assert!(s["span_ns"].as_u64().unwrap() > 127_000_000_000);
+    assert_eq!((s["requests"].as_u64(), s["reads"].as_u64(), s["writes"].as_u64()), (Some(6), Some(2), Some(4)));
+    // MSR timestamps are 100 ns ticks.
+    assert_eq!(s["span_ns"].as_u64(), Some(4_941_200));
 
-    let mkfs = sample("wiscsee_events/wiscsee-sqlitewal-update-ext4-mkfs.txt");
-    fails_with(["trace", "stats", mkfs.to_str().unwrap()], &["mkfs.txt:113:"]);
+    let mkfs = sample("wiscsee_events/wiscsee-mkfs-sample.txt");
+    fails_with(["trace", "stats", mkfs.to_str().unwrap()], &["mkfs-sample.txt:3:"]);
     let s = stats_json(&mkfs, &["--skip-bad-lines"]);
-    assert_eq!((s["requests"].as_u64(), s["skipped_lines"].as_u64()), (Some(150), Some(1)));
+    assert_eq!((s["requests"].as_u64(), s["skipped_lines"].as_u64()), (Some(3), Some(1)));
+}
+
+#[test]
+fn an_ambiguous_or_implausible_detection_is_a_warning_naming_the_alternatives() {
+    // A FlashNet/LinnOS trace (`ts_ms dev offset_bytes size_bytes op`) fits DiskSim's layout.
+    let dir = TempDir::new().unwrap();
+    let t = dir.path().join("flashnet.trace");
+    std::fs::write(&t, "0 0 1048576 4096 1\n125 0 8192 8192 0\n1500 0 0 4096 1\n").unwrap();
+    let out = ftlsim(["trace", "stats", t.to_str().unwrap()]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("warning") && err.contains("also fit disksim, ssdsim"), "{err}");
+    assert!(err.contains("look like byte sizes") && err.contains("--format csv:"), "{err}");
+    let r = report(&["--trace", t.to_str().unwrap(), "--out-of-range", "wrap"]);
+    let warnings = r["warnings"].as_array().unwrap();
+    assert!(warnings.iter().any(|w| w.as_str().unwrap().contains("FlashNet")), "{warnings:?}");
+    // A given format is not second-guessed; a clear MSR trace raises nothing.
+    let r = report(&["--trace", t.to_str().unwrap(), "--format", "mqsim", "--out-of-range", "wrap"]);
+    assert_eq!(r["warnings"], serde_json::json!([]));
+    let r = report(&["--trace", sample("msr_csv/msr-sample.csv").to_str().unwrap(), "--out-of-range", "wrap"]);
+    assert_eq!(r["warnings"], serde_json::json!([]));
 }
 
 #[test]
 fn trace_convert_round_trips() {
     let dir = TempDir::new().unwrap();
-    for rel in ["msr_csv/msr-cambridge1-sample.csv", "blkparse/wiscsee-testdata-blkparse-output.txt"] {
-        let src = sample(rel);
+    let real = ["msr_csv/msr-cambridge1-sample.csv", "blkparse/wiscsee-testdata-blkparse-output.txt"].map(real);
+    let kept = ["msr_csv/msr-sample.csv", "fiu/fiu-sample.blkparse"].map(sample);
+    for src in kept.into_iter().chain(real.into_iter().flatten()) {
+        let rel = src.display();
         let want = stats_json(&src, &[]);
         let csv = dir.path().join("a.csv.gz");
         let mq = dir.path().join("b.mqsim");
@@ -635,8 +672,51 @@ fn config_list_show_validate() {
 }
 
 #[test]
-fn ftls_lists_page() {
-    cargo_bin_cmd!("ftlsim").arg("ftls").assert().success().stdout(predicate::str::is_match("(?m)^page$").unwrap());
+fn ftls_lists_one_line_per_ftl_with_its_paper() {
+    let out = ok(["ftls"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), ftlsim::ftl::FTL_NAMES.len(), "{out}");
+    for (line, name) in lines.iter().zip(ftlsim::ftl::FTL_NAMES) {
+        let (first, rest) = line.split_once(' ').unwrap_or_else(|| panic!("no description: {line:?}"));
+        assert_eq!(first, *name);
+        assert!(rest.trim().len() > 30 && rest.contains('('), "what it models and its paper: {line:?}");
+    }
+    assert!(out.contains("Gupta et al. 2009") && out.contains("Lee et al. 2007"), "{out}");
+}
+
+#[test]
+fn an_open_loop_run_faster_than_the_drive_warns_of_saturation() {
+    // 4 KiB random writes at 1M/s into a drive that must garbage-collect: far beyond it.
+    let pre = ["--precondition", GC_PRECONDITION];
+    let mut a = vec!["--workload", "rw=randwrite,bs=4k,ios=5000,rate=1000000"];
+    a.extend(pre);
+    let r = report(&a);
+    let warnings = r["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].as_str().unwrap().starts_with("saturated:"), "{warnings:?}");
+    let mut table_args = small(&a);
+    table_args.extend(args(&["--quiet"]));
+    let table = ok(table_args);
+    assert!(table.lines().any(|l| l.starts_with("warnings ") && l.contains("saturated")), "{table}");
+    // At 200 writes/s the same drive keeps up.
+    let mut b = vec!["--workload", "rw=randwrite,bs=4k,ios=2000,rate=200"];
+    b.extend(pre);
+    assert_eq!(report(&b)["warnings"], serde_json::json!([]));
+}
+
+#[test]
+fn the_run_table_says_what_was_run() {
+    let table = ok(small(&["--workload", "rw=randwrite,ios=100,iodepth=4", "--set", "gc.policy=fifo"]));
+    for (key, value) in [
+        ("overrides", "gc.policy=fifo"),
+        ("format", "synthetic workload"),
+        ("host mode", "closed (queue depth 4)"),
+        ("precondition", "none"),
+        ("warnings", "none"),
+    ] {
+        assert!(table.lines().any(|l| l.starts_with(key) && l.ends_with(value)), "{key}: {value} missing:\n{table}");
+    }
+    assert!(table.contains("docs/report.md"), "{table}");
 }
 
 // -------------------------------------------------------------------- compare
@@ -660,18 +740,27 @@ fn compare_varies_a_key() {
         json.to_str().unwrap(),
     ]));
     let table = ok(a);
-    let header = table.lines().next().unwrap_or_default();
-    assert!(header.contains("page gc.policy=greedy"), "{table}");
-    assert!(header.contains("page gc.policy=fifo"), "{table}");
+    let header = table.lines().find(|l| l.contains("page gc.policy=greedy")).unwrap_or_default();
+    assert!(header.contains("page gc.policy=fifo"), "one column per variant, labelled by what differs:\n{table}");
     assert!(table.contains("write amplification"), "{table}");
+    // What every variant shares is printed once, not per column.
+    let inputs: Vec<&str> = table.lines().filter(|l| l.starts_with("input ")).collect();
+    assert_eq!(inputs.len(), 1, "{table}");
+    assert_eq!(inputs[0].matches("rw=randwrite").count(), 1, "{table}");
+    assert!(table.lines().any(|l| l.starts_with("precondition ") && l.contains("fill=1")), "{table}");
 
     let reports = read_json(&json);
     let reports = reports.as_array().expect("an array of reports");
     assert_eq!(reports.len(), 2);
-    for r in reports {
+    for (r, policy) in reports.iter().zip(["greedy", "fifo"]) {
         assert_eq!(r["ftl"], "page");
         assert_eq!(int(r, "requests"), 5000);
         assert!(int(r, "gc_invocations") > 0);
+        // Each report says which variant it is, not only its position.
+        let sets: Vec<&str> = r["overrides"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        assert!(sets.contains(&format!("gc.policy={policy}").as_str()), "{sets:?}");
+        assert_eq!(r["resolved_config"]["gc"]["policy"], policy);
+        assert_eq!(r["resolved_config"]["geometry"]["blocks_per_plane"], 64);
     }
     assert_ne!(reports[0]["gc_pages_copied"], reports[1]["gc_pages_copied"], "greedy and FIFO pick different victims");
 }

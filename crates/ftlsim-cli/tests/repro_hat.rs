@@ -2,15 +2,19 @@
 
 use assert_cmd::Command;
 
-const FIN1_EXCERPT: &str =
-    concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/traces/ssdsim_ascii/ssdsim-example-fin1.ascii");
+/// The Financial1 excerpt, or the kept SSDsim sample where it is absent.
+fn fin1_or_sample() -> std::path::PathBuf {
+    ftlsim::testdata::real_or_kept("ssdsim_ascii/ssdsim-example-fin1.ascii", "ssdsim_ascii/ssdsim-sample.ascii")
+}
 
 #[test]
 fn repro_hat_quick_writes_tables_data_and_figure() {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::cargo_bin("ftlsim")
         .unwrap()
-        .args(["repro", "hat", "--quick", "--trace", FIN1_EXCERPT, "--out"])
+        .args(["repro", "hat", "--quick", "--trace"])
+        .arg(fin1_or_sample())
+        .arg("--out")
         .arg(dir.path())
         .assert()
         .success()

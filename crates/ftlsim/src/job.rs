@@ -42,6 +42,8 @@ pub struct Outcome {
 pub struct Prepared {
     pub source: Box<dyn CmdSource>,
     pub options: RunOptions,
+    /// Doubts about a detected trace format, for the report's warnings.
+    pub warnings: Vec<String>,
 }
 
 impl Job {
@@ -49,6 +51,7 @@ impl Job {
     /// or `rate` picks the host mode; a trace uses the config's `[host]`.
     pub fn prepare(&self, logical_sectors: u64) -> Result<Prepared> {
         let mut options = RunOptions::from_config(&self.config);
+        let mut warnings = Vec::new();
         options.input = InputReport {
             out_of_range_policy: policy_name(self.config.host.out_of_range).into(),
             ..InputReport::default()
@@ -85,16 +88,21 @@ impl Job {
                 options.input.source = path.display().to_string();
                 options.input.format = Some(opened.format.to_string());
                 options.input.format_detected = opened.detected;
+                warnings = opened.warnings;
                 opened.source
             }
         };
-        Ok(Prepared { source, options })
+        Ok(Prepared { source, options, warnings })
     }
 
     /// Builds the drive, preconditions it, and runs the input to its end.
+    /// `on_progress` sees preconditioning first (pages written of the total,
+    /// with 0 requests), then the run.
     pub fn run(&self, on_progress: &mut dyn FnMut(Progress, u64) -> bool) -> Result<Report> {
-        let (mut sim, mut prepared) = self.start()?;
-        sim.run(prepared.source.as_mut(), &prepared.options, on_progress)
+        let (mut sim, mut prepared) = self.start(on_progress)?;
+        let mut report = sim.run(prepared.source.as_mut(), &prepared.options, on_progress)?;
+        report.warnings.splice(0..0, prepared.warnings);
+        Ok(report)
     }
 
     /// As [`Job::run`], also returning the erase map and, with
@@ -104,20 +112,21 @@ impl Job {
         keep_latencies: bool,
         on_progress: &mut dyn FnMut(Progress, u64) -> bool,
     ) -> Result<Outcome> {
-        let (mut sim, mut prepared) = self.start()?;
+        let (mut sim, mut prepared) = self.start(on_progress)?;
         if keep_latencies {
             sim.keep_latencies();
         }
-        let report = sim.run(prepared.source.as_mut(), &prepared.options, on_progress)?;
+        let mut report = sim.run(prepared.source.as_mut(), &prepared.options, on_progress)?;
+        report.warnings.splice(0..0, prepared.warnings);
         Ok(Outcome { report, latencies: sim.take_latencies(), erase_map: sim.erase_map() })
     }
 
     /// The drive built and preconditioned, and the input opened.
-    fn start(&self) -> Result<(Simulation, Prepared)> {
+    fn start(&self, on_progress: &mut dyn FnMut(Progress, u64) -> bool) -> Result<(Simulation, Prepared)> {
         let mut sim = Simulation::new(self.config.clone())?;
         let prepared = self.prepare(sim.logical_sectors())?;
         if let Some(p) = self.precondition {
-            sim.precondition(p)?;
+            sim.precondition_observed(p, &mut |progress| on_progress(progress, 0))?;
         }
         Ok((sim, prepared))
     }

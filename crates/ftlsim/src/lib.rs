@@ -25,6 +25,8 @@ pub mod report;
 pub mod repro;
 pub mod rng;
 pub mod sim;
+#[doc(hidden)]
+pub mod testdata;
 pub mod trace;
 pub mod units;
 pub mod workload;

@@ -246,10 +246,34 @@ impl Simulation {
     /// Conditions the drive (unmeasured): afterwards, time and every counter
     /// restart from zero, while data and wear stay.
     pub fn precondition(&mut self, p: Precondition) -> Result<()> {
+        self.precondition_observed(p, &mut |_| true)
+    }
+
+    /// As [`precondition`](Simulation::precondition), reporting progress in
+    /// pages written (fill, then overwrites) every [`PRECONDITION_PROGRESS`]
+    /// commands; `on_progress` returning `false` stops it with
+    /// [`Error::Interrupted`].
+    pub fn precondition_observed(
+        &mut self,
+        p: Precondition,
+        on_progress: &mut dyn FnMut(Progress) -> bool,
+    ) -> Result<()> {
         let spp = self.cfg.geometry.page_size as u64 / SECTOR_BYTES;
         let pages = self.cfg.logical_pages();
         let filled = ((pages as f64 * p.fill).round() as u64).min(pages);
         let chunk = 64u64; // pages per sequential fill write
+        let write_sectors = (4096 / SECTOR_BYTES).max(spp);
+        let write_pages = write_sectors / spp;
+        let overwrites = ((filled as f64 * p.overwrite) / write_pages as f64).round() as u64;
+        let slots = filled / write_pages;
+        let overwrites = if slots > 0 { overwrites } else { 0 };
+        let total = filled + overwrites * write_pages;
+        let mut commands = 0u64;
+        let mut tick = |done: u64| {
+            commands += 1;
+            let go_on = commands % PRECONDITION_PROGRESS != 0 || on_progress(Progress { done, total: Some(total) });
+            if go_on { Ok(()) } else { Err(Error::Interrupted) }
+        };
         let mut now = SimTime::ZERO;
         let mut lpn = 0;
         while lpn < filled {
@@ -257,18 +281,17 @@ impl Simulation {
             let cmd = HostCmd { time: now, op: Op::Write, start: Sector(lpn * spp), sectors: n * spp };
             now = self.submit(&cmd, now, None, None)?;
             lpn += n;
+            tick(lpn)?;
         }
-        let write_sectors = (4096 / SECTOR_BYTES).max(spp);
-        let write_pages = write_sectors / spp;
-        let overwrites = ((filled as f64 * p.overwrite) / write_pages as f64).round() as u64;
-        let slots = filled / write_pages;
         let mut rng = SimRng::derived(self.cfg.seed, 0x7072_6563);
-        for _ in 0..if slots > 0 { overwrites } else { 0 } {
+        for i in 0..overwrites {
             let slot = rng.below(slots);
             let cmd = HostCmd { time: now, op: Op::Write, start: Sector(slot * write_sectors), sectors: write_sectors };
             // Issued as the previous one completes, so cost-benefit ages are meaningful.
             now = self.submit(&cmd, now, None, None)?;
+            tick(filled + (i + 1) * write_pages)?;
         }
+        on_progress(Progress { done: total, total: Some(total) });
         self.restart_measurement()?;
         self.precondition = Some(p);
         Ok(())
@@ -303,6 +326,7 @@ impl Simulation {
         let window_ns = (self.cfg.report.window_ms * 1e6).round() as u64;
         let mut windows = WindowAccumulator::new(window_ns);
         let mut index = 0u64;
+        let mut arrivals_span = ArrivalSpan::default();
         // Commands are read LOOKAHEAD ahead and their mappings prefetched, so
         // the forward map's cache miss has landed by the time each is served
         // (one command ahead was too close). Results are unchanged.
@@ -317,6 +341,7 @@ impl Simulation {
             let (cmd, moved) = fit_range(cmd, self.logical_sectors, opts.range, src.name(), index)?;
             adjusted += moved as u64;
             let issue = arrivals.issue(&cmd);
+            arrivals_span.add(issue);
             if issue.0 > MAX_ARRIVAL_NS {
                 // Leaves the 64-bit ns clock room for service times: a later
                 // addition would overflow (a panic, or a wrapped clock).
@@ -365,6 +390,7 @@ impl Simulation {
         let mut r = self.report(&metrics, wall.elapsed().as_secs_f64());
         r.input = input;
         r.timeseries = windows.rows;
+        r.warnings.extend(saturation_warning(opts.mode, &arrivals_span, metrics.last_completion));
         Ok(r)
     }
 
@@ -425,6 +451,7 @@ impl Simulation {
             sim_time_s,
             wall_time_s,
             peak_rss_bytes: report::peak_rss_bytes(),
+            resolved_config: serde_json::to_value(&self.cfg).expect("a config serializes"),
             ..Report::default()
         };
         report::fill_flash(&mut r, &self.dev.counters);
@@ -447,6 +474,59 @@ impl Simulation {
         r.e_ftl = (denom > 0.0).then(|| r.n_vb as f64 / denom);
         r
     }
+}
+
+/// Preconditioning commands between progress reports.
+pub const PRECONDITION_PROGRESS: u64 = 4096;
+
+/// The first and last arrival of a run, and how many arrived.
+#[derive(Default)]
+struct ArrivalSpan {
+    first: Option<SimTime>,
+    last: SimTime,
+    count: u64,
+}
+
+impl ArrivalSpan {
+    fn add(&mut self, issue: SimTime) {
+        self.first.get_or_insert(issue);
+        self.last = self.last.max(issue);
+        self.count += 1;
+    }
+}
+
+/// Arrivals below which a backlog says more about one burst than about the run.
+const SATURATION_MIN_REQUESTS: u64 = 1000;
+/// Backlog at the end, as a fraction of the arrival span, that means saturation.
+const SATURATION_BACKLOG: f64 = 0.1;
+
+/// A warning when an open-loop run saturated the drive.
+///
+/// Open-loop arrivals do not wait for completions, so a drive slower than
+/// the arrival rate builds a queue that grows for the whole run, and every
+/// latency figure then measures the run's length rather than the drive. A
+/// drive that keeps up finishes its work about one request's latency after
+/// the last arrival; a drive serving μ requests/s against λ arriving
+/// finishes `span × (λ/μ − 1)` after it. So the backlog at the end (last
+/// completion − last arrival) over the arrival span estimates the overload;
+/// above [`SATURATION_BACKLOG`] (arrivals ≥ 10% faster than service, over at
+/// least [`SATURATION_MIN_REQUESTS`] requests) the run is called saturated.
+fn saturation_warning(mode: HostMode, span: &ArrivalSpan, last_completion: SimTime) -> Option<String> {
+    let first = span.first?;
+    let arrivals_s = (span.last - first).0 as f64 * 1e-9;
+    let backlog_s = last_completion.0.saturating_sub(span.last.0) as f64 * 1e-9;
+    if mode != HostMode::Open || span.count < SATURATION_MIN_REQUESTS || arrivals_s <= 0.0 {
+        return None;
+    }
+    let overload = backlog_s / arrivals_s;
+    (overload > SATURATION_BACKLOG).then(|| {
+        format!(
+            "saturated: the drive finished {backlog_s:.3} s after the last arrival (arrivals spanned {arrivals_s:.3} s), \
+             so requests arrived about {:.2}x as fast as it served them and the queue grew through the run; \
+             latencies depend on the run's length (lower the rate, raise host.time_scale, or use --mode closed)",
+            1.0 + overload
+        )
+    })
 }
 
 /// Accumulates time-series windows by arrival time.
@@ -499,5 +579,28 @@ impl WindowAccumulator {
             w.blocks_erased = FlashCounters::timed(&flash.erases) - FlashCounters::timed(&start.erases);
             self.rows.push(w);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(count: u64, first_s: f64, last_s: f64) -> ArrivalSpan {
+        let t = |s: f64| SimTime((s * 1e9) as u64);
+        ArrivalSpan { first: Some(t(first_s)), last: t(last_s), count }
+    }
+
+    #[test]
+    fn saturation_is_a_backlog_beyond_a_tenth_of_the_arrival_span() {
+        let end = |s: f64| SimTime((s * 1e9) as u64);
+        // 10 s of arrivals, finished 0.5 s after the last: keeping up (5%).
+        assert_eq!(saturation_warning(HostMode::Open, &span(5000, 0.0, 10.0), end(10.5)), None);
+        // Finished 5 s after: arrivals 50% faster than service.
+        let w = saturation_warning(HostMode::Open, &span(5000, 0.0, 10.0), end(15.0)).unwrap();
+        assert!(w.starts_with("saturated:") && w.contains("about 1.50x as fast"), "{w}");
+        // Closed loop cannot saturate; a few requests say nothing.
+        assert_eq!(saturation_warning(HostMode::Closed, &span(5000, 0.0, 10.0), end(15.0)), None);
+        assert_eq!(saturation_warning(HostMode::Open, &span(10, 0.0, 10.0), end(15.0)), None);
     }
 }

@@ -30,6 +30,24 @@ use serde::Serialize;
 /// Names accepted by `--ftl`.
 pub const FTL_NAMES: &[&str] = &["page", "block", "bast", "fast", "dftl", "hat"];
 
+/// One line on what an FTL of [`FTL_NAMES`] models and from which paper
+/// (`ftlsim ftls`); the module's doc comment says the rest.
+pub fn describe(name: &str) -> &'static str {
+    match name {
+        "page" => {
+            "page mapping, any LPN to any PPN, greedy/cost-benefit/... GC, TRIM (classic; Kim et al., FTL design for TRIM)"
+        }
+        "block" => {
+            "block mapping, fixed page offset; a rewritten offset copies the block (classic; Chang et al.'s BL baseline)"
+        }
+        "bast" => "one log block per data block, switch/partial/full merges (Kim et al. 2002, BAST)",
+        "fast" => "1 sequential + N shared random log blocks, TRIM list (Lee et al. 2007, FAST; + Kim et al.'s TRIM)",
+        "dftl" => "page mapping with an LRU cached map (CMT) and translation pages on flash (Gupta et al. 2009, DFTL)",
+        "hat" => "page mapping with the full map in PCM and an LRU quick map in RAM (Hu et al., HAT)",
+        _ => "",
+    }
+}
+
 /// FTL-side counters for the report.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct FtlStats {

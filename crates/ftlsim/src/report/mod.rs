@@ -191,6 +191,15 @@ pub struct Report {
     pub pages_padded: u64,
     pub log_associativity: Associativity,
     pub trim_list: TrimListReport,
+    /// The configuration that ran, every key resolved (preset, file and overrides).
+    pub resolved_config: serde_json::Value,
+    /// The `KEY=VALUE` overrides this run applied over its preset or file,
+    /// as the front end gave them (a compare variant's included).
+    pub overrides: Vec<String>,
+    /// Conditions that make the figures hard to read, each one line (e.g. an
+    /// open-loop replay that saturated the drive); how each is detected is in
+    /// `docs/report.md`.
+    pub warnings: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]

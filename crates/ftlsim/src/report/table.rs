@@ -8,8 +8,9 @@ fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "-".to_string(), |x| format!("{x:.digits$}"))
 }
 
-/// Rows of (label, value) describing one report.
-fn rows(r: &Report) -> Vec<(&'static str, String)> {
+/// Rows of (label, value) describing one report; `brief` keeps only each
+/// warning's kind (the text before its colon), for side-by-side columns.
+fn rows(r: &Report, brief: bool) -> Vec<(&'static str, String)> {
     let l = &r.latency_us;
     let lat = |s: &super::LatencyStats| {
         if s.count == 0 {
@@ -29,10 +30,35 @@ fn rows(r: &Report) -> Vec<(&'static str, String)> {
             c.cache
         )
     };
+    let i = &r.input;
+    let format = match &i.format {
+        Some(f) if i.format_detected => format!("{f} (detected)"),
+        Some(f) => f.clone(),
+        None => "synthetic workload".into(),
+    };
+    let mode = match i.queue_depth {
+        Some(qd) => format!("{} (queue depth {qd})", i.host_mode),
+        None => i.host_mode.clone(),
+    };
+    let or_none = |v: String| if v.is_empty() { "none".to_string() } else { v };
     vec![
         ("ftl", r.ftl.clone()),
         ("config", r.config.clone()),
+        ("overrides", or_none(r.overrides.join(" "))),
         ("input", r.input.source.clone()),
+        ("format", format),
+        ("host mode", mode),
+        ("precondition", i.precondition.clone().unwrap_or_else(|| "none".into())),
+        (
+            "warnings",
+            or_none(
+                r.warnings
+                    .iter()
+                    .map(|w| if brief { w.split(':').next().unwrap_or(w) } else { w.as_str() })
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ),
+        ),
         ("requests (R/W/T/F)", format!("{} ({}/{}/{}/{})", r.requests, r.reads, r.writes, r.trims, r.flushes)),
         ("IOPS", format!("{:.0}", r.iops)),
         ("read / write MB/s", format!("{:.1} / {:.1}", r.read_mb_s, r.write_mb_s)),
@@ -76,37 +102,58 @@ fn rows(r: &Report) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// Where the table's figures are defined.
+const DEFINITIONS: &str = "(every figure is defined in docs/report.md)";
+
 /// One report as an aligned two-column table.
 pub fn render_table(r: &Report) -> String {
-    let rows = rows(r);
+    let rows = rows(r, false);
     let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     let mut out = String::new();
     for (k, v) in rows {
         let _ = writeln!(out, "{k:<width$}  {v}");
     }
+    out.push_str(DEFINITIONS);
+    out.push('\n');
     out
 }
 
-/// Several reports side by side, one column each (for `ftlsim compare`).
+/// Several reports side by side, one column each (for `ftlsim compare`),
+/// labelled by what differs. Rows equal in every report (the input, the
+/// mode, figures the variants do not change) are printed once, above.
 pub fn render_comparison(reports: &[Report], labels: &[String]) -> String {
-    let all: Vec<_> = reports.iter().map(rows).collect();
+    let all: Vec<_> = reports.iter().map(|r| rows(r, true)).collect();
     let Some(first) = all.first() else { return String::new() };
     let key_w = first.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    let common = |row: usize| reports.len() > 1 && all.iter().all(|r| r[row].1 == first[row].1);
+    let differing: Vec<usize> = (0..first.len()).filter(|&row| !common(row)).collect();
     let col_w: Vec<usize> = (0..reports.len())
-        .map(|i| all[i].iter().map(|(_, v)| v.len()).max().unwrap_or(0).max(labels[i].len()))
+        .map(|i| differing.iter().map(|&row| all[i][row].1.len()).max().unwrap_or(0).max(labels[i].len()))
         .collect();
     let mut out = String::new();
+    for (row, (key, value)) in first.iter().enumerate() {
+        if common(row) {
+            let _ = writeln!(out, "{key:<key_w$}  {value}");
+        }
+    }
+    if differing.len() < first.len() {
+        out.push('\n');
+    }
     let _ = write!(out, "{:<key_w$}", "");
     for (i, label) in labels.iter().enumerate() {
         let _ = write!(out, "  {:<w$}", label, w = col_w[i]);
     }
+    out.truncate(out.trim_end_matches(' ').len());
     out.push('\n');
-    for (row, (key, _)) in first.iter().enumerate() {
-        let _ = write!(out, "{key:<key_w$}");
+    for &row in &differing {
+        let _ = write!(out, "{:<key_w$}", first[row].0);
         for (i, r) in all.iter().enumerate() {
             let _ = write!(out, "  {:<w$}", r[row].1, w = col_w[i]);
         }
+        out.truncate(out.trim_end_matches(' ').len());
         out.push('\n');
     }
+    out.push_str(DEFINITIONS);
+    out.push('\n');
     out
 }

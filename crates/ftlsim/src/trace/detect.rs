@@ -23,6 +23,12 @@
 //!   same layout and op encoding (1 = read, 0 = write), so that choice does not
 //!   change the commands read.
 //!
+//! A detected format can still be a guess: [`doubts`] names the other
+//! layouts the examined lines also fit, and values implausible for the
+//! chosen format (five-number sizes that are all multiples of 512, as byte
+//! sizes read as sectors would be: a FlashNet/LinnOS trace
+//! `ts_ms dev offset_bytes size_bytes op` fits the DiskSim layout).
+//!
 //! Likewise the comma-separated 5-field formats are told apart by their op
 //! column: SPC has `r`/`w` in column 3, Alibaba `R`/`W` in column 1, Tencent
 //! `0`/`1` in column 3.
@@ -161,6 +167,67 @@ pub(crate) fn detect_bytes(head: &[u8], path: &Path) -> Result<Format> {
         }
     }
     Err(fail(path, examined, &no_fit(&sniffed, path)))
+}
+
+/// Warnings on a detected `format`: other formats that fit every examined
+/// line, and values implausible for `format`. Empty when the guess is sure.
+pub fn doubts(path: &Path, format: &Format) -> Result<Vec<String>> {
+    if *format == Format::Blktrace {
+        return Ok(Vec::new());
+    }
+    let head = read_head(path, HEAD_BYTES)?;
+    let complete = match memchr::memrchr(b'\n', &head) {
+        Some(p) if head.len() >= HEAD_BYTES => &head[..p],
+        _ => &head[..],
+    };
+    let lines: Vec<&[u8]> = complete
+        .split(|&b| b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .filter(|l| !l.trim_ascii().is_empty())
+        .take(SNIFF_LINES)
+        .collect();
+    let name = path.display();
+    let n = lines.len();
+    let mut out = Vec::new();
+    let five = matches!(format, Format::Disksim | Format::Ssdsim | Format::Mqsim);
+    let mut others: Vec<String> = candidates()
+        .into_iter()
+        .filter(|(pred, f)| *f != Format::Mqsim && f != format && n > 0 && lines.iter().all(|l| pred(l)))
+        .map(|(_, f)| f.to_string())
+        .collect();
+    // SSDsim and MQSim times are integer nanoseconds: a decimal time rules them out.
+    let decimal_time = lines.iter().any(|l| l.split(u8::is_ascii_whitespace).next().is_some_and(|t| t.contains(&b'.')));
+    if five {
+        if !decimal_time {
+            let alternatives = ["disksim", "ssdsim", "mqsim"].into_iter().filter(|f| *f != format.to_string());
+            others.extend(alternatives.map(String::from));
+        }
+    } else if n > 0 && lines.iter().all(|l| five_numbers(l)) {
+        others.extend(["disksim", "ssdsim", "mqsim"].map(String::from));
+    }
+    if !others.is_empty() {
+        out.push(format!(
+            "{name}: format guessed as {format}, but its first {n} lines also fit {}; pass --format to be sure",
+            others.join(", ")
+        ));
+    }
+    if five {
+        let sizes: Vec<u64> = lines
+            .iter()
+            .filter_map(|l| {
+                let mut f = [&b""[..]; 5];
+                (split_ws(l, &mut f) == 5).then(|| parse_u64(f[3]).ok()).flatten()
+            })
+            .collect();
+        if !sizes.is_empty() && sizes.iter().all(|&s| s > 0 && s % 512 == 0) {
+            out.push(format!(
+                "{name}: read as {format}, every request size in the first {n} lines is a multiple of 512 sectors \
+                 (256 KiB): these look like byte sizes (a FlashNet/LinnOS trace, `ts_ms dev offset_bytes size_bytes op`?); \
+                 if so, pass --format csv:sep=space,time=0,offset=2,size=3,op=4,time_unit=ms,offset_unit=B,size_unit=B"
+            ));
+        }
+    }
+    Ok(out)
 }
 
 /// Text layouts tried in turn when no header decides, most specific first.
@@ -357,6 +424,29 @@ mod tests {
         for (name, data, want) in cases {
             assert_eq!(&det(name, data).unwrap(), want, "{}", String::from_utf8_lossy(data));
         }
+    }
+
+    #[test]
+    fn doubts_name_the_alternatives_and_implausible_sizes() {
+        // A FlashNet/LinnOS trace: ms times, byte offsets and byte sizes.
+        let t = write_file("flashnet.trace", b"0 0 1048576 4096 1\n125 0 8192 8192 0\n1500 0 0 4096 1\n");
+        assert_eq!(detect(&t.path).unwrap(), Format::Mqsim);
+        let d = doubts(&t.path, &Format::Mqsim).unwrap();
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert!(d[0].contains("also fit disksim, ssdsim"), "{d:?}");
+        assert!(d[1].contains("multiple of 512") && d[1].contains("FlashNet"), "{d:?}");
+        // Integer times fit all three five-number layouts; decimal times only DiskSim's.
+        let t = write_file("ssdsim.trace", b"0 0 303567 8 0\n26214000 1 55590 16 1\n");
+        assert_eq!(doubts(&t.path, &Format::Ssdsim).unwrap().len(), 1);
+        let t = write_file("disksim.trace", b"13.19\t30\t0\t8\t1\n17.8\t20\t576560\t16\t1\n");
+        assert_eq!(doubts(&t.path, &Format::Disksim).unwrap(), Vec::<String>::new());
+        // Byte sizes with decimal times: no ambiguity, the sizes alone.
+        let t = write_file("f.trace", b"0.5 0 1048576 4096 1\n1.5 0 0 8192 0\n");
+        let d = doubts(&t.path, &Format::Disksim).unwrap();
+        assert!(d.len() == 1 && d[0].contains("FlashNet"), "{d:?}");
+        // An MSR line fits nothing else.
+        let t = write_file("m.csv", b"128166385295514663,hm,0,Write,9056014336,2048,2833\n");
+        assert_eq!(doubts(&t.path, &Format::Msr).unwrap(), Vec::<String>::new());
     }
 
     #[test]

@@ -133,6 +133,8 @@ pub struct Opened {
     pub format: Format,
     /// True if the format was detected rather than given.
     pub detected: bool,
+    /// Doubts about a detected format ([`detect::doubts`]), one line each.
+    pub warnings: Vec<String>,
 }
 
 /// Opens a trace file (plain or gzip) as a command source.
@@ -164,5 +166,6 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Opened> {
         Format::Wiscsee => text(i()?, wiscsee::WiscseeParser, skip),
         Format::Csv(spec) => text(i()?, csv::CsvParser::new(spec.clone()), skip),
     };
-    Ok(Opened { source, format, detected })
+    let warnings = if detected { detect::doubts(path, &format)? } else { Vec::new() };
+    Ok(Opened { source, format, detected, warnings })
 }
