@@ -16,6 +16,7 @@ pub mod fast;
 pub mod hat;
 pub mod hybrid;
 pub mod merge;
+pub mod mu;
 pub mod page;
 pub mod pool;
 pub mod striping;
@@ -28,7 +29,7 @@ use crate::units::{Lpn, Ppn, Sector, SimTime};
 use serde::Serialize;
 
 /// Names accepted by `--ftl`.
-pub const FTL_NAMES: &[&str] = &["page", "block", "bast", "fast", "dftl", "hat"];
+pub const FTL_NAMES: &[&str] = &["page", "block", "bast", "fast", "dftl", "hat", "mu"];
 
 /// FTL-side counters for the report.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -67,6 +68,8 @@ pub struct FtlStats {
     pub trim_list_peak_entries: u64,
     pub trim_list_bytes: u64,
     pub trim_copies_saved: u64,
+    /// μ-FTL's own counters.
+    pub mu: Option<mu::MuStats>,
 }
 
 /// A host command's address range.
@@ -133,6 +136,7 @@ pub fn build(name: &str, cfg: &Config, dev: &Device) -> Result<Box<dyn Ftl>> {
         "fast" => Ok(Box::new(fast::Fast::new(cfg, dev)?)),
         "dftl" => Ok(Box::new(dftl::Dftl::new(cfg, dev)?)),
         "hat" => Ok(Box::new(hat::Hat::new(cfg, dev)?)),
+        "mu" => Ok(Box::new(mu::Mu::new(cfg, dev)?)),
         _ => Err(Error::Unknown { what: "FTL", name: name.into(), available: FTL_NAMES.join(", ") }),
     }
 }
