@@ -369,6 +369,10 @@ impl Mu {
         while self.bitmaps.is_over() {
             self.flush_bitmaps(dev, now)?;
         }
+        // Tree write-backs take blocks too: GC before they do.
+        if self.space.free_blocks() <= self.gc_low {
+            self.collect(dev, now)?;
+        }
         self.tree.settle(&mut self.space, dev, now)
     }
 
