@@ -458,3 +458,15 @@ fn mu_sector_pages_without_trim() {
         &[&mu_ram(64, 4, 512), "ftl.mu_bitmap_cache_bytes=64", "geometry.page_size=512", "ftl.trim=false", "ftl.gc_until_free=4"],
     );
 }
+
+// DAC: page mapping with hot/cold regions (write streams) over the page path.
+
+#[test]
+fn dac_two_regions() {
+    check_ftl("dac", &["ftl.dac_regions=2"]);
+}
+
+#[test]
+fn dac_three_regions_placing_unwritten_reads() {
+    check_ftl("dac", &["ftl.dac_regions=3", "geometry.blocks_per_plane=24", "host.unwritten_reads=place", "gc.policy=cost-benefit"]);
+}

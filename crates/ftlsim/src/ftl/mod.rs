@@ -11,6 +11,7 @@
 pub mod bast;
 pub mod block;
 pub mod cmt;
+pub mod dac;
 pub mod dftl;
 pub mod fast;
 pub mod hat;
@@ -29,7 +30,7 @@ use crate::units::{Lpn, Ppn, Sector, SimTime};
 use serde::Serialize;
 
 /// Names accepted by `--ftl`.
-pub const FTL_NAMES: &[&str] = &["page", "block", "bast", "fast", "dftl", "hat", "mu"];
+pub const FTL_NAMES: &[&str] = &["page", "block", "bast", "fast", "dftl", "hat", "mu", "dac"];
 
 /// FTL-side counters for the report.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -137,6 +138,7 @@ pub fn build(name: &str, cfg: &Config, dev: &Device) -> Result<Box<dyn Ftl>> {
         "dftl" => Ok(Box::new(dftl::Dftl::new(cfg, dev)?)),
         "hat" => Ok(Box::new(hat::Hat::new(cfg, dev)?)),
         "mu" => Ok(Box::new(mu::Mu::new(cfg, dev)?)),
+        "dac" => Ok(Box::new(dac::Dac::new(cfg, dev)?)),
         _ => Err(Error::Unknown { what: "FTL", name: name.into(), available: FTL_NAMES.join(", ") }),
     }
 }
