@@ -470,3 +470,29 @@ fn dac_two_regions() {
 fn dac_three_regions_placing_unwritten_reads() {
     check_ftl("dac", &["ftl.dac_regions=3", "geometry.blocks_per_plane=24", "host.unwritten_reads=place", "gc.policy=cost-benefit"]);
 }
+
+// Superblock: page mapping within groups of adjacent logical blocks.
+
+#[test]
+fn superblock_default() {
+    check_ftl("superblock", &["ftl.superblock_blocks=8", "ftl.gc_until_free=4"]);
+}
+
+#[test]
+fn superblock_small_groups_placing_unwritten_reads() {
+    check_ftl(
+        "superblock",
+        &[
+            "ftl.superblock_blocks=4",
+            "ftl.superblock_extra_blocks=1",
+            "geometry.blocks_per_plane=32",
+            "ftl.gc_until_free=3",
+            "host.unwritten_reads=place",
+        ],
+    );
+}
+
+#[test]
+fn superblock_without_trim_sector_pages() {
+    check_ftl("superblock", &["ftl.trim=false", "geometry.page_size=512", "ftl.superblock_blocks=12", "ftl.gc_until_free=4"]);
+}

@@ -21,6 +21,7 @@ pub mod mu;
 pub mod page;
 pub mod pool;
 pub mod striping;
+pub mod superblock;
 pub mod trim_list;
 
 use crate::config::Config;
@@ -30,7 +31,7 @@ use crate::units::{Lpn, Ppn, Sector, SimTime};
 use serde::Serialize;
 
 /// Names accepted by `--ftl`.
-pub const FTL_NAMES: &[&str] = &["page", "block", "bast", "fast", "dftl", "hat", "mu", "dac"];
+pub const FTL_NAMES: &[&str] = &["page", "block", "bast", "fast", "dftl", "hat", "mu", "dac", "superblock"];
 
 /// FTL-side counters for the report.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -139,6 +140,7 @@ pub fn build(name: &str, cfg: &Config, dev: &Device) -> Result<Box<dyn Ftl>> {
         "hat" => Ok(Box::new(hat::Hat::new(cfg, dev)?)),
         "mu" => Ok(Box::new(mu::Mu::new(cfg, dev)?)),
         "dac" => Ok(Box::new(dac::Dac::new(cfg, dev)?)),
+        "superblock" => Ok(Box::new(superblock::Superblock::new(cfg, dev)?)),
         _ => Err(Error::Unknown { what: "FTL", name: name.into(), available: FTL_NAMES.join(", ") }),
     }
 }

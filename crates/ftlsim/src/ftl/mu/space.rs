@@ -55,15 +55,8 @@ impl Space {
     }
 
     /// The closed block with the most invalid pages over all planes, if it
-    /// has any: the planes' greedy heads, compared.
+    /// has any.
     pub fn victim(&mut self, now: SimTime) -> Option<BlockId> {
-        let ppb = self.geo.pages_per_block;
-        let plane = (0..self.geo.planes)
-            .map(PlaneId)
-            .filter_map(|p| self.pool.fewest_valid(p).map(|v| (v, p)))
-            .min_by_key(|&(v, p)| (v, p.0))
-            .filter(|&(v, _)| v < ppb)?
-            .1;
-        self.pool.select_victim(plane, now)
+        self.pool.select_victim_anywhere(now)
     }
 }
