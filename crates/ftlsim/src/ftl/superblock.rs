@@ -103,7 +103,9 @@ impl Superblock {
             pages_per_sb,
             limit,
             gc_low: cfg.gc.min_free_blocks,
-            gc_until: f.gc_until_free,
+            // A target the spare cannot reach would collect every block with
+            // an invalid page at each episode.
+            gc_until: f.gc_until_free.min((spare - sbs as u64) as u32),
             trim_enabled: f.trim,
             unwritten: cfg.host.unwritten_reads,
             scratch: if dev.array.stores_payloads() { vec![0; geo.page_size as usize] } else { Vec::new() },

@@ -16,7 +16,8 @@
 //! recorded through the [`bitmap`] cache into bitmap entries in the tree
 //! (one 32-page bitmap per sub-block holding an invalid page). GC starts
 //! when free blocks fall to `gc.min_free_blocks` (2) and runs until
-//! `ftl.gc_until_free` (12) are free; its victim is the block with the most
+//! `ftl.gc_until_free` (12, at most the spare blocks beyond the update
+//! blocks) are free; its victim is the block with the most
 //! invalid pages, tree blocks included; it reads the victim's bitmaps (cache
 //! bucket and tree entries), copies each valid page into the update block of
 //! its [`partition`], and updates the extents. A block left wholly invalid
@@ -213,6 +214,9 @@ impl Mu {
             ));
         }
         let pool = BlockPool::new(&geo, &cfg.gc, cfg.seed);
+        // A target the spare cannot reach would collect every block with an
+        // invalid page at each episode.
+        let gc_until = f.gc_until_free.min((spare - parts.count() as u64 - 1) as u32);
         Ok(Mu {
             space: Space::new(geo.clone(), pool),
             tree: MuTree::new(geo.page_size, read_pages, write_pages, Lpn(logical), BITMAP_KEYS),
@@ -221,7 +225,7 @@ impl Mu {
             logical,
             subs,
             gc_low,
-            gc_until: f.gc_until_free,
+            gc_until,
             ram_bytes,
             trim_enabled: f.trim,
             unwritten: cfg.host.unwritten_reads,
