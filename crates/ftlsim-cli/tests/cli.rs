@@ -638,14 +638,28 @@ fn config_list_show_validate() {
 fn ftls_lists_page() {
     cargo_bin_cmd!("ftlsim").arg("ftls").assert().success().stdout(predicate::str::is_match("(?m)^page$").unwrap());
     for ftl in ["mu", "dac", "superblock"] {
-        cargo_bin_cmd!("ftlsim").arg("ftls").assert().success().stdout(predicate::str::is_match(format!("(?m)^{ftl}$")).unwrap());
+        cargo_bin_cmd!("ftlsim")
+            .arg("ftls")
+            .assert()
+            .success()
+            .stdout(predicate::str::is_match(format!("(?m)^{ftl}$")).unwrap());
     }
 }
 
 #[test]
 fn mu_ram_budget_too_small_names_the_key() {
     cargo_bin_cmd!("ftlsim")
-        .args(["run", "-c", "mu-ftl-mlc", "--ftl", "mu", "--set", "ftl.mu_ram_bytes=100", "--workload", "rw=randwrite,ios=10"])
+        .args([
+            "run",
+            "-c",
+            "mu-ftl-mlc",
+            "--ftl",
+            "mu",
+            "--set",
+            "ftl.mu_ram_bytes=100",
+            "--workload",
+            "rw=randwrite,ios=10",
+        ])
         .assert()
         .failure()
         .stderr(predicate::str::contains("ftl.mu_ram_bytes"));

@@ -455,7 +455,13 @@ fn mu_no_bitmap_cache_placing_unwritten_reads() {
 fn mu_sector_pages_without_trim() {
     check_ftl(
         "mu",
-        &[&mu_ram(64, 4, 512), "ftl.mu_bitmap_cache_bytes=64", "geometry.page_size=512", "ftl.trim=false", "ftl.gc_until_free=4"],
+        &[
+            &mu_ram(64, 4, 512),
+            "ftl.mu_bitmap_cache_bytes=64",
+            "geometry.page_size=512",
+            "ftl.trim=false",
+            "ftl.gc_until_free=4",
+        ],
     );
 }
 
@@ -468,7 +474,10 @@ fn dac_two_regions() {
 
 #[test]
 fn dac_three_regions_placing_unwritten_reads() {
-    check_ftl("dac", &["ftl.dac_regions=3", "geometry.blocks_per_plane=24", "host.unwritten_reads=place", "gc.policy=cost-benefit"]);
+    check_ftl(
+        "dac",
+        &["ftl.dac_regions=3", "geometry.blocks_per_plane=24", "host.unwritten_reads=place", "gc.policy=cost-benefit"],
+    );
 }
 
 // Superblock: page mapping within groups of adjacent logical blocks.
@@ -494,5 +503,8 @@ fn superblock_small_groups_placing_unwritten_reads() {
 
 #[test]
 fn superblock_without_trim_sector_pages() {
-    check_ftl("superblock", &["ftl.trim=false", "geometry.page_size=512", "ftl.superblock_blocks=12", "ftl.gc_until_free=4"]);
+    check_ftl(
+        "superblock",
+        &["ftl.trim=false", "geometry.page_size=512", "ftl.superblock_blocks=12", "ftl.gc_until_free=4"],
+    );
 }

@@ -91,7 +91,9 @@ impl Superblock {
         if spare < needed {
             return Err(Error::config(
                 "overprovisioning",
-                format!("leaves {spare} spare blocks; {sbs} superblocks need {needed} (an update block each, and GC's)"),
+                format!(
+                    "leaves {spare} spare blocks; {sbs} superblocks need {needed} (an update block each, and GC's)"
+                ),
             ));
         }
         Ok(Superblock {
@@ -208,7 +210,9 @@ impl Superblock {
             .copied()
             .filter(|&b| self.pool.state(b) == BlockState::Closed)
             .min_by_key(|&b| (self.pool.valid(b), b.0))
-            .ok_or_else(|| Error::invariant("superblock", format!("superblock {sb} at its limit has no closed block")))?;
+            .ok_or_else(|| {
+                Error::invariant("superblock", format!("superblock {sb} at its limit has no closed block"))
+            })?;
         if self.pool.valid(victim) == 0 {
             return self.erase(dev, victim, now);
         }
@@ -391,7 +395,8 @@ mod tests {
         let lpns: Vec<u32> = (0..400u32).map(|i| if i % 2 == 0 { i % 3 } else { (i * 7) % 16 }).collect();
         write(ftl.as_mut(), &mut dev, &lpns);
         let geo = dev.geometry().clone();
-        let blocks: std::collections::BTreeSet<_> = (0..16).filter_map(|l| ftl.physical(Lpn(l))).map(|p| geo.block_of(p)).collect();
+        let blocks: std::collections::BTreeSet<_> =
+            (0..16).filter_map(|l| ftl.physical(Lpn(l))).map(|p| geo.block_of(p)).collect();
         assert!(blocks.len() <= 5, "superblock 0 spread over {} blocks", blocks.len());
         // Superblock 0 rewrote its 5 blocks many times over: GC erased within it.
         assert!(dev.counters.erases[crate::engine::Cause::Gc as usize] > 10);

@@ -225,7 +225,8 @@ pub fn fill_overhead(r: &mut Report, c: &FlashCounters, t: &crate::nand::Timing,
         let i = cause as usize;
         c.reads[i] as f64 * read + c.programs[i] as f64 * program + c.erases[i] as f64 * erase
     };
-    let bitmap = s.mu.as_ref().map_or(0.0, |m| m.bitmap_tree_reads as f64 * read + m.bitmap_tree_programs as f64 * program);
+    let bitmap =
+        s.mu.as_ref().map_or(0.0, |m| m.bitmap_tree_reads as f64 * read + m.bitmap_tree_programs as f64 * program);
     let o = OverheadReport {
         gc: ms(Cause::Gc),
         mapping: ms(Cause::Mapping) - bitmap,

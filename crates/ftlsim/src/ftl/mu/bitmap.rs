@@ -40,7 +40,8 @@ impl BitmapCache {
         BitmapCache { capacity: bytes / EXTENT_BYTES, len: 0, buckets: BTreeMap::new(), stats: BitmapStats::default() }
     }
 
-    pub fn len(&self) -> u64 {
+    /// Cached invalid extents.
+    pub fn extents(&self) -> u64 {
         self.len
     }
 
@@ -96,13 +97,13 @@ mod tests {
         assert_eq!(c.runs(3), &[(4, 2), (10, 1)]);
         c.insert(3, 6, 4); // fills the gap: one run 4..11
         assert_eq!(c.runs(3), &[(4, 7)]);
-        assert_eq!(c.len(), 1);
+        assert_eq!(c.extents(), 1);
         c.insert(3, 0, 1);
         c.insert(5, 0, 1);
-        assert_eq!(c.len(), 3);
+        assert_eq!(c.extents(), 3);
         assert_eq!(c.fullest(), Some(3));
         assert_eq!(c.take(3), vec![(0, 1), (4, 7)]);
-        assert_eq!(c.len(), 1);
+        assert_eq!(c.extents(), 1);
     }
 
     #[test]

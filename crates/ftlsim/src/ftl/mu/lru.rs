@@ -19,6 +19,10 @@ impl Lru {
         self.age.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.age.is_empty()
+    }
+
     pub fn contains(&self, key: u32) -> bool {
         self.age.contains_key(&key)
     }

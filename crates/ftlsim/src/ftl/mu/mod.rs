@@ -373,11 +373,20 @@ impl Mu {
         while self.bitmaps.is_over() {
             self.flush_bitmaps(dev, now)?;
         }
-        // Tree write-backs take blocks too: GC before they do.
-        if self.space.free_blocks() <= self.gc_low {
-            self.collect(dev, now)?;
+        self.write_back(dev, false, now)
+    }
+
+    /// Writes back the tree's write cache down to capacity (`all`: empty),
+    /// collecting first whenever free blocks fall to the threshold: a
+    /// write-back after a long GC may take several blocks.
+    fn write_back(&mut self, dev: &mut Device, all: bool, now: SimTime) -> Result<()> {
+        while self.tree.must_write_back(all) {
+            if self.space.free_blocks() <= self.gc_low {
+                self.collect(dev, now)?;
+            }
+            self.tree.write_back_oldest(&mut self.space, dev, now)?;
         }
-        self.tree.settle(&mut self.space, dev, now)
+        self.tree.release_dead(&mut self.space, dev, now)
     }
 
     fn erase_wholly_invalid(&mut self, dev: &mut Device, now: SimTime) -> Result<()> {
@@ -502,7 +511,11 @@ impl Mu {
                 if self.mapped(lpn + k) != Some(Ppn(src + k)) {
                     return Err(Error::invariant(
                         "mu",
-                        format!("page {} is valid by the bitmaps but the extents map LPN {} elsewhere", src + k, lpn + k),
+                        format!(
+                            "page {} is valid by the bitmaps but the extents map LPN {} elsewhere",
+                            src + k,
+                            lpn + k
+                        ),
                     ));
                 }
             }
@@ -645,7 +658,7 @@ impl Ftl for Mu {
     }
 
     fn flush(&mut self, dev: &mut Device, now: SimTime) -> Result<SimTime> {
-        self.tree.flush_all(&mut self.space, dev, now)?;
+        self.write_back(dev, true, now)?;
         Ok(now)
     }
 
@@ -724,7 +737,11 @@ impl Mu {
         }
         for b in (0..self.geo.blocks).map(BlockId) {
             if self.space.pool.valid(b) != valid[b.idx()] {
-                return fail(format!("{b}: pool counts {} valid pages, the map {}", self.space.pool.valid(b), valid[b.idx()]));
+                return fail(format!(
+                    "{b}: pool counts {} valid pages, the map {}",
+                    self.space.pool.valid(b),
+                    valid[b.idx()]
+                ));
             }
         }
         Ok(())

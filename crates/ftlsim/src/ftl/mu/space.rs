@@ -3,9 +3,9 @@
 //! block), which choose GC victims and say when a block is wholly invalid
 //! and can be erased at once.
 
+use crate::error::{Error, Result};
 use crate::ftl::pool::{BlockPool, BlockState};
 use crate::ftl::striping::emptiest_plane;
-use crate::error::{Error, Result};
 use crate::nand::Geometry;
 use crate::units::{BlockId, PlaneId, Ppn, SimTime};
 

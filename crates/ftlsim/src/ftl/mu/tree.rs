@@ -131,7 +131,7 @@ impl MuTree {
         self.levels.len() as u32
     }
 
-    pub fn len(&self) -> usize {
+    pub fn entry_count(&self) -> usize {
         self.entries.len()
     }
 
@@ -204,6 +204,16 @@ impl MuTree {
         Some(v)
     }
 
+    /// The keys of the members of a node of `level` covering `lo..hi`.
+    fn members(&self, level: usize, lo: u32, hi: Option<u32>) -> Box<dyn Iterator<Item = u32> + '_> {
+        let keys = (std::ops::Bound::Included(lo), hi.map_or(Unbounded, Excluded));
+        if level == 0 {
+            Box::new(self.entries.range(keys).map(|(&k, _)| k))
+        } else {
+            Box::new(self.levels[level - 1].range(keys).map(|(&k, _)| k))
+        }
+    }
+
     /// The node of `level` holding `key` gained a member: split it when full.
     fn grow(&mut self, level: usize, key: u32) {
         let lo = self.node_key(level, key);
@@ -217,13 +227,7 @@ impl MuTree {
         }
         let hi = self.next_key(level, lo);
         let half = count / 2;
-        let members: Box<dyn Iterator<Item = u32>> = match (level, hi) {
-            (0, Some(hi)) => Box::new(self.entries.range(lo..hi).map(|(&k, _)| k)),
-            (0, None) => Box::new(self.entries.range(lo..).map(|(&k, _)| k)),
-            (_, Some(hi)) => Box::new(self.levels[level - 1].range(lo..hi).map(|(&k, _)| k)),
-            (_, None) => Box::new(self.levels[level - 1].range(lo..).map(|(&k, _)| k)),
-        };
-        let mid = members.skip(half as usize).next().expect("a full node has its members");
+        let mid = self.members(level, lo, hi).nth(half as usize).expect("a full node has its members");
         self.levels[level].get_mut(&lo).expect("node exists").count = half;
         self.levels[level].insert(mid, Node { count: count - half, page: NONE });
         // The new node reaches flash with the path of a leaf under it.
@@ -284,21 +288,17 @@ impl MuTree {
         }
     }
 
-    /// Writes back dirty paths beyond the write cache's capacity.
-    pub fn settle(&mut self, space: &mut Space, dev: &mut Device, t: SimTime) -> Result<()> {
-        while self.dirty.len() > self.write_pages {
-            let leaf = self.dirty.oldest().expect("dirty leaves");
-            self.write_path(space, dev, leaf, t)?;
-        }
-        self.release_dead(space, dev, t)
+    /// Dirty leaves beyond the write cache's capacity (`all`: any dirty leaf).
+    pub fn must_write_back(&self, all: bool) -> bool {
+        self.dirty.len() > if all { 0 } else { self.write_pages }
     }
 
-    /// Writes back every dirty path (host FLUSH).
-    pub fn flush_all(&mut self, space: &mut Space, dev: &mut Device, t: SimTime) -> Result<()> {
-        while let Some(leaf) = self.dirty.oldest() {
-            self.write_path(space, dev, leaf, t)?;
+    /// Writes back the least recently dirtied path.
+    pub fn write_back_oldest(&mut self, space: &mut Space, dev: &mut Device, t: SimTime) -> Result<()> {
+        match self.dirty.oldest() {
+            Some(leaf) => self.write_path(space, dev, leaf, t),
+            None => Ok(()),
         }
-        self.release_dead(space, dev, t)
     }
 
     /// A page of the tree's update block.
@@ -359,7 +359,11 @@ impl MuTree {
     /// Live tree pages of block `b`.
     pub fn live_pages(&self, space: &Space, b: BlockId) -> Vec<u32> {
         let first = space.geo.ppn(b, 0).0;
-        self.pages.range(first..first + space.geo.pages_per_block).filter(|(_, n)| !n.is_empty()).map(|(&p, _)| p).collect()
+        self.pages
+            .range(first..first + space.geo.pages_per_block)
+            .filter(|(_, n)| !n.is_empty())
+            .map(|(&p, _)| p)
+            .collect()
     }
 
     /// GC: copies live tree page `src` to a new tree page; returns when the
@@ -390,12 +394,7 @@ impl MuTree {
             let keys: Vec<u32> = nodes.keys().copied().collect();
             for (i, (&lo, n)) in nodes.iter().enumerate() {
                 let hi = keys.get(i + 1).copied();
-                let members = match (level, hi) {
-                    (0, Some(hi)) => self.entries.range(lo..hi).count(),
-                    (0, None) => self.entries.range(lo..).count(),
-                    (_, Some(hi)) => self.levels[level - 1].range(lo..hi).count(),
-                    (_, None) => self.levels[level - 1].range(lo..).count(),
-                };
+                let members = self.members(level, lo, hi).count();
                 if members as u32 != n.count || n.count > self.capacity(level) {
                     return fail(format!(
                         "node {lo} of level {level} counts {} members, holds {members}, capacity {}",
@@ -446,6 +445,6 @@ mod tests {
             assert_eq!(t.remove(k * 3), Some(k as u64));
         }
         assert_eq!(t.height(), 1);
-        assert_eq!(t.len(), 0);
+        assert_eq!(t.entry_count(), 0);
     }
 }
