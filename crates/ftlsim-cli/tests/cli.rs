@@ -719,6 +719,25 @@ fn the_run_table_says_what_was_run() {
     assert!(table.contains("docs/report.md"), "{table}");
 }
 
+#[test]
+fn mu_ram_budget_too_small_names_the_key() {
+    cargo_bin_cmd!("ftlsim")
+        .args([
+            "run",
+            "-c",
+            "mu-ftl-mlc",
+            "--ftl",
+            "mu",
+            "--set",
+            "ftl.mu_ram_bytes=100",
+            "--workload",
+            "rw=randwrite,ios=10",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("ftl.mu_ram_bytes"));
+}
+
 // -------------------------------------------------------------------- compare
 
 #[test]

@@ -456,6 +456,7 @@ impl Simulation {
         };
         report::fill_flash(&mut r, &self.dev.counters);
         report::fill_merges(&mut r, &stats);
+        report::fill_overhead(&mut r, &self.dev.counters, self.dev.timing(), &stats);
         let counts = report::energy::EnergyCounts {
             flash_reads: r.flash_pages_read,
             flash_programs: r.flash_pages_programmed,

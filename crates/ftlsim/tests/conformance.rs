@@ -420,3 +420,91 @@ fn fast_random_logs_only_placing_unwritten_reads() {
 fn fast_without_trim_sector_pages() {
     check_ftl("fast", &["ftl.trim=false", "geometry.page_size=512"]);
 }
+
+// μ-FTL: a RAM budget of two tree-cache pages (one read, one write) and a
+// four-entry bitmap cache, so tree write-backs and bitmap flushes never stop.
+
+/// `ftl.mu_ram_bytes` for the tiny drive: 32 counters, `bitmap` bytes of
+/// bitmap cache, and `pages` tree-cache pages of `page` bytes.
+fn mu_ram(bitmap: u64, pages: u64, page: u64) -> String {
+    format!("ftl.mu_ram_bytes={}", 32 + bitmap + pages * page)
+}
+
+#[test]
+fn mu_small_caches() {
+    check_ftl("mu", &[&mu_ram(16, 2, 1024), "ftl.mu_bitmap_cache_bytes=16", "ftl.gc_until_free=5"]);
+}
+
+#[test]
+fn mu_four_partitions() {
+    check_ftl(
+        "mu",
+        &[&mu_ram(16, 3, 1024), "ftl.mu_bitmap_cache_bytes=16", "ftl.partition_bytes=49152", "ftl.gc_until_free=3"],
+    );
+}
+
+#[test]
+fn mu_no_bitmap_cache_placing_unwritten_reads() {
+    check_ftl(
+        "mu",
+        &[&mu_ram(0, 2, 1024), "ftl.mu_bitmap_cache_bytes=0", "host.unwritten_reads=place", "gc.policy=cost-benefit"],
+    );
+}
+
+#[test]
+fn mu_sector_pages_without_trim() {
+    check_ftl(
+        "mu",
+        &[
+            &mu_ram(64, 4, 512),
+            "ftl.mu_bitmap_cache_bytes=64",
+            "geometry.page_size=512",
+            "ftl.trim=false",
+            "ftl.gc_until_free=4",
+        ],
+    );
+}
+
+// DAC: page mapping with hot/cold regions (write streams) over the page path.
+
+#[test]
+fn dac_two_regions() {
+    check_ftl("dac", &["ftl.dac_regions=2"]);
+}
+
+#[test]
+fn dac_three_regions_placing_unwritten_reads() {
+    check_ftl(
+        "dac",
+        &["ftl.dac_regions=3", "geometry.blocks_per_plane=24", "host.unwritten_reads=place", "gc.policy=cost-benefit"],
+    );
+}
+
+// Superblock: page mapping within groups of adjacent logical blocks.
+
+#[test]
+fn superblock_default() {
+    check_ftl("superblock", &["ftl.superblock_blocks=8", "ftl.gc_until_free=4"]);
+}
+
+#[test]
+fn superblock_small_groups_placing_unwritten_reads() {
+    check_ftl(
+        "superblock",
+        &[
+            "ftl.superblock_blocks=4",
+            "ftl.superblock_extra_blocks=1",
+            "geometry.blocks_per_plane=32",
+            "ftl.gc_until_free=3",
+            "host.unwritten_reads=place",
+        ],
+    );
+}
+
+#[test]
+fn superblock_without_trim_sector_pages() {
+    check_ftl(
+        "superblock",
+        &["ftl.trim=false", "geometry.page_size=512", "ftl.superblock_blocks=12", "ftl.gc_until_free=4"],
+    );
+}

@@ -275,6 +275,36 @@ pub struct FtlConfig {
     /// Page-mapped FTLs: which plane a write goes to.
     #[serde(default = "defaults::allocation")]
     pub allocation: Allocation,
+    /// μ-FTL: controller RAM for its structures (invalid counters, μ-Tree
+    /// caches, bitmap cache), bytes; 0: a block-mapped FTL's table (4 B per
+    /// physical block), as in the paper.
+    #[serde(default)]
+    pub mu_ram_bytes: u64,
+    /// μ-FTL: bitmap cache, bytes (4 B per invalid extent).
+    #[serde(default = "defaults::mu_bitmap_cache_bytes")]
+    pub mu_bitmap_cache_bytes: u64,
+    /// μ-FTL: pages of the μ-Tree cache given to the write cache (the rest
+    /// is the read cache); 0: half of it.
+    #[serde(default)]
+    pub mu_write_cache_pages: u32,
+    /// μ-FTL: bytes of logical space per partition (each has its own update
+    /// block); 0: one partition for the whole space.
+    #[serde(default = "defaults::partition_bytes")]
+    pub partition_bytes: u64,
+    /// μ-FTL and superblock: GC, once started at `gc.min_free_blocks`, runs
+    /// until this many blocks are free.
+    #[serde(default = "defaults::gc_until_free")]
+    pub gc_until_free: u32,
+    /// DAC: number of hot/cold regions.
+    #[serde(default = "defaults::dac_regions")]
+    pub dac_regions: u32,
+    /// Superblock: adjacent logical blocks per superblock.
+    #[serde(default = "defaults::superblock_blocks")]
+    pub superblock_blocks: u32,
+    /// Superblock: physical blocks a superblock may hold beyond its logical
+    /// blocks before it must collect within itself.
+    #[serde(default = "defaults::superblock_extra_blocks")]
+    pub superblock_extra_blocks: u32,
 }
 
 impl FtlConfig {
@@ -423,6 +453,24 @@ mod defaults {
     }
     pub fn cache_entry_bytes() -> u32 {
         8
+    }
+    pub fn mu_bitmap_cache_bytes() -> u64 {
+        8 * 1024
+    }
+    pub fn partition_bytes() -> u64 {
+        256 << 20
+    }
+    pub fn gc_until_free() -> u32 {
+        12
+    }
+    pub fn dac_regions() -> u32 {
+        4
+    }
+    pub fn superblock_blocks() -> u32 {
+        4
+    }
+    pub fn superblock_extra_blocks() -> u32 {
+        2
     }
     pub fn pcm_read_us() -> f64 {
         0.115

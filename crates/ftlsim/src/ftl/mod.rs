@@ -11,14 +11,17 @@
 pub mod bast;
 pub mod block;
 pub mod cmt;
+pub mod dac;
 pub mod dftl;
 pub mod fast;
 pub mod hat;
 pub mod hybrid;
 pub mod merge;
+pub mod mu;
 pub mod page;
 pub mod pool;
 pub mod striping;
+pub mod superblock;
 pub mod trim_list;
 
 use crate::config::Config;
@@ -28,7 +31,7 @@ use crate::units::{Lpn, PlaneId, Ppn, Sector, SimTime};
 use serde::Serialize;
 
 /// Names accepted by `--ftl`.
-pub const FTL_NAMES: &[&str] = &["page", "block", "bast", "fast", "dftl", "hat"];
+pub const FTL_NAMES: &[&str] = &["page", "block", "bast", "fast", "dftl", "hat", "mu", "dac", "superblock"];
 
 /// One line on what an FTL of [`FTL_NAMES`] models and from which paper
 /// (`ftlsim ftls`); the module's doc comment says the rest.
@@ -44,6 +47,9 @@ pub fn describe(name: &str) -> &'static str {
         "fast" => "1 sequential + N shared random log blocks, TRIM list (Lee et al. 2007, FAST; + Kim et al.'s TRIM)",
         "dftl" => "page mapping with an LRU cached map (CMT) and translation pages on flash (Gupta et al. 2009, DFTL)",
         "hat" => "page mapping with the full map in PCM and an LRU quick map in RAM (Hu et al., HAT)",
+        "mu" => "extents in a flash-resident B+-tree, bitmap cache, partitions (Lee et al., mu-FTL)",
+        "dac" => "page mapping with hot/cold regions, pages promoted/demoted on update and GC (Chiang et al., DAC)",
+        "superblock" => "block mapping over superblocks, page mapping inside in the spare area (Kang et al., superblock)",
         _ => "",
     }
 }
@@ -85,6 +91,8 @@ pub struct FtlStats {
     pub trim_list_peak_entries: u64,
     pub trim_list_bytes: u64,
     pub trim_copies_saved: u64,
+    /// μ-FTL's own counters.
+    pub mu: Option<mu::MuStats>,
 }
 
 /// A host command's address range.
@@ -160,6 +168,9 @@ pub fn build(name: &str, cfg: &Config, dev: &Device) -> Result<Box<dyn Ftl>> {
         "fast" => Ok(Box::new(fast::Fast::new(cfg, dev)?)),
         "dftl" => Ok(Box::new(dftl::Dftl::new(cfg, dev)?)),
         "hat" => Ok(Box::new(hat::Hat::new(cfg, dev)?)),
+        "mu" => Ok(Box::new(mu::Mu::new(cfg, dev)?)),
+        "dac" => Ok(Box::new(dac::Dac::new(cfg, dev)?)),
+        "superblock" => Ok(Box::new(superblock::Superblock::new(cfg, dev)?)),
         _ => Err(Error::Unknown { what: "FTL", name: name.into(), available: FTL_NAMES.join(", ") }),
     }
 }

@@ -118,12 +118,36 @@ pub trait MapTable: Send + Sized {
     fn check(&self, _dev: &Device) -> Result<()> {
         Ok(())
     }
+
+    /// Write streams, each with its own active block per plane (DAC's
+    /// regions); 1 for the others.
+    fn streams(&self) -> usize {
+        1
+    }
+
+    /// The stream a host write of `lpn` goes to; `old` is its current entry.
+    #[inline]
+    fn host_stream(&mut self, _lpn: Lpn, _old: u32) -> usize {
+        0
+    }
+
+    /// The stream GC copies entry `x`'s page into.
+    #[inline]
+    fn gc_stream(&mut self, _x: u32) -> usize {
+        0
+    }
 }
 
 /// The whole forward map in DRAM: every access is a hit and costs nothing.
 pub struct DramMap {
     fwd: Vec<u32>,
     ram_accesses: u64,
+}
+
+impl DramMap {
+    pub(super) fn new(entries: u32) -> DramMap {
+        DramMap { fwd: crate::mem::big_vec(entries as usize, NEVER), ram_accesses: 0 }
+    }
 }
 
 impl MapTable for DramMap {
@@ -191,8 +215,7 @@ pub type PageFtl = PageMapped<DramMap>;
 
 impl PageFtl {
     pub fn new(cfg: &Config, dev: &Device) -> Result<PageFtl> {
-        let map = DramMap { fwd: crate::mem::big_vec(cfg.logical_pages() as usize, NEVER), ram_accesses: 0 };
-        PageMapped::with_map(cfg, dev, map)
+        PageMapped::with_map(cfg, dev, DramMap::new(cfg.logical_pages() as u32))
     }
 }
 
@@ -206,8 +229,12 @@ pub struct PageMapped<M: MapTable> {
 pub struct PageCore {
     pub(super) geo: Geometry,
     pub(super) pool: BlockPool,
-    /// Active block of each plane, or `NO_BLOCK`.
+    /// Active block of each plane and stream (`plane × streams + stream`),
+    /// or `NO_BLOCK`.
     active: Vec<u32>,
+    streams: usize,
+    /// The stream allocations write to now (0 but while DAC places a page).
+    stream: usize,
     stripe: Vec<PlaneId>,
     cursor: usize,
     /// Free blocks per plane GC keeps in hand.
@@ -249,7 +276,7 @@ struct GcJob {
 
 impl<M: MapTable> PageMapped<M> {
     pub fn with_map(cfg: &Config, dev: &Device, map: M) -> Result<PageMapped<M>> {
-        Ok(PageMapped { core: PageCore::new(cfg, dev)?, map })
+        Ok(PageMapped { core: PageCore::new(cfg, dev, map.streams())?, map })
     }
 
     /// Free blocks per plane that GC keeps in hand.
@@ -268,26 +295,29 @@ impl<M: MapTable> PageMapped<M> {
 const EARLY_PREFETCH: u32 = 16;
 
 impl PageCore {
-    fn new(cfg: &Config, dev: &Device) -> Result<PageCore> {
+    fn new(cfg: &Config, dev: &Device, streams: usize) -> Result<PageCore> {
         let geo = dev.geometry().clone();
         let logical = cfg.logical_pages() as usize;
         let data_blocks_per_plane = (logical as u64).div_ceil(geo.pages_per_block as u64 * geo.planes as u64);
         let spare = (geo.blocks_per_plane as u64).saturating_sub(data_blocks_per_plane);
-        let reserve = ((cfg.gc.threshold * spare as f64).ceil() as u32).max(cfg.gc.min_free_blocks);
+        // GC may open a block in every stream.
+        let reserve = ((cfg.gc.threshold * spare as f64).ceil() as u32).max(cfg.gc.min_free_blocks).max(streams as u32);
         // The host needs one block beyond GC's reserve to write into.
-        if spare < reserve as u64 + 1 {
+        if spare < reserve as u64 + streams as u64 {
             return Err(Error::config(
                 "overprovisioning",
                 format!(
                     "leaves {spare} spare blocks per plane; the page FTL needs at least {} (GC reserve {reserve} from \
-                     gc.threshold / gc.min_free_blocks, plus one to write into)",
-                    reserve + 1
+                     gc.threshold / gc.min_free_blocks, plus one to write into per stream)",
+                    reserve as usize + streams
                 ),
             ));
         }
         Ok(PageCore {
             pool: BlockPool::new(&geo, &cfg.gc, cfg.seed),
-            active: vec![NO_BLOCK; geo.planes as usize],
+            active: vec![NO_BLOCK; geo.planes as usize * streams],
+            streams,
+            stream: 0,
             stripe: stripe_sequence(&geo, &cfg.ftl.stripe_order),
             cursor: 0,
             reserve,
@@ -322,8 +352,9 @@ impl PageCore {
             // it could leave the job nowhere to copy to.
             self.finish_jobs(map, dev, plane, now)?;
         }
+        let slot = plane.idx() * self.streams + self.stream;
         loop {
-            let a = self.active[plane.idx()];
+            let a = self.active[slot];
             if a != NO_BLOCK {
                 let written = dev.array.written_pages(BlockId(a));
                 if written < self.geo.pages_per_block {
@@ -336,7 +367,7 @@ impl PageCore {
                     return Ok(Some(self.geo.ppn(BlockId(a), written)));
                 }
                 self.pool.close(BlockId(a), now);
-                self.active[plane.idx()] = NO_BLOCK;
+                self.active[slot] = NO_BLOCK;
             }
             if !collected {
                 collected = true;
@@ -362,7 +393,7 @@ impl PageCore {
                 return Ok(None);
             }
             let Some(b) = self.pool.take_free(plane) else { return Ok(None) };
-            self.active[plane.idx()] = b.0;
+            self.active[slot] = b.0;
             // Blocking GC holds `reserve` free blocks while a block fills; a
             // job started once the host has dipped below it, and done about
             // when the block is full, holds as many on average (fewer would
@@ -441,7 +472,11 @@ impl PageCore {
         let mut reads_done = now;
         let mut live = std::mem::take(&mut self.live_scratch);
         let cause = self.scan_live(map, dev, victim, &mut live);
-        let result = self.copy_live(map, dev, victim, plane, &live, now, &mut reads_done);
+        let result = if map.streams() == 1 {
+            self.copy_live(map, dev, victim, plane, &live, now, &mut reads_done)
+        } else {
+            self.copy_streams(map, dev, victim, plane, &live, now, &mut reads_done)
+        };
         self.live_scratch = live;
         result?;
         dev.erase(victim, reads_done, cause)?;
@@ -511,8 +546,11 @@ impl PageCore {
             if !map.is_live(lpn, src) {
                 continue; // overwritten or trimmed since the job began
             }
-            let dst = self
-                .next_page(map, dev, plane, now, true)?
+            // GC may run inside a host allocation: its stream comes back after.
+            let host_stream = std::mem::replace(&mut self.stream, map.gc_stream(lpn));
+            let dst = self.next_page(map, dev, plane, now, true);
+            self.stream = host_stream;
+            let dst = dst?
                 .ok_or_else(|| Error::invariant("page", format!("GC of {victim} found no free page in its plane")))?;
             let cause = if lpn >= self.logical { Cause::Mapping } else { Cause::Gc };
             dev.copy_run(&[src], dst, now, |_| cause)?;
@@ -555,6 +593,32 @@ impl PageCore {
     fn finish_jobs<M: MapTable>(&mut self, map: &mut M, dev: &mut Device, plane: PlaneId, now: SimTime) -> Result<()> {
         while self.gc_step(map, dev, plane, now)? {}
         Ok(())
+    }
+
+    /// Copies live pages each into the stream the map sends it to.
+    #[allow(clippy::too_many_arguments)]
+    fn copy_streams<M: MapTable>(
+        &mut self,
+        map: &mut M,
+        dev: &mut Device,
+        victim: BlockId,
+        plane: PlaneId,
+        live: &[u32],
+        now: SimTime,
+        reads_done: &mut SimTime,
+    ) -> Result<()> {
+        let mut by_stream = vec![Vec::new(); map.streams()];
+        for &src in live {
+            by_stream[map.gc_stream(dev.array.oob_lpn_raw(Ppn(src)))].push(src);
+        }
+        // GC may run inside a host allocation: its stream comes back after.
+        let host_stream = self.stream;
+        let result = by_stream.iter().enumerate().try_for_each(|(s, pages)| {
+            self.stream = s;
+            self.copy_live(map, dev, victim, plane, pages, now, reads_done)
+        });
+        self.stream = host_stream;
+        result
     }
 
     /// Starts loading share `i` of [`EARLY_PREFETCH`] of the forward-map
@@ -652,7 +716,10 @@ impl PageCore {
         }
         // Unmapped while GC may run, so GC does not copy the page being replaced.
         map.set(c.lpn, TRIMMED);
-        let ppn = self.alloc_host_page(map, dev, now, true)?;
+        self.stream = map.host_stream(c.lpn, old);
+        let ppn = self.alloc_host_page(map, dev, now, true);
+        self.stream = 0;
+        let ppn = ppn?;
         let payload = match data {
             // A full page goes to flash straight from the host buffer.
             Some(data) if c.is_full_page(self.geo.sectors_per_page) => Payload::Bytes(&data[c.buf_range()]),
@@ -826,9 +893,10 @@ impl PageCore {
                 return fail(format!("{block} is free but not erased"));
             }
         }
-        for (plane, &a) in self.active.iter().enumerate() {
+        for (slot, &a) in self.active.iter().enumerate() {
             if a != NO_BLOCK && self.pool.state(BlockId(a)) != BlockState::Active {
-                return fail(format!("active block {a} of plane {plane} is not in the active state"));
+                let (plane, stream) = (slot / self.streams, slot % self.streams);
+                return fail(format!("active block {a} of plane {plane}, stream {stream} is not in the active state"));
             }
         }
         Ok(())

@@ -263,6 +263,19 @@ impl BlockPool {
         }
     }
 
+    /// A victim over all planes: the plane whose closed block has the
+    /// fewest valid pages decides, and its policy picks there (FTLs that
+    /// reclaim across planes). `None` when no closed block has an invalid page.
+    pub fn select_victim_anywhere(&mut self, now: SimTime) -> Option<BlockId> {
+        let planes = self.free.len() as u32;
+        let (v, plane) =
+            (0..planes).filter_map(|p| self.fewest_valid(PlaneId(p)).map(|v| (v, p))).min_by_key(|&(v, p)| (v, p))?;
+        if v >= self.pages_per_block {
+            return None;
+        }
+        self.select_victim(PlaneId(plane), now)
+    }
+
     /// The fewest valid pages of any closed block of `plane`.
     /// The block [`select_victim`](Self::select_victim) would most likely
     /// pick next, without drawing on the random stream: a hint for

@@ -200,6 +200,52 @@ pub struct Report {
     /// open-loop replay that saturated the drive); how each is detected is in
     /// `docs/report.md`.
     pub warnings: Vec<String>,
+    /// Flash time of the work beyond the host's, by cause (μ-FTL paper's
+    /// "management overhead", Figs. 8–10).
+    pub management_overhead_ms: OverheadReport,
+    /// μ-FTL's tree, caches and bitmap figures (`mu` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mu: Option<crate::ftl::mu::MuStats>,
+}
+
+/// Flash time, ms, of the reads, programs and erases an FTL issued beyond
+/// the host's own, each charged its full array and bus time (command,
+/// sensing or programming, page transfer) regardless of overlap. `bitmap`
+/// is the μ-Tree traffic the bitmap cache caused (`mu`), taken out of
+/// `mapping`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct OverheadReport {
+    pub gc: f64,
+    pub mapping: f64,
+    pub bitmap: f64,
+    pub merge: f64,
+    pub cache: f64,
+    pub total: f64,
+}
+
+/// The management overhead of a run from the device's counters.
+pub fn fill_overhead(r: &mut Report, c: &FlashCounters, t: &crate::nand::Timing, s: &FtlStats) {
+    let (read, program, erase) = (
+        (t.command.0 + t.read.0 + t.page_transfer.0) as f64 / 1e6,
+        (t.command.0 + t.page_transfer.0 + t.program.0) as f64 / 1e6,
+        (t.command.0 + t.erase.0) as f64 / 1e6,
+    );
+    let ms = |cause: Cause| {
+        let i = cause as usize;
+        c.reads[i] as f64 * read + c.programs[i] as f64 * program + c.erases[i] as f64 * erase
+    };
+    let bitmap =
+        s.mu.as_ref().map_or(0.0, |m| m.bitmap_tree_reads as f64 * read + m.bitmap_tree_programs as f64 * program);
+    let o = OverheadReport {
+        gc: ms(Cause::Gc),
+        mapping: ms(Cause::Mapping) - bitmap,
+        bitmap,
+        merge: ms(Cause::Merge),
+        cache: ms(Cause::Cache),
+        total: 0.0,
+    };
+    r.management_overhead_ms = OverheadReport { total: o.gc + o.mapping + o.bitmap + o.merge + o.cache, ..o };
+    r.mu = s.mu.clone();
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]

@@ -5,4 +5,5 @@
 //! layers.
 
 pub mod hat;
+pub mod mu_ftl;
 pub mod trim_ftl;

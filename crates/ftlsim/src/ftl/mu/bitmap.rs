@@ -1,0 +1,118 @@
+//! μ-FTL's bitmap cache: a hash table, bucketed by block, of invalid
+//! extents ⟨block, offset, length⟩ (4 B each: a 25-bit page number and a
+//! 7-bit length, like the extents of Fig. 3), merged on insert when they
+//! touch or overlap.
+//!
+//! Invalid pages reach the μ-Tree's bitmap entries (one 32-page bitmap per
+//! sub-block that has an invalid page) only through this cache. An entry
+//! leaves it in one of three ways:
+//!
+//! 1. **flush**: the cache is over capacity; the block with the most
+//!    entries is written to its bitmap entries in the tree;
+//! 2. **taken by GC**: its block is the victim, whose valid pages GC finds
+//!    from the tree's bitmaps and this bucket together;
+//! 3. **dropped**: its block became wholly invalid and is erased at once,
+//!    so the entries are discarded without reaching the tree.
+//!
+//! Simplification: the hash table is an ordered map, so which block a flush
+//! picks among equals is the lowest-numbered (deterministic).
+
+use std::collections::BTreeMap;
+
+/// Bytes of one cached invalid extent.
+pub const EXTENT_BYTES: u64 = 4;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BitmapStats {
+    pub inserts: u64,
+}
+
+pub struct BitmapCache {
+    capacity: u64,
+    len: u64,
+    /// Per block: disjoint, non-touching runs (first page, pages), sorted.
+    buckets: BTreeMap<u32, Vec<(u32, u32)>>,
+    pub stats: BitmapStats,
+}
+
+impl BitmapCache {
+    pub fn new(bytes: u64) -> BitmapCache {
+        BitmapCache { capacity: bytes / EXTENT_BYTES, len: 0, buckets: BTreeMap::new(), stats: BitmapStats::default() }
+    }
+
+    /// Cached invalid extents.
+    pub fn extents(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_over(&self) -> bool {
+        self.len > self.capacity
+    }
+
+    /// Records pages `first..first + n` of `block` invalid, merging runs.
+    pub fn insert(&mut self, block: u32, first: u32, n: u32) {
+        self.stats.inserts += 1;
+        let runs = self.buckets.entry(block).or_default();
+        let (mut lo, mut hi) = (first, first + n);
+        let before = runs.len();
+        runs.retain(|&(s, len)| {
+            let touches = s <= hi && lo <= s + len;
+            if touches {
+                lo = lo.min(s);
+                hi = hi.max(s + len);
+            }
+            !touches
+        });
+        let at = runs.partition_point(|&(s, _)| s < lo);
+        runs.insert(at, (lo, hi - lo));
+        self.len = self.len + runs.len() as u64 - before as u64;
+    }
+
+    /// The block whose flush frees the most entries.
+    pub fn fullest(&self) -> Option<u32> {
+        self.buckets.iter().max_by_key(|&(&b, r)| (r.len(), std::cmp::Reverse(b))).map(|(&b, _)| b)
+    }
+
+    /// Removes a block's runs (to flush them or hand them to GC).
+    pub fn take(&mut self, block: u32) -> Vec<(u32, u32)> {
+        let runs = self.buckets.remove(&block).unwrap_or_default();
+        self.len -= runs.len() as u64;
+        runs
+    }
+
+    pub fn runs(&self, block: u32) -> &[(u32, u32)] {
+        self.buckets.get(&block).map_or(&[], |r| r.as_slice())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_merge_when_they_touch_or_overlap() {
+        let mut c = BitmapCache::new(64);
+        c.insert(3, 4, 2);
+        c.insert(3, 10, 1);
+        assert_eq!(c.runs(3), &[(4, 2), (10, 1)]);
+        c.insert(3, 6, 4); // fills the gap: one run 4..11
+        assert_eq!(c.runs(3), &[(4, 7)]);
+        assert_eq!(c.extents(), 1);
+        c.insert(3, 0, 1);
+        c.insert(5, 0, 1);
+        assert_eq!(c.extents(), 3);
+        assert_eq!(c.fullest(), Some(3));
+        assert_eq!(c.take(3), vec![(0, 1), (4, 7)]);
+        assert_eq!(c.extents(), 1);
+    }
+
+    #[test]
+    fn over_capacity_after_the_last_entry_that_fits() {
+        let mut c = BitmapCache::new(8); // two entries
+        c.insert(0, 0, 1);
+        c.insert(1, 0, 1);
+        assert!(!c.is_over());
+        c.insert(2, 0, 1);
+        assert!(c.is_over());
+    }
+}

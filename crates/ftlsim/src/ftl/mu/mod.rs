@@ -1,0 +1,806 @@
+//! `mu`: μ-FTL, Lee, Shin, Kim and Kim, "μ-FTL: A Memory-Efficient Flash
+//! Translation Layer Supporting Multiple Mapping Granularities" (EMSOFT 2008),
+//! Section 4.
+//!
+//! The map is a set of *extents* ⟨l, p, n⟩: logical pages `l..l+n` live at
+//! physical pages `p..p+n` of one block (`n` ≤ pages per block ≤ 128, a 7-bit
+//! length beside a 25-bit PPN). They are kept in the μ-Tree ([`tree`]) on
+//! flash, behind small page-granular read and write caches. A write of
+//! `l..l+n` first cuts every extent it overlaps (Section 4.2.3: *delete*
+//! one it covers, *split* one that covers it, *trim right* one that starts
+//! before it, *trim left* one that ends after it), then inserts its own
+//! extent, merged with a neighbour that is logically and physically
+//! contiguous in the same block.
+//!
+//! Invalid pages are counted per block (1 B each) to choose GC victims, and
+//! recorded through the [`bitmap`] cache into bitmap entries in the tree
+//! (one 32-page bitmap per sub-block holding an invalid page). GC starts
+//! when free blocks fall to `gc.min_free_blocks` (2) and runs until
+//! `ftl.gc_until_free` (12, at most the spare blocks beyond the update
+//! blocks) are free; its victim is the block with the most
+//! invalid pages, tree blocks included; it reads the victim's bitmaps (cache
+//! bucket and tree entries), copies each valid page into the update block of
+//! its [`partition`], and updates the extents. A block left wholly invalid
+//! is erased at once. Tree traffic is flash traffic under
+//! [`Cause::Mapping`]; [`MuStats`] splits it between the map and the bitmaps.
+//!
+//! Controller RAM is a budget (`ftl.mu_ram_bytes`, by default 4 B per block,
+//! a block-mapped FTL's table, as the paper's (A+B+C) configurations): the
+//! invalid counters, the bitmap cache, and the rest in whole pages for the
+//! μ-Tree caches.
+//!
+//! Simplifications: the μ-Tree does not rebalance under-full nodes; tree
+//! pages' validity is known from the tree's own pointers rather than from
+//! bitmaps; tree writes go to a single tree update block; reads of
+//! never-written pages placed under `host.unwritten_reads = "place"` still
+//! pay their tree updates; map lookups in RAM cost no time.
+
+pub mod bitmap;
+pub mod lru;
+pub mod partition;
+pub mod space;
+pub mod tree;
+
+use super::pool::{BlockPool, BlockState};
+use super::{Ftl, FtlStats, PageChunk, Span, page_chunks, whole_pages};
+use crate::config::{Config, UnwrittenReads};
+use crate::engine::{Cause, Device};
+use crate::error::{Error, Result};
+use crate::nand::{Geometry, Payload};
+use crate::units::{BlockId, Lpn, Ppn, SimTime};
+use bitmap::BitmapCache;
+use partition::Partitions;
+use serde::Serialize;
+use space::Space;
+use tree::MuTree;
+
+/// Tree keys from here on are bitmap entries (`BITMAP_KEYS + block ×
+/// sub-blocks + sub-block`); below, extents keyed by their first LPN.
+const BITMAP_KEYS: u32 = 1 << 31;
+/// Pages per bitmap entry.
+const SUB_BLOCK: u32 = 32;
+/// The longest extent Fig. 3's 7-bit length records.
+const MAX_EXTENT: u32 = 128;
+/// Fig. 3's 25-bit PPN.
+const MAX_PAGES: u64 = 1 << 25;
+
+#[inline]
+fn pack(ppn: u32, len: u32) -> u64 {
+    (ppn as u64) << 32 | len as u64
+}
+
+#[inline]
+fn unpack(v: u64) -> (u32, u32) {
+    ((v >> 32) as u32, v as u32)
+}
+
+/// μ-FTL's own report fields.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MuStats {
+    /// Extents and bitmap entries in the μ-Tree at the end, and its height.
+    pub extents: u64,
+    pub bitmap_entries: u64,
+    pub tree_height: u32,
+    /// Tree node visits of lookups, and those served from RAM.
+    pub tree_node_visits: u64,
+    pub tree_cache_hits: u64,
+    /// Tree page reads and programs on behalf of the map and of the bitmaps.
+    pub map_tree_reads: u64,
+    pub map_tree_programs: u64,
+    pub bitmap_tree_reads: u64,
+    pub bitmap_tree_programs: u64,
+    /// Tree pages GC moved.
+    pub tree_pages_relocated: u64,
+    /// Bitmap cache: invalid extents recorded; blocks flushed to the tree,
+    /// taken by GC, dropped when wholly invalid.
+    pub bitmap_inserts: u64,
+    pub bitmap_flushes: u64,
+    pub bitmap_taken_by_gc: u64,
+    pub bitmap_dropped: u64,
+    /// Blocks erased at once for being wholly invalid.
+    pub wholly_invalid_erases: u64,
+    /// Overlap cases of Section 4.2.3 and extent merges on insert.
+    pub overlap_delete: u64,
+    pub overlap_split: u64,
+    pub overlap_trim_right: u64,
+    pub overlap_trim_left: u64,
+    pub extent_merges: u64,
+}
+
+/// Pages being written into one update block, mapped once the run ends.
+#[derive(Clone, Copy)]
+struct Run {
+    lpn: u32,
+    ppn: u32,
+    n: u32,
+}
+
+pub struct Mu {
+    geo: Geometry,
+    space: Space,
+    tree: MuTree,
+    bitmaps: BitmapCache,
+    parts: Partitions,
+    logical: u32,
+    subs: u32,
+    gc_low: u32,
+    gc_until: u32,
+    ram_bytes: u64,
+    trim_enabled: bool,
+    unwritten: UnwrittenReads,
+    /// Logical pages ever written or placed (simulation bookkeeping for
+    /// placed reads, not a modelled table).
+    ever: Vec<u64>,
+    to_erase: Vec<BlockId>,
+    scratch: Vec<u8>,
+    stats: FtlStats,
+    mu: MuStats,
+}
+
+/// The RAM split: the tree cache's read and write pages.
+fn ram_split(cfg: &Config, geo: &Geometry) -> Result<(u64, u32, u32)> {
+    let f = &cfg.ftl;
+    let budget = if f.mu_ram_bytes == 0 { geo.blocks as u64 * 4 } else { f.mu_ram_bytes };
+    let fixed = geo.blocks as u64 + f.mu_bitmap_cache_bytes;
+    let page = geo.page_size as u64;
+    let tree_pages = budget.saturating_sub(fixed) / page;
+    if tree_pages < 2 {
+        return Err(Error::config(
+            "ftl.mu_ram_bytes",
+            format!(
+                "{budget} B leave no two pages for the μ-Tree caches after {} B of invalid counters and {} B of bitmap \
+                 cache (ftl.mu_bitmap_cache_bytes); raise it to at least {}",
+                geo.blocks,
+                f.mu_bitmap_cache_bytes,
+                fixed + 2 * page
+            ),
+        ));
+    }
+    let write = if f.mu_write_cache_pages == 0 { (tree_pages / 2) as u32 } else { f.mu_write_cache_pages };
+    if write as u64 >= tree_pages {
+        return Err(Error::config(
+            "ftl.mu_write_cache_pages",
+            format!("{write} leaves no read cache of the {tree_pages} μ-Tree cache pages"),
+        ));
+    }
+    Ok((budget, tree_pages as u32 - write, write))
+}
+
+impl Mu {
+    pub fn new(cfg: &Config, dev: &Device) -> Result<Mu> {
+        let geo = dev.geometry().clone();
+        let ppb = geo.pages_per_block;
+        if ppb > MAX_EXTENT {
+            return Err(Error::config(
+                "geometry.pages_per_block",
+                format!("{ppb}: μ-FTL's 7-bit extent length addresses at most {MAX_EXTENT} pages per block"),
+            ));
+        }
+        if geo.pages as u64 > MAX_PAGES {
+            return Err(Error::config(
+                "geometry",
+                format!("{} physical pages exceed the 2^25 μ-FTL's 25-bit PPNs address", geo.pages),
+            ));
+        }
+        let logical = cfg.logical_pages() as u32;
+        let subs = ppb.div_ceil(SUB_BLOCK);
+        let (ram_bytes, read_pages, write_pages) = ram_split(cfg, &geo)?;
+        let f = &cfg.ftl;
+        if f.partition_bytes % geo.page_size as u64 != 0 {
+            return Err(Error::config(
+                "ftl.partition_bytes",
+                format!("{} is not a multiple of the {} B page", f.partition_bytes, geo.page_size),
+            ));
+        }
+        let part_pages = (f.partition_bytes / geo.page_size as u64).min(logical as u64) as u32;
+        let parts = Partitions::new(logical, part_pages);
+        let gc_low = cfg.gc.min_free_blocks;
+        if f.gc_until_free <= gc_low {
+            return Err(Error::config(
+                "ftl.gc_until_free",
+                format!("{} must exceed gc.min_free_blocks ({gc_low}), where GC starts", f.gc_until_free),
+            ));
+        }
+        let spare = geo.blocks as u64 - (logical as u64).div_ceil(ppb as u64);
+        let needed = parts.count() as u64 + 2 + gc_low as u64;
+        if spare < needed {
+            return Err(Error::config(
+                "overprovisioning",
+                format!(
+                    "leaves {spare} spare blocks; μ-FTL needs {needed}: an update block for each of {} partitions \
+                     (ftl.partition_bytes), one for the μ-Tree, one to write into, and gc.min_free_blocks",
+                    parts.count()
+                ),
+            ));
+        }
+        let pool = BlockPool::new(&geo, &cfg.gc, cfg.seed);
+        // A target the spare cannot reach would collect every block with an
+        // invalid page at each episode.
+        let gc_until = f.gc_until_free.min((spare - parts.count() as u64 - 1) as u32);
+        Ok(Mu {
+            space: Space::new(geo.clone(), pool),
+            tree: MuTree::new(geo.page_size, read_pages, write_pages, Lpn(logical), BITMAP_KEYS),
+            bitmaps: BitmapCache::new(f.mu_bitmap_cache_bytes),
+            parts,
+            logical,
+            subs,
+            gc_low,
+            gc_until,
+            ram_bytes,
+            trim_enabled: f.trim,
+            unwritten: cfg.host.unwritten_reads,
+            ever: vec![0; (logical as usize).div_ceil(64)],
+            to_erase: Vec::new(),
+            scratch: if dev.array.stores_payloads() { vec![0; geo.page_size as usize] } else { Vec::new() },
+            stats: FtlStats::default(),
+            mu: MuStats::default(),
+            geo,
+        })
+    }
+
+    /// Where `lpn` lives, by the extents (no cost).
+    fn mapped(&self, lpn: u32) -> Option<Ppn> {
+        let (a, v) = self.tree.floor(lpn)?;
+        let (q, m) = unpack(v);
+        (a < BITMAP_KEYS && lpn < a + m).then(|| Ppn(q + lpn - a))
+    }
+
+    fn same_block(&self, a: u32, b: u32) -> bool {
+        self.geo.block_of(Ppn(a)) == self.geo.block_of(Ppn(b))
+    }
+
+    /// Maps `l..l+n` to `new..` (or unmaps it with `None`): cuts the
+    /// overlapped extents, then inserts the new one, merged with contiguous
+    /// neighbours. `host` invalidates the old pages; GC moves them instead.
+    /// Returns the pages that were mapped.
+    fn remap(&mut self, l: u32, n: u32, new: Option<u32>, host: bool, now: SimTime) -> u64 {
+        let end = l + n;
+        let mut over: Vec<(u32, u32, u32)> = Vec::new();
+        if let Some((a, v)) = self.tree.range(..l).next_back() {
+            let (q, m) = unpack(v);
+            if a + m > l {
+                over.push((a, q, m));
+            }
+        }
+        over.extend(self.tree.range(l..end).map(|(a, v)| (a, unpack(v).0, unpack(v).1)));
+        let mut unmapped = 0;
+        for (a, q, m) in over {
+            let (s, e) = (a.max(l), (a + m).min(end));
+            unmapped += (e - s) as u64;
+            if host {
+                self.invalidate(q + (s - a), e - s, now);
+            }
+            let (cut_left, cut_right) = (a < l, a + m > end);
+            match (cut_left, cut_right) {
+                (true, true) => self.mu.overlap_split += 1,
+                (true, false) => self.mu.overlap_trim_right += 1,
+                (false, true) => self.mu.overlap_trim_left += 1,
+                (false, false) => self.mu.overlap_delete += 1,
+            }
+            if cut_left {
+                self.tree.insert(a, pack(q, l - a));
+            } else {
+                self.tree.remove(a);
+            }
+            if cut_right {
+                self.tree.insert(end, pack(q + (end - a), a + m - end));
+            }
+        }
+        if let Some(p) = new {
+            self.insert_merged(l, p, n);
+        }
+        unmapped
+    }
+
+    fn insert_merged(&mut self, l: u32, p: u32, n: u32) {
+        let (mut k, mut q, mut m) = (l, p, n);
+        if let Some((a, v)) = self.tree.range(..l).next_back() {
+            let (pq, pm) = unpack(v);
+            if a + pm == l && pq + pm == p && self.same_block(pq, p) {
+                (k, q, m) = (a, pq, pm + n);
+                self.mu.extent_merges += 1;
+            }
+        }
+        if let Some((sq, sm)) = self.tree.get(l + n).filter(|_| l + n < self.logical).map(unpack) {
+            if sq == p + n && self.same_block(p, sq) {
+                self.tree.remove(l + n);
+                m += sm;
+                self.mu.extent_merges += 1;
+            }
+        }
+        self.tree.insert(k, pack(q, m));
+    }
+
+    /// Pages `ppn..ppn+n` of one block became invalid.
+    fn invalidate(&mut self, ppn: u32, n: u32, now: SimTime) {
+        let b = self.geo.block_of(Ppn(ppn));
+        self.bitmaps.insert(b.0, self.geo.page_in_block(Ppn(ppn)), n);
+        if self.space.invalidate(Ppn(ppn), n, now) {
+            self.to_erase.push(b);
+        }
+    }
+
+    /// The invalid pages of data block `b` as sub-block bitmaps, from its
+    /// bitmap-cache bucket and, when the counter says some are not cached,
+    /// its bitmap entries in the tree, which are removed. Returns them and
+    /// when the tree reads are done.
+    fn take_invalid(&mut self, dev: &mut Device, b: BlockId, now: SimTime) -> Result<(Vec<u32>, SimTime)> {
+        let runs = self.bitmaps.take(b.0);
+        let mut bits = vec![0u32; self.subs as usize];
+        let mut cached = 0;
+        for (s, n) in runs {
+            cached += n;
+            for i in s..s + n {
+                bits[(i / SUB_BLOCK) as usize] |= 1 << (i % SUB_BLOCK);
+            }
+        }
+        let mut t = now;
+        if self.space.invalid[b.idx()] as u32 > cached {
+            for s in 0..self.subs {
+                let key = BITMAP_KEYS + b.0 * self.subs + s;
+                t = self.tree.lookup(dev, key, t)?;
+                if let Some(v) = self.tree.remove(key) {
+                    bits[s as usize] |= v as u32;
+                }
+            }
+        }
+        Ok((bits, t))
+    }
+
+    /// Writes the fullest bucket of the bitmap cache into the tree's bitmap entries.
+    fn flush_bitmaps(&mut self, dev: &mut Device, now: SimTime) -> Result<()> {
+        let Some(b) = self.bitmaps.fullest() else { return Ok(()) };
+        self.mu.bitmap_flushes += 1;
+        let mut bits = vec![0u32; self.subs as usize];
+        for (s, n) in self.bitmaps.take(b) {
+            for i in s..s + n {
+                bits[(i / SUB_BLOCK) as usize] |= 1 << (i % SUB_BLOCK);
+            }
+        }
+        for (s, &add) in bits.iter().enumerate().filter(|(_, v)| **v != 0) {
+            let key = BITMAP_KEYS + b * self.subs + s as u32;
+            self.tree.lookup(dev, key, now)?;
+            let old = self.tree.get(key).unwrap_or(0);
+            self.tree.insert(key, old | add as u64);
+        }
+        Ok(())
+    }
+
+    /// After each command: erases wholly invalid blocks, flushes the bitmap
+    /// cache to capacity, and writes back the tree's write cache to capacity.
+    fn finish(&mut self, dev: &mut Device, now: SimTime) -> Result<()> {
+        self.erase_wholly_invalid(dev, now)?;
+        while self.bitmaps.is_over() {
+            self.flush_bitmaps(dev, now)?;
+        }
+        self.write_back(dev, false, now)
+    }
+
+    /// Writes back the tree's write cache down to capacity (`all`: empty),
+    /// collecting first whenever free blocks fall to the threshold: a
+    /// write-back after a long GC may take several blocks.
+    fn write_back(&mut self, dev: &mut Device, all: bool, now: SimTime) -> Result<()> {
+        while self.tree.must_write_back(all) {
+            if self.space.free_blocks() <= self.gc_low {
+                self.collect(dev, now)?;
+            }
+            self.tree.write_back_oldest(&mut self.space, dev, now)?;
+        }
+        self.tree.release_dead(&mut self.space, dev, now)
+    }
+
+    fn erase_wholly_invalid(&mut self, dev: &mut Device, now: SimTime) -> Result<()> {
+        while let Some(b) = self.to_erase.pop() {
+            if !self.space.wholly_invalid(b) {
+                continue; // collected meanwhile
+            }
+            if !self.bitmaps.runs(b.0).is_empty() {
+                self.mu.bitmap_dropped += 1;
+            }
+            self.take_invalid(dev, b, now)?;
+            self.mu.wholly_invalid_erases += 1;
+            dev.erase(b, now, Cause::Gc)?;
+            self.space.release(b)?;
+        }
+        Ok(())
+    }
+
+    /// A full block leaves service: wholly invalid ones are erased soon.
+    fn close(&mut self, b: BlockId, now: SimTime) {
+        self.space.pool.close(b, now);
+        if self.space.wholly_invalid(b) {
+            self.to_erase.push(b);
+        }
+    }
+
+    /// Maps the pages of a finished run.
+    fn commit(&mut self, run: &mut Option<Run>, now: SimTime) {
+        if let Some(r) = run.take() {
+            self.remap(r.lpn, r.n, Some(r.ppn), true, now);
+        }
+    }
+
+    /// The next page of `lpn`'s partition's update block. Opening a block
+    /// ends the host's run first; for the host, it starts GC when free
+    /// blocks have fallen to the threshold.
+    fn alloc(&mut self, dev: &mut Device, lpn: u32, now: SimTime, run: Option<&mut Option<Run>>) -> Result<Ppn> {
+        let part = self.parts.of(Lpn(lpn));
+        let for_gc = run.is_none();
+        if let Some(run) = run {
+            if let Some(b) = self.parts.update_block(part) {
+                if dev.array.written_pages(b) < self.geo.pages_per_block {
+                    return Ok(self.geo.ppn(b, dev.array.written_pages(b)));
+                }
+            }
+            self.commit(run, now);
+        }
+        loop {
+            if let Some(b) = self.parts.update_block(part) {
+                let w = dev.array.written_pages(b);
+                if w < self.geo.pages_per_block {
+                    return Ok(self.geo.ppn(b, w));
+                }
+                self.close(b, now);
+                self.parts.set_update_block(part, None);
+            }
+            if !for_gc && self.space.free_blocks() <= self.gc_low {
+                self.collect(dev, now)?;
+                if self.parts.update_block(part).is_some() {
+                    continue; // GC opened this partition's block: use it
+                }
+            }
+            let b = self.space.take_block("partition update block")?;
+            self.parts.set_update_block(part, Some(b));
+            return Ok(self.geo.ppn(b, 0));
+        }
+    }
+
+    /// GC: reclaims victims until `gc_until` blocks are free or none has an
+    /// invalid page.
+    fn collect(&mut self, dev: &mut Device, now: SimTime) -> Result<()> {
+        let mut budget = self.geo.blocks;
+        while self.space.free_blocks() < self.gc_until && budget > 0 {
+            budget -= 1;
+            self.tree.release_dead(&mut self.space, dev, now)?;
+            self.erase_wholly_invalid(dev, now)?;
+            let Some(victim) = self.space.victim(now) else { break };
+            if self.space.pool.valid(victim) >= self.geo.pages_per_block {
+                break;
+            }
+            self.reclaim(dev, victim, now)?;
+        }
+        Ok(())
+    }
+
+    fn reclaim(&mut self, dev: &mut Device, victim: BlockId, now: SimTime) -> Result<()> {
+        self.stats.gc_invocations += 1;
+        self.space.pool.start_reclaim(victim);
+        let first = self.geo.ppn(victim, 0).0;
+        if dev.array.oob_lpn(Ppn(first)) == Some(self.tree.tag()) {
+            let mut done = now;
+            for p in self.tree.live_pages(&self.space, victim) {
+                done = done.max(self.tree.relocate(&mut self.space, dev, p, now)?);
+            }
+            dev.erase(victim, done, Cause::Mapping)?;
+            return self.space.release(victim);
+        }
+        if !self.bitmaps.runs(victim.0).is_empty() {
+            self.mu.bitmap_taken_by_gc += 1;
+        }
+        let (bits, t) = self.take_invalid(dev, victim, now)?;
+        let mut done = t;
+        let written = dev.array.written_pages(victim);
+        let valid: Vec<(u32, u32)> = (0..written)
+            .filter(|&i| bits[(i / SUB_BLOCK) as usize] & (1 << (i % SUB_BLOCK)) == 0)
+            .map(|i| (first + i, dev.array.oob_lpn_raw(Ppn(first + i))))
+            .collect();
+        let mut i = 0;
+        while i < valid.len() {
+            // A run of pages contiguous on both sides, in one partition.
+            let (src, lpn) = valid[i];
+            let part = self.parts.of(Lpn(lpn));
+            let mut n = 1;
+            while i + n < valid.len()
+                && valid[i + n] == (src + n as u32, lpn + n as u32)
+                && self.parts.of(Lpn(lpn + n as u32)) == part
+            {
+                n += 1;
+            }
+            let known = self.tree.lookup(dev, lpn, t)?;
+            for k in 0..n as u32 {
+                if self.mapped(lpn + k) != Some(Ppn(src + k)) {
+                    return Err(Error::invariant(
+                        "mu",
+                        format!(
+                            "page {} is valid by the bitmaps but the extents map LPN {} elsewhere",
+                            src + k,
+                            lpn + k
+                        ),
+                    ));
+                }
+            }
+            let mut moved = 0;
+            while moved < n as u32 {
+                let dst = self.alloc(dev, lpn + moved, now, None)?;
+                let room = self.geo.pages_per_block - self.geo.page_in_block(dst);
+                let k = room.min(n as u32 - moved);
+                let srcs: Vec<u32> = (src + moved..src + moved + k).collect();
+                done = done.max(dev.copy_run(&srcs, dst, known, |_| Cause::Gc)?);
+                self.remap(lpn + moved, k, Some(dst.0), false, now);
+                self.space.pool.transfer_valid(victim, self.geo.block_of(dst), k, now);
+                self.stats.gc_pages_copied += k as u64;
+                moved += k;
+            }
+            i += n;
+        }
+        dev.erase(victim, done, Cause::Gc)?;
+        self.space.release(victim)
+    }
+
+    /// Puts a never-written page on flash at no cost (`unwritten_reads = "place"`).
+    fn place(&mut self, dev: &mut Device, lpn: u32, now: SimTime) -> Result<Ppn> {
+        let mut run = None;
+        let ppn = self.alloc(dev, lpn, now, Some(&mut run))?;
+        dev.place(ppn, Lpn(lpn), Payload::None)?;
+        self.space.pool.add_valid(self.geo.block_of(ppn), now);
+        self.ever[lpn as usize / 64] |= 1 << (lpn % 64);
+        self.stats.placed_reads += 1;
+        self.remap(lpn, 1, Some(ppn.0), true, now);
+        Ok(ppn)
+    }
+
+    /// Assembles a partial page's payload (old bytes under the new) and
+    /// reads the old page first; returns when the data is ready.
+    fn prepare(
+        &mut self,
+        dev: &mut Device,
+        c: PageChunk,
+        ready: SimTime,
+        known: SimTime,
+        data: Option<&[u8]>,
+    ) -> Result<SimTime> {
+        if c.is_full_page(self.geo.sectors_per_page) {
+            return Ok(ready);
+        }
+        let old = self.mapped(c.lpn.0);
+        let mut start = ready;
+        if let Some(old) = old {
+            start = dev.read(old, ready.max(known), Cause::Host)?;
+            self.stats.rmw_reads += 1;
+        }
+        if let Some(data) = data {
+            match old.and_then(|p| dev.array.page_data(p)) {
+                Some(bytes) => self.scratch.copy_from_slice(bytes),
+                None => self.scratch.fill(0),
+            }
+            self.scratch[c.byte_range()].copy_from_slice(&data[c.buf_range()]);
+        }
+        Ok(start)
+    }
+}
+
+impl Ftl for Mu {
+    fn name(&self) -> &'static str {
+        "mu"
+    }
+
+    fn read(&mut self, dev: &mut Device, span: Span, now: SimTime, mut out: Option<&mut [u8]>) -> Result<SimTime> {
+        let mut done = now;
+        for c in page_chunks(span, self.geo.sectors_per_page) {
+            let known = self.tree.lookup(dev, c.lpn.0, now)?;
+            let mut m = self.mapped(c.lpn.0);
+            let ever = self.ever[c.lpn.idx() / 64] & (1 << (c.lpn.0 % 64)) != 0;
+            if m.is_none() && !ever && self.unwritten == UnwrittenReads::Place {
+                m = Some(self.place(dev, c.lpn.0, now)?);
+            }
+            if let Some(p) = m {
+                done = done.max(dev.read(p, known, Cause::Host)?);
+            }
+            if let Some(out) = out.as_deref_mut() {
+                let dst = &mut out[c.buf_range()];
+                match m.and_then(|p| dev.array.page_data(p)) {
+                    Some(page) => dst.copy_from_slice(&page[c.byte_range()]),
+                    None => dst.fill(0),
+                }
+            }
+        }
+        self.finish(dev, now)?;
+        Ok(done)
+    }
+
+    fn write(
+        &mut self,
+        dev: &mut Device,
+        span: Span,
+        now: SimTime,
+        ready: SimTime,
+        data: Option<&[u8]>,
+    ) -> Result<SimTime> {
+        let mut done = ready;
+        let mut run: Option<Run> = None;
+        for c in page_chunks(span, self.geo.sectors_per_page) {
+            let known = self.tree.lookup(dev, c.lpn.0, now)?;
+            let start = self.prepare(dev, c, ready, known, data)?;
+            let ppn = self.alloc(dev, c.lpn.0, now, Some(&mut run))?;
+            let payload = match data {
+                Some(data) if c.is_full_page(self.geo.sectors_per_page) => Payload::Bytes(&data[c.buf_range()]),
+                Some(_) => Payload::Bytes(&self.scratch),
+                None => Payload::None,
+            };
+            done = done.max(dev.program(ppn, c.lpn, start, Cause::Host, payload)?);
+            self.space.pool.add_valid(self.geo.block_of(ppn), now);
+            self.ever[c.lpn.idx() / 64] |= 1 << (c.lpn.0 % 64);
+            run = match run {
+                Some(r) if r.ppn + r.n == ppn.0 && r.lpn + r.n == c.lpn.0 && self.same_block(r.ppn, ppn.0) => {
+                    Some(Run { n: r.n + 1, ..r })
+                }
+                other => {
+                    let mut other = other;
+                    self.commit(&mut other, now);
+                    Some(Run { lpn: c.lpn.0, ppn: ppn.0, n: 1 })
+                }
+            };
+        }
+        self.commit(&mut run, now);
+        self.finish(dev, now)?;
+        Ok(done)
+    }
+
+    fn trim(&mut self, dev: &mut Device, span: Span, now: SimTime) -> Result<SimTime> {
+        let pages = whole_pages(span, self.geo.sectors_per_page);
+        if !self.trim_enabled || pages.is_empty() {
+            return Ok(now);
+        }
+        let known = self.tree.lookup(dev, pages.start, now)?;
+        self.stats.trimmed_pages += self.remap(pages.start, pages.end - pages.start, None, true, now);
+        self.finish(dev, now)?;
+        Ok(known)
+    }
+
+    fn flush(&mut self, dev: &mut Device, now: SimTime) -> Result<SimTime> {
+        self.write_back(dev, true, now)?;
+        Ok(now)
+    }
+
+    fn stats(&self) -> FtlStats {
+        let mut s = self.stats.clone();
+        let t = &self.tree.stats;
+        let mut mu = self.mu.clone();
+        mu.extents = self.tree.count_in(..BITMAP_KEYS) as u64;
+        mu.bitmap_entries = self.tree.count_in(BITMAP_KEYS..) as u64;
+        mu.tree_height = self.tree.height();
+        mu.tree_node_visits = t.visits;
+        mu.tree_cache_hits = t.visit_hits;
+        (mu.map_tree_reads, mu.bitmap_tree_reads) = (t.reads[0], t.reads[1]);
+        (mu.map_tree_programs, mu.bitmap_tree_programs) = (t.programs[0], t.programs[1]);
+        mu.tree_pages_relocated = t.relocated;
+        mu.bitmap_inserts = self.bitmaps.stats.inserts;
+        s.map_cached = true;
+        s.map_lookups = t.visits;
+        s.map_hits = t.visit_hits;
+        s.mu = Some(mu);
+        s
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = FtlStats::default();
+        self.mu = MuStats::default();
+        self.tree.stats = Default::default();
+        self.bitmaps.stats = Default::default();
+    }
+
+    fn mapping_ram_bytes(&self) -> u64 {
+        self.ram_bytes
+    }
+
+    fn blocks_with_valid_data(&self) -> u64 {
+        self.space.pool.blocks_with_valid_data()
+    }
+
+    fn physical(&self, lpn: Lpn) -> Option<Ppn> {
+        self.mapped(lpn.0)
+    }
+
+    fn check_invariants(&self, dev: &Device) -> Result<()> {
+        self.tree.check(&self.space, dev)?;
+        self.check_extents(dev)?;
+        self.check_blocks(dev)
+    }
+}
+
+impl Mu {
+    /// Extents are disjoint, inside one block each, and each page's OOB
+    /// names its LPN; the valid count of every block is its extents' pages
+    /// plus its live tree pages.
+    fn check_extents(&self, dev: &Device) -> Result<()> {
+        let fail = |r: String| Err(Error::invariant("mu", r));
+        let mut valid = vec![0u32; self.geo.blocks as usize];
+        let mut end = 0;
+        for (a, v) in self.tree.range(..BITMAP_KEYS) {
+            let (q, m) = unpack(v);
+            if m == 0 || m > self.geo.pages_per_block || a < end || a + m > self.logical {
+                return fail(format!("extent ⟨{a}, {q}, {m}⟩ is empty, too long, overlaps or leaves the space"));
+            }
+            if !self.same_block(q, q + m - 1) {
+                return fail(format!("extent ⟨{a}, {q}, {m}⟩ crosses a block boundary"));
+            }
+            for i in 0..m {
+                if dev.array.read(Ppn(q + i)).ok() != Some(Lpn(a + i)) {
+                    return fail(format!("extent ⟨{a}, {q}, {m}⟩: page {} does not hold LPN {}", q + i, a + i));
+                }
+            }
+            valid[self.geo.block_of(Ppn(q)).idx()] += m;
+            end = a + m;
+        }
+        for p in self.tree.live_page_list() {
+            valid[self.geo.block_of(Ppn(p)).idx()] += 1;
+        }
+        for b in (0..self.geo.blocks).map(BlockId) {
+            if self.space.pool.valid(b) != valid[b.idx()] {
+                return fail(format!(
+                    "{b}: pool counts {} valid pages, the map {}",
+                    self.space.pool.valid(b),
+                    valid[b.idx()]
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Invalid counters equal written minus valid pages; for data blocks
+    /// they also equal the bitmaps (tree entries and cache), which mark
+    /// exactly the written pages no extent maps.
+    fn check_blocks(&self, dev: &Device) -> Result<()> {
+        let fail = |r: String| Err(Error::invariant("mu", r));
+        for b in (0..self.geo.blocks).map(BlockId) {
+            let written = dev.array.written_pages(b);
+            let state = self.space.pool.state(b);
+            if state == BlockState::Free {
+                if written != 0 || self.space.invalid[b.idx()] != 0 {
+                    return fail(format!("{b} is free but written or counted invalid"));
+                }
+                continue;
+            }
+            let invalid = self.space.invalid[b.idx()] as u32;
+            if invalid != written - self.space.pool.valid(b) {
+                return fail(format!(
+                    "{b}: invalid counter {invalid}, but {written} written and {} valid",
+                    self.space.pool.valid(b)
+                ));
+            }
+            if written == 0 || dev.array.oob_lpn(self.geo.ppn(b, 0)) == Some(self.tree.tag()) {
+                continue;
+            }
+            let mut bits = vec![0u32; self.subs as usize];
+            for s in 0..self.subs {
+                bits[s as usize] = self.tree.get(BITMAP_KEYS + b.0 * self.subs + s).unwrap_or(0) as u32;
+            }
+            for &(s, n) in self.bitmaps.runs(b.0) {
+                for i in s..s + n {
+                    bits[(i / SUB_BLOCK) as usize] |= 1 << (i % SUB_BLOCK);
+                }
+            }
+            let marked: u32 = bits.iter().map(|v| v.count_ones()).sum();
+            if marked != invalid {
+                return fail(format!("{b}: invalid counter {invalid}, bitmaps mark {marked}"));
+            }
+            for i in 0..written {
+                let ppn = self.geo.ppn(b, i);
+                let live = dev.array.oob_lpn(ppn).is_some_and(|l| self.mapped(l.0) == Some(ppn));
+                let marked = bits[(i / SUB_BLOCK) as usize] & (1 << (i % SUB_BLOCK)) != 0;
+                if live == marked {
+                    return fail(format!("{ppn}: live {live} but marked invalid {marked}"));
+                }
+            }
+        }
+        for b in self.parts.update_blocks() {
+            if self.space.pool.state(b) != BlockState::Active {
+                return fail(format!("update block {b} is not active"));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,169 @@
+//! μ-FTL unit tests: the overlap cases and the merge rule (the paper's
+//! Fig. 4 situations), the bitmap cache's three ways out, and the tree's
+//! flash writes.
+
+use super::*;
+use crate::nand::{NandArray, Timing};
+use crate::units::Sector;
+
+/// One plane of 24 blocks × 8 pages of 512 B; 128 logical pages.
+fn drive(overrides: &[&str]) -> (Mu, Device) {
+    let text = r#"
+name = "tiny"
+overprovisioning = 0.5
+[geometry]
+channels = 1
+blocks_per_plane = 24
+pages_per_block = 8
+page_size = 512
+[timing]
+read_us = 20.0
+program_us = 200.0
+erase_us = 1500.0
+bus_ns_per_byte = 1.0
+[ftl]
+name = "mu"
+mu_ram_bytes = 1144
+mu_bitmap_cache_bytes = 96
+gc_until_free = 4
+"#;
+    let all: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    let cfg = Config::from_toml_str(text, "tiny", &all).unwrap();
+    let geo = Geometry::new(&cfg.geometry);
+    let timing = Timing::new(&cfg.timing, geo.page_size, cfg.host.link_ns_per_byte);
+    let dev = Device::new(NandArray::new(geo, 1000, false, false), timing);
+    (Mu::new(&cfg, &dev).unwrap(), dev)
+}
+
+fn write(mu: &mut Mu, dev: &mut Device, lpn: u32, n: u32) {
+    let span = Span { start: Sector(lpn as u64), sectors: n as u64 };
+    mu.write(dev, span, SimTime::ZERO, SimTime::ZERO, None).unwrap();
+    mu.check_invariants(dev).unwrap();
+}
+
+/// Extents as (lpn, ppn, len).
+fn extents(mu: &Mu) -> Vec<(u32, u32, u32)> {
+    mu.tree.range(..BITMAP_KEYS).map(|(a, v)| (a, unpack(v).0, unpack(v).1)).collect()
+}
+
+#[test]
+fn ram_equals_the_budget() {
+    let (mu, _) = drive(&[]);
+    // 24 counters + 96 B bitmap cache + two 512 B tree cache pages.
+    assert_eq!(mu.mapping_ram_bytes(), 1144);
+    assert_eq!((mu.tree.capacity(0), mu.ram_bytes), (32, 1144));
+}
+
+#[test]
+fn sequential_writes_merge_into_one_extent_per_block() {
+    let (mut mu, mut dev) = drive(&[]);
+    write(&mut mu, &mut dev, 0, 4);
+    write(&mut mu, &mut dev, 4, 4); // contiguous on both sides, same block: merged
+    let e = extents(&mu);
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].2, 8);
+    assert_eq!(mu.mu.extent_merges, 1);
+    write(&mut mu, &mut dev, 8, 2); // the next block: not merged
+    assert_eq!(extents(&mu).len(), 2);
+}
+
+#[test]
+fn the_four_overlap_cases() {
+    let (mut mu, mut dev) = drive(&[]);
+    write(&mut mu, &mut dev, 0, 8); // ⟨0, p, 8⟩
+    let p = extents(&mu)[0].1;
+    // Split: 2..4 inside 0..8.
+    write(&mut mu, &mut dev, 2, 2);
+    let e = extents(&mu);
+    assert_eq!(mu.mu.overlap_split, 1);
+    assert_eq!((e[0], e[2]), ((0, p, 2), (4, p + 4, 4)));
+    assert_eq!(e[1].0, 2);
+    // Trim right: 7..9 cuts the tail of ⟨4, p+4, 4⟩.
+    write(&mut mu, &mut dev, 7, 2);
+    assert_eq!(mu.mu.overlap_trim_right, 1);
+    assert!(extents(&mu).contains(&(4, p + 4, 3)));
+    // Trim left: 0..1 cuts the head of ⟨0, p, 2⟩.
+    write(&mut mu, &mut dev, 0, 1);
+    assert_eq!(mu.mu.overlap_trim_left, 1);
+    assert!(extents(&mu).contains(&(1, p + 1, 1)));
+    // Delete: 2..4 covers the extent written for it before.
+    write(&mut mu, &mut dev, 2, 2);
+    assert_eq!(mu.mu.overlap_delete, 1);
+    // Every overlapped page was counted invalid in the first block.
+    let b = mu.geo.block_of(Ppn(p));
+    // Split 2, trim right 1, trim left 1; the deleted extent was in the next block.
+    assert_eq!(mu.space.invalid[b.idx()], 4);
+}
+
+#[test]
+fn trim_shrinks_extents_and_marks_pages_invalid() {
+    let (mut mu, mut dev) = drive(&[]);
+    write(&mut mu, &mut dev, 16, 8);
+    let p = extents(&mu)[0].1;
+    mu.trim(&mut dev, Span { start: Sector(18), sectors: 3 }, SimTime::ZERO).unwrap();
+    mu.check_invariants(&dev).unwrap();
+    assert_eq!(extents(&mu), vec![(16, p, 2), (21, p + 5, 3)]);
+    assert_eq!(mu.mapped(19), None);
+    assert_eq!(mu.stats().trimmed_pages, 3);
+    assert_eq!(mu.space.invalid[mu.geo.block_of(Ppn(p)).idx()], 3);
+}
+
+#[test]
+fn a_tree_update_costs_page_programs() {
+    // One write-cache page: a second dirty leaf forces a path write.
+    let (mut mu, mut dev) = drive(&["ftl.mu_write_cache_pages=1"]);
+    let before = dev.counters.programs[Cause::Mapping as usize];
+    write(&mut mu, &mut dev, 0, 1);
+    for k in 0..40 {
+        write(&mut mu, &mut dev, 2 + 3 * k, 1); // extents not mergeable: the tree splits
+    }
+    let programs = dev.counters.programs[Cause::Mapping as usize] - before;
+    assert!(mu.tree.height() >= 2);
+    assert!(programs > 0, "no tree page programmed");
+    assert_eq!(programs, mu.tree.stats.programs[0] + mu.tree.stats.programs[1]);
+    mu.flush(&mut dev, SimTime::ZERO).unwrap();
+    assert_eq!(mu.tree.dirty_leaves(), 0);
+    mu.check_invariants(&dev).unwrap();
+}
+
+#[test]
+fn bitmap_cache_flushes_to_the_tree_when_full() {
+    // 96 B = 24 cached extents; scattered overwrites make more.
+    let (mut mu, mut dev) = drive(&[]);
+    write(&mut mu, &mut dev, 0, 128);
+    for k in 0..40 {
+        write(&mut mu, &mut dev, (k * 3) % 128, 1);
+    }
+    assert!(mu.mu.bitmap_flushes > 0);
+    assert!(mu.tree.count_in(BITMAP_KEYS..) > 0, "no bitmap entry in the tree");
+    assert!(mu.bitmaps.extents() <= 24);
+}
+
+#[test]
+fn gc_takes_the_victims_bucket() {
+    let (mut mu, mut dev) = drive(&[]);
+    write(&mut mu, &mut dev, 0, 128);
+    for k in 0..200u32 {
+        write(&mut mu, &mut dev, (k * 37) % 128, 1);
+    }
+    assert!(mu.stats.gc_invocations > 0);
+    assert!(mu.mu.bitmap_taken_by_gc > 0);
+    assert!(mu.stats.gc_pages_copied > 0);
+    assert!(dev.counters.erases[Cause::Gc as usize] > 0);
+}
+
+#[test]
+fn a_wholly_invalid_block_is_erased_at_once_and_its_entries_dropped() {
+    let (mut mu, mut dev) = drive(&[]);
+    write(&mut mu, &mut dev, 0, 8); // one full block
+    write(&mut mu, &mut dev, 8, 1); // opens the next, so the first is closed
+    let b = mu.geo.block_of(Ppn(extents(&mu)[0].1));
+    write(&mut mu, &mut dev, 0, 4); // partly invalid: entries cached
+    assert!(!mu.bitmaps.runs(b.0).is_empty());
+    let erases = dev.counters.erases.iter().sum::<u64>();
+    write(&mut mu, &mut dev, 4, 4); // now wholly invalid
+    assert_eq!(dev.counters.erases.iter().sum::<u64>(), erases + 1);
+    assert_eq!(mu.space.pool.state(b), BlockState::Free);
+    assert!(mu.bitmaps.runs(b.0).is_empty());
+    assert_eq!((mu.mu.bitmap_dropped, mu.mu.wholly_invalid_erases), (1, 1));
+}
