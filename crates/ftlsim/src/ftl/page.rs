@@ -416,13 +416,20 @@ impl PageCore {
         paced: bool,
     ) -> Result<Ppn> {
         if self.allocation == Allocation::Dynamic {
+            // Soonest free first; among planes free at once (the planes of
+            // one die), the one with the most free blocks, so no plane
+            // takes more than its share of the data and GCs fuller victims.
             let n = self.stripe.len();
-            let (mut best, mut soonest) = (self.cursor, dev.plane_free(self.stripe[self.cursor]));
+            let key = |i: usize| {
+                let plane = self.stripe[i];
+                (dev.plane_free(plane), u32::MAX - self.pool.free_count(plane))
+            };
+            let (mut best, mut soonest) = (self.cursor, key(self.cursor));
             for k in 1..n {
                 let i = (self.cursor + k) % n;
-                let free = dev.plane_free(self.stripe[i]);
-                if free < soonest {
-                    (best, soonest) = (i, free);
+                let candidate = key(i);
+                if candidate < soonest {
+                    (best, soonest) = (i, candidate);
                 }
             }
             self.cursor = (best + 1) % n;
