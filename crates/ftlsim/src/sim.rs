@@ -473,6 +473,33 @@ impl Simulation {
         r.n_eb = r.blocks_erased as f64 / geo.blocks as f64;
         let denom = r.n_pb as f64 * r.n_eb;
         r.e_ftl = (denom > 0.0).then(|| r.n_vb as f64 / denom);
+        r.write_amplification_bytes = (m.bytes[1] > 0)
+            .then(|| r.flash_pages_programmed as f64 * geo.page_size as f64 / m.bytes[1] as f64);
+        let busy = &self.dev.busy;
+        // Over the time the drive worked: buffered writes' flash work may
+        // outlast the host's last completion.
+        let worked_s = sim_time_s.max(self.dev.last_unit_end().as_secs_f64());
+        let share = |ns: u64, n: usize| if worked_s > 0.0 { ns as f64 * 1e-9 / (n as f64 * worked_s) } else { 0.0 };
+        let units: u64 = busy.units.iter().sum();
+        r.utilization = report::Utilization {
+            channels: share(self.dev.bus_busy_ns(), geo.channels as usize),
+            units: share(units, self.dev.units()),
+            units_gc_share: if units > 0 { busy.units[crate::engine::Cause::Gc as usize] as f64 / units as f64 } else { 0.0 },
+            host_link: share(busy.host_link, 1),
+            pcm: share(busy.pcm, 1),
+        };
+        r.write_buffer = self.ctrl.buffer_stats().map(|b| report::BufferReport {
+            capacity_pages: self.ctrl.buffer_capacity(),
+            write_hits: b.write_hits,
+            write_misses: b.write_misses,
+            read_hits: b.read_hits,
+            read_misses: b.read_misses,
+            destaged_pages: b.destaged_pages,
+            evictions: b.evictions,
+            stalls: b.stalls,
+            stall_ms: b.stall_ns as f64 / 1e6,
+            dirty_at_end: self.ctrl.dirty_pages(),
+        });
         r
     }
 }

@@ -227,7 +227,7 @@ pub struct CacheConfig {
     pub bytes: u64,
     #[serde(default = "defaults::cache_policy")]
     pub policy: CachePolicy,
-    /// Destages in flight at once (0 = one per array unit).
+    /// Destages in flight at once (0 = one per channel).
     #[serde(default)]
     pub destage_depth: u32,
 }

@@ -15,7 +15,7 @@
 //! crossed the host link and sits in the buffer; if every slot is dirty or
 //! being destaged, the writer stalls until one is free (counted). Dirty
 //! pages are destaged to the FTL oldest first by `cache.destage_depth`
-//! destagers (default: one per array unit), each starting its next page as
+//! destagers (default: one per channel), each starting its next page as
 //! soon as its last one is on flash, so destaging overlaps host work on the
 //! same resources and the FTL's allocation spreads it over the planes.
 //! Reads wholly held in the buffer are served from it; others read flash
@@ -64,7 +64,7 @@ impl Controller {
                 dev.array.stores_payloads(),
             )
         });
-        let destagers = if cfg.cache.destage_depth > 0 { cfg.cache.destage_depth } else { dev.units() as u32 };
+        let destagers = if cfg.cache.destage_depth > 0 { cfg.cache.destage_depth } else { geo.channels };
         Controller {
             buffer,
             schedule: BinaryHeap::new(),
@@ -80,6 +80,10 @@ impl Controller {
 
     pub fn buffer_stats(&self) -> Option<&BufferStats> {
         self.buffer.as_ref().map(|b| &b.stats)
+    }
+
+    pub fn buffer_capacity(&self) -> u32 {
+        self.buffer.as_ref().map_or(0, WriteBuffer::capacity)
     }
 
     pub fn reset_stats(&mut self) {

@@ -304,6 +304,11 @@ impl Device {
         self.unit_free[self.plane_unit[plane.idx()] as usize]
     }
 
+    /// When every array unit has finished what is booked on it.
+    pub fn last_unit_end(&self) -> SimTime {
+        self.unit_free.iter().copied().max().unwrap_or(SimTime::ZERO)
+    }
+
     /// Array units: dies, or planes with `timing.plane_parallel`.
     pub fn units(&self) -> usize {
         self.unit_free.len()

@@ -206,6 +206,43 @@ pub struct Report {
     /// μ-FTL's tree, caches and bitmap figures (`mu` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mu: Option<crate::ftl::mu::MuStats>,
+    /// Flash bytes programmed (placement excluded) per host byte written,
+    /// the literature's write amplification; `write_amplification` counts
+    /// pages. They differ when host writes are smaller than a page.
+    pub write_amplification_bytes: Option<f64>,
+    /// Share of the run each resource class was busy.
+    pub utilization: Utilization,
+    /// The write buffer's figures; `null` without a buffer (`cache.bytes` = 0).
+    pub write_buffer: Option<BufferReport>,
+}
+
+/// Busy time / (resources × simulated time), each in [0, 1].
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Utilization {
+    /// Channel buses.
+    pub channels: f64,
+    /// Array units (dies, or planes with `timing.plane_parallel`).
+    pub units: f64,
+    /// Of the units' busy time, the share GC's copies and erases took.
+    pub units_gc_share: f64,
+    pub host_link: f64,
+    pub pcm: f64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct BufferReport {
+    pub capacity_pages: u32,
+    pub write_hits: u64,
+    pub write_misses: u64,
+    pub read_hits: u64,
+    pub read_misses: u64,
+    pub destaged_pages: u64,
+    pub evictions: u64,
+    /// Host writes that waited for room, and for how long in all.
+    pub stalls: u64,
+    pub stall_ms: f64,
+    /// Pages still dirty when the run ended.
+    pub dirty_at_end: u32,
 }
 
 /// Flash time, ms, of the reads, programs and erases an FTL issued beyond

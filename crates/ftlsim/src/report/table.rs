@@ -71,7 +71,32 @@ fn rows(r: &Report, brief: bool) -> Vec<(&'static str, String)> {
         ("flash pages read", causes(&r.flash_reads_by_cause)),
         ("flash pages programmed", causes(&r.flash_programs_by_cause)),
         ("blocks erased", causes(&r.erases_by_cause)),
-        ("write amplification", opt(r.write_amplification, 3)),
+        (
+            "write amplification pages / bytes",
+            format!("{} / {}", opt(r.write_amplification, 3), opt(r.write_amplification_bytes, 3)),
+        ),
+        (
+            "utilization channels / units (GC share) / host link",
+            format!(
+                "{:.1}% / {:.1}% ({:.1}%) / {:.1}%",
+                r.utilization.channels * 100.0,
+                r.utilization.units * 100.0,
+                r.utilization.units_gc_share * 100.0,
+                r.utilization.host_link * 100.0
+            ),
+        ),
+        (
+            "write buffer hits W/R, destaged, stalls",
+            r.write_buffer.as_ref().map_or_else(
+                || "off".to_string(),
+                |b| {
+                    format!(
+                        "{} / {}, {}, {} ({:.1} ms)",
+                        b.write_hits, b.read_hits, b.destaged_pages, b.stalls, b.stall_ms
+                    )
+                },
+            ),
+        ),
         ("GC invocations / pages copied", format!("{} / {}", r.gc_invocations, r.gc_pages_copied)),
         ("placed reads of unwritten pages", r.placed_reads.to_string()),
         ("merges switch / partial / full", format!("{} / {} / {}", r.merges.switch, r.merges.partial, r.merges.full)),
