@@ -126,7 +126,15 @@ impl Simulation {
             .with_pcm(Nanos::from_us_f64(cfg.pcm.read_us), Nanos::from_us_f64(cfg.pcm.write_us));
         let ftl = ftl::build(&cfg.ftl.name, &cfg, &dev)?;
         let ctrl = Controller::new(&cfg, &dev);
-        Ok(Simulation { logical_sectors: cfg.logical_sectors(), cfg, dev, ftl, ctrl, precondition: None, latencies: None })
+        Ok(Simulation {
+            logical_sectors: cfg.logical_sectors(),
+            cfg,
+            dev,
+            ftl,
+            ctrl,
+            precondition: None,
+            latencies: None,
+        })
     }
 
     pub fn config(&self) -> &Config {
@@ -473,8 +481,8 @@ impl Simulation {
         r.n_eb = r.blocks_erased as f64 / geo.blocks as f64;
         let denom = r.n_pb as f64 * r.n_eb;
         r.e_ftl = (denom > 0.0).then(|| r.n_vb as f64 / denom);
-        r.write_amplification_bytes = (m.bytes[1] > 0)
-            .then(|| r.flash_pages_programmed as f64 * geo.page_size as f64 / m.bytes[1] as f64);
+        r.write_amplification_bytes =
+            (m.bytes[1] > 0).then(|| r.flash_pages_programmed as f64 * geo.page_size as f64 / m.bytes[1] as f64);
         let busy = &self.dev.busy;
         // Over the time the drive worked: buffered writes' flash work may
         // outlast the host's last completion.
@@ -484,7 +492,11 @@ impl Simulation {
         r.utilization = report::Utilization {
             channels: share(self.dev.bus_busy_ns(), geo.channels as usize),
             units: share(units, self.dev.units()),
-            units_gc_share: if units > 0 { busy.units[crate::engine::Cause::Gc as usize] as f64 / units as f64 } else { 0.0 },
+            units_gc_share: if units > 0 {
+                busy.units[crate::engine::Cause::Gc as usize] as f64 / units as f64
+            } else {
+                0.0
+            },
             host_link: share(busy.host_link, 1),
             pcm: share(busy.pcm, 1),
         };

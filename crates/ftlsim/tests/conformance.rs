@@ -508,3 +508,39 @@ fn superblock_without_trim_sector_pages() {
         &["ftl.trim=false", "geometry.page_size=512", "ftl.superblock_blocks=12", "ftl.gc_until_free=4"],
     );
 }
+
+// The write buffer in front of every kind of FTL: small enough to fill, so
+// writes stall, destage under GC pressure, and reads mix buffered sectors
+// with flash's; FIFO and LRU, and with blocking GC and static allocation.
+#[test]
+fn page_with_write_buffer() {
+    check_ftl("page", &["cache.bytes=8192", "cache.policy=\"lru\""]);
+}
+
+#[test]
+fn page_with_write_buffer_fifo_blocking_static() {
+    check_ftl(
+        "page",
+        &["cache.bytes=4096", "cache.policy=\"fifo\"", "gc.mode=\"blocking\"", "ftl.allocation=\"static\""],
+    );
+}
+
+#[test]
+fn dftl_with_write_buffer() {
+    check_ftl("dftl", &["cache.bytes=8192", "ftl.cache_bytes=64"]);
+}
+
+#[test]
+fn hat_with_write_buffer() {
+    check_ftl("hat", &["cache.bytes=8192"]);
+}
+
+#[test]
+fn fast_with_write_buffer() {
+    check_ftl("fast", &["cache.bytes=8192"]);
+}
+
+#[test]
+fn mu_with_write_buffer() {
+    check_ftl("mu", &[&mu_ram(16, 2, 1024), "ftl.mu_bitmap_cache_bytes=16", "ftl.gc_until_free=5", "cache.bytes=8192"]);
+}

@@ -681,7 +681,10 @@ impl Config {
                 ));
             }
             if self.cache.bytes / page > u32::MAX as u64 / 2 {
-                return Err(Error::config("cache.bytes", format!("{} pages is too many to index", self.cache.bytes / page)));
+                return Err(Error::config(
+                    "cache.bytes",
+                    format!("{} pages is too many to index", self.cache.bytes / page),
+                ));
             }
             if page / 512 > 128 {
                 return Err(Error::config(

@@ -49,7 +49,9 @@ pub fn describe(name: &str) -> &'static str {
         "hat" => "page mapping with the full map in PCM and an LRU quick map in RAM (Hu et al., HAT)",
         "mu" => "extents in a flash-resident B+-tree, bitmap cache, partitions (Lee et al., mu-FTL)",
         "dac" => "page mapping with hot/cold regions, pages promoted/demoted on update and GC (Chiang et al., DAC)",
-        "superblock" => "block mapping over superblocks, page mapping inside in the spare area (Kang et al., superblock)",
+        "superblock" => {
+            "block mapping over superblocks, page mapping inside in the spare area (Kang et al., superblock)"
+        }
         _ => "",
     }
 }

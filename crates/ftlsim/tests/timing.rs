@@ -1,0 +1,144 @@
+//! Believable timing under load: a run reaches what the configured
+//! resources allow (the analytic bound from the config and the run's own
+//! flash work), the write buffer acknowledges at host-link speed and FLUSH
+//! waits for flash, and preemptible GC cuts the write tail.
+
+use ftlsim::job::{Input, Job};
+use ftlsim::nand::{Geometry, Timing};
+use ftlsim::trace::{HostCmd, Op};
+use ftlsim::units::{Sector, SimTime};
+use ftlsim::{Config, Precondition, Report, Simulation};
+
+fn run(cfg: Config, spec: &str, pre: Precondition) -> Report {
+    Job { config: cfg, input: Input::Workload(spec.into()), precondition: Some(pre) }.run(&mut |_, _| true).unwrap()
+}
+
+/// Requests per second the drive's array units, buses and host link allow
+/// for the flash work the run itself did (each operation charged what it
+/// holds: a read holds its unit through sensing and transfer, a program
+/// through transfer and programming).
+fn bound_iops(cfg: &Config, r: &Report) -> f64 {
+    let geo = Geometry::new(&cfg.geometry);
+    let t = Timing::new(&cfg.timing, geo.page_size, cfg.host.link_ns_per_byte);
+    let (reads, programs, erases) =
+        (r.flash_pages_read as f64, r.flash_pages_programmed as f64, r.blocks_erased as f64);
+    let (cmd, xfer) = (t.command.0 as f64, t.page_transfer.0 as f64);
+    let unit_ns = reads * (cmd + t.read.0 as f64 + xfer)
+        + programs * (cmd + xfer + t.program.0 as f64)
+        + erases * (cmd + t.erase.0 as f64);
+    let bus_ns = (reads + programs) * xfer + programs * cmd;
+    let units = if cfg.timing.plane_parallel { geo.planes } else { geo.planes / geo.planes_per_die } as f64;
+    let host_ns = (r.read_mb_s + r.write_mb_s) * 1e6 * r.sim_time_s * cfg.host.link_ns_per_byte;
+    let busiest_s = (unit_ns / units).max(bus_ns / geo.channels as f64).max(host_ns) * 1e-9;
+    r.requests as f64 / busiest_s
+}
+
+fn preset(name: &str, extra: &[&str]) -> Config {
+    let mut o: Vec<String> = vec!["cache.bytes=0".into()];
+    o.extend(extra.iter().map(|s| s.to_string()));
+    Config::load(name, &o).unwrap()
+}
+
+const STEADY: Precondition = Precondition { fill: 1.0, overwrite: 1.0 };
+
+#[test]
+fn deep_queues_reach_the_resource_bound_on_three_presets() {
+    for (name, extra) in [
+        ("modern-tlc", &["geometry.blocks_per_plane=64", "geometry.pages_per_block=192"][..]),
+        ("hat-table4", &["geometry.blocks_per_plane=128"][..]),
+        ("k9lag08u0m-4ch", &["geometry.blocks_per_plane=256"][..]),
+    ] {
+        let cfg = preset(name, extra);
+        let geo = Geometry::new(&cfg.geometry);
+        let qd = 4 * geo.planes;
+        let page = geo.page_size;
+        for (rw, ios) in [("randwrite", 30_000), ("randread", 60_000)] {
+            let spec = format!("rw={rw},bs={page},ios={ios},iodepth={qd},seed=5");
+            let r = run(cfg.clone(), &spec, STEADY);
+            let bound = bound_iops(&cfg, &r);
+            let ratio = r.iops / bound;
+            eprintln!(
+                "{name} {rw}: {:.0} IOPS, bound {bound:.0} ({:.1}%), WA {:?}",
+                r.iops,
+                ratio * 100.0,
+                r.write_amplification
+            );
+            assert!(
+                ratio > 0.85 && ratio <= 1.0 + 1e-9,
+                "{name} {rw}: {:.0} IOPS is {:.1}% of the bound {bound:.0}",
+                r.iops,
+                ratio * 100.0
+            );
+            if rw == "randwrite" {
+                assert!(r.gc_pages_copied > 0, "{name}: steady state must garbage-collect");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_burst_smaller_than_the_buffer_completes_at_link_speed_and_flush_waits_for_flash() {
+    let cfg =
+        Config::load("modern-tlc", &["cache.bytes=4194304".into(), "geometry.blocks_per_plane=64".into()]).unwrap();
+    let link = cfg.host.link_ns_per_byte;
+    let page = cfg.geometry.page_size as u64;
+    let mut sim = Simulation::new(cfg).unwrap();
+    let spp = page / 512;
+    // 128 pages (2 MiB) back to back, each issued as the previous completes.
+    let mut now = SimTime::ZERO;
+    for i in 0..128u64 {
+        let cmd = HostCmd { time: now, op: Op::Write, start: Sector(i * 7 * spp), sectors: spp };
+        now = sim.submit(&cmd, now, None, None).unwrap();
+    }
+    let link_ns = 128.0 * page as f64 * link;
+    assert!((now.0 as f64) < link_ns * 1.01 + 1.0, "burst took {} ns, the link alone {link_ns:.0} ns", now.0);
+    let flush =
+        sim.submit(&HostCmd { time: now, op: Op::Flush, start: Sector(0), sectors: 0 }, now, None, None).unwrap();
+    assert_eq!(sim.dirty_pages(), 0, "FLUSH destages everything dirty");
+    // Eight programs per plane at most in parallel: flushing takes at least one program time.
+    assert!(flush.0 - now.0 >= 700_000, "flush returned after {} ns", flush.0 - now.0);
+    let r = sim.report_from(&ftlsim::report::Metrics::default(), 0.0);
+    assert_eq!(r.flash_pages_programmed, 128, "every buffered page on flash once");
+    assert_eq!(r.write_buffer.unwrap().destaged_pages, 128);
+}
+
+#[test]
+fn the_buffer_drains_when_the_drive_is_left_idle() {
+    let cfg =
+        Config::load("modern-tlc", &["cache.bytes=4194304".into(), "geometry.blocks_per_plane=64".into()]).unwrap();
+    let spp = cfg.geometry.page_size as u64 / 512;
+    let mut sim = Simulation::new(cfg).unwrap();
+    let mut now = SimTime::ZERO;
+    for i in 0..200u64 {
+        let cmd = HostCmd { time: now, op: Op::Write, start: Sector(i * spp), sectors: spp };
+        now = sim.submit(&cmd, now, None, None).unwrap();
+    }
+    let end = sim.settle().unwrap();
+    assert_eq!(sim.dirty_pages(), 0);
+    assert!(end > now, "destaging goes on after the last write completes");
+    sim.check_invariants().unwrap();
+}
+
+#[test]
+fn preemptible_gc_cuts_the_write_tail_against_blocking_gc() {
+    let spec = "rw=randwrite,bs=16k,ios=40000,iodepth=32,seed=9";
+    let base = ["geometry.blocks_per_plane=128"];
+    let mut blocking = base.to_vec();
+    blocking.extend(["gc.mode=\"blocking\"", "ftl.allocation=\"static\""]);
+    let pre = Precondition { fill: 1.0, overwrite: 0.5 };
+    let b = run(preset("modern-tlc", &blocking), spec, pre);
+    let p = run(preset("modern-tlc", &base), spec, pre);
+    let (wa_b, wa_p) = (b.write_amplification.unwrap(), p.write_amplification.unwrap());
+    eprintln!(
+        "p99 write: blocking {:.0} us, preemptible {:.0} us; WA {wa_b:.3} vs {wa_p:.3}",
+        b.latency_us.write.p99, p.latency_us.write.p99
+    );
+    assert!(
+        p.latency_us.write.p999 * 10.0 <= b.latency_us.write.p999,
+        "p99.9 {} vs {}",
+        p.latency_us.write.p999,
+        b.latency_us.write.p999
+    );
+    assert!((wa_p / wa_b - 1.0).abs() < 0.02, "WA {wa_p:.3} vs {wa_b:.3}");
+    assert!(p.iops > b.iops);
+}
