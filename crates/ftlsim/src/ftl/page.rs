@@ -359,7 +359,11 @@ impl PageCore {
                 let written = dev.array.written_pages(BlockId(a));
                 if written < self.geo.pages_per_block {
                     let left = self.geo.pages_per_block - written;
-                    if !for_gc && left <= EARLY_PREFETCH && self.pool.free_count(plane) <= self.reserve {
+                    if !for_gc
+                        && left <= EARLY_PREFETCH
+                        && self.pool.free_count(plane) <= self.reserve
+                        && self.jobs[plane.idx()].victim == NO_BLOCK
+                    {
                         // GC runs on this plane once this block is full: load
                         // its first victim's entries over the last few host pages.
                         self.prefetch_victim_share(map, dev, plane, EARLY_PREFETCH - left);
@@ -539,32 +543,43 @@ impl PageCore {
         dev.wake(plane);
     }
 
-    /// One step of `plane`'s GC job at `now`: the next live page copied, or
-    /// the victim erased once none is left. `false`: the plane has no job.
-    fn gc_step<M: MapTable>(&mut self, map: &mut M, dev: &mut Device, plane: PlaneId, now: SimTime) -> Result<bool> {
+    /// Up to `max` steps of `plane`'s GC job at `now`: the next live pages
+    /// copied as one run into the plane's active block (as many as fit),
+    /// or the victim erased once none is left. Returns the steps taken
+    /// (0: the plane has no job).
+    fn gc_steps<M: MapTable>(
+        &mut self,
+        map: &mut M,
+        dev: &mut Device,
+        plane: PlaneId,
+        now: SimTime,
+        max: u32,
+    ) -> Result<u32> {
         let p = plane.idx();
         if self.jobs[p].victim == NO_BLOCK {
-            return Ok(false);
+            return Ok(0);
         }
         let victim = BlockId(self.jobs[p].victim);
-        while let Some(&src) = self.jobs[p].pages.get(self.jobs[p].next) {
-            self.jobs[p].next += 1;
-            let lpn = dev.array.oob_lpn_raw(Ppn(src));
-            if !map.is_live(lpn, src) {
-                continue; // overwritten or trimmed since the job began
+        let mut run = std::mem::take(&mut self.live_scratch);
+        run.clear();
+        let result = self.copy_job_run(map, dev, plane, victim, now, max, &mut run);
+        let copied = run.len() as u32;
+        self.live_scratch = run;
+        let dst = result?;
+        if let Some(dst) = dst {
+            for i in 0..copied {
+                let to = Ppn(dst.0 + i);
+                map.moved(dev, dev.array.oob_lpn_raw(to), to, now);
             }
-            // GC may run inside a host allocation: its stream comes back after.
-            let host_stream = std::mem::replace(&mut self.stream, map.gc_stream(lpn));
-            let dst = self.next_page(map, dev, plane, now, true);
-            self.stream = host_stream;
-            let dst = dst?
-                .ok_or_else(|| Error::invariant("page", format!("GC of {victim} found no free page in its plane")))?;
-            let cause = if lpn >= self.logical { Cause::Mapping } else { Cause::Gc };
-            dev.copy_run(&[src], dst, now, |_| cause)?;
-            map.moved(dev, lpn, dst, now);
-            self.pool.transfer_valid(victim, self.geo.block_of(dst), 1, now);
-            self.stats.gc_pages_copied += 1;
-            return Ok(true);
+            self.pool.transfer_valid(victim, self.geo.block_of(dst), copied, now);
+            self.stats.gc_pages_copied += copied as u64;
+            // The next pages' entries, tested at the next step: cache misses
+            // at random places, so start them now.
+            let job = &self.jobs[p];
+            for &src in job.pages.iter().skip(job.next).take(8) {
+                map.prefetch(Lpn(dev.array.oob_lpn_raw(Ppn(src))));
+            }
+            return Ok(copied);
         }
         let cause = self.jobs[p].cause.take().unwrap_or(Cause::Gc);
         dev.erase(victim, now, cause)?;
@@ -574,22 +589,70 @@ impl PageCore {
         if self.pool.free_count(plane) < self.reserve {
             self.start_job(map, dev, plane, now);
         }
-        Ok(true)
+        Ok(1)
+    }
+
+    /// Copies the job's next live pages, at most `max` and as many as fit
+    /// in the active block (one page when the map sorts pages into
+    /// streams), into `run`; returns where they went, or `None` when the
+    /// victim has no live page left.
+    #[allow(clippy::too_many_arguments)]
+    fn copy_job_run<M: MapTable>(
+        &mut self,
+        map: &mut M,
+        dev: &mut Device,
+        plane: PlaneId,
+        victim: BlockId,
+        now: SimTime,
+        max: u32,
+        run: &mut Vec<u32>,
+    ) -> Result<Option<Ppn>> {
+        let p = plane.idx();
+        let mut dst = None;
+        let mut limit = max.max(1) as usize;
+        while run.len() < limit {
+            let Some(&src) = self.jobs[p].pages.get(self.jobs[p].next) else { break };
+            self.jobs[p].next += 1;
+            let lpn = dev.array.oob_lpn_raw(Ppn(src));
+            if !map.is_live(lpn, src) {
+                continue; // overwritten or trimmed since the job began
+            }
+            if dst.is_none() {
+                // GC may run inside a host allocation: its stream comes back after.
+                let host_stream = std::mem::replace(&mut self.stream, map.gc_stream(lpn));
+                let page = self.next_page(map, dev, plane, now, true);
+                self.stream = host_stream;
+                let page = page?.ok_or_else(|| {
+                    Error::invariant("page", format!("GC of {victim} found no free page in its plane"))
+                })?;
+                let room = (self.geo.pages_per_block - self.geo.page_in_block(page)) as usize;
+                limit = if map.streams() > 1 { 1 } else { limit.min(room) };
+                dst = Some(page);
+            }
+            run.push(src);
+        }
+        let Some(dst) = dst else { return Ok(None) };
+        let logical = self.logical;
+        dev.copy_run(run, dst, now, |lpn| if lpn.0 >= logical { Cause::Mapping } else { Cause::Gc })?;
+        Ok(Some(dst))
     }
 
     /// Makes the copies the host write about to land on `plane` owes its
-    /// GC job, ahead of it.
+    /// GC job, ahead of it, as few runs as fit.
     fn pay_gc_debt<M: MapTable>(&mut self, map: &mut M, dev: &mut Device, plane: PlaneId, now: SimTime) -> Result<()> {
         let job = &mut self.jobs[plane.idx()];
         if job.victim == NO_BLOCK {
             return Ok(());
         }
         job.debt += job.rate;
-        while self.jobs[plane.idx()].debt >= COPY && self.gc_step(map, dev, plane, now)? {
+        while self.jobs[plane.idx()].debt >= COPY {
+            let owed = self.jobs[plane.idx()].debt / COPY;
+            let steps = self.gc_steps(map, dev, plane, now, owed)?;
             let job = &mut self.jobs[plane.idx()];
-            job.debt = job.debt.saturating_sub(COPY);
-            if job.victim == NO_BLOCK {
+            job.debt = job.debt.saturating_sub(steps * COPY);
+            if steps == 0 || job.victim == NO_BLOCK {
                 job.debt = 0;
+                break;
             }
         }
         Ok(())
@@ -598,7 +661,7 @@ impl PageCore {
     /// Runs `plane`'s GC job, and any it leads to, to the end, ahead of a
     /// host write that found the reserve gone.
     fn finish_jobs<M: MapTable>(&mut self, map: &mut M, dev: &mut Device, plane: PlaneId, now: SimTime) -> Result<()> {
-        while self.gc_step(map, dev, plane, now)? {}
+        while self.gc_steps(map, dev, plane, now, u32::MAX)? > 0 {}
         Ok(())
     }
 
@@ -838,7 +901,7 @@ impl<M: MapTable> Ftl for PageMapped<M> {
     }
 
     fn background(&mut self, dev: &mut Device, plane: PlaneId, at: SimTime) -> Result<Option<SimTime>> {
-        Ok(self.core.gc_step(&mut self.map, dev, plane, at)?.then(|| dev.plane_free(plane)))
+        Ok((self.core.gc_steps(&mut self.map, dev, plane, at, 1)? > 0).then(|| dev.plane_free(plane)))
     }
 
     fn stats(&self) -> FtlStats {
