@@ -123,7 +123,7 @@ impl Simulation {
         let timing = Timing::new(&cfg.timing, geo.page_size, cfg.host.link_ns_per_byte);
         let array = NandArray::new(geo, cfg.nand.endurance, cfg.nand.store_payloads, cfg.nand.records_sequence());
         let dev = Device::new(array, timing)
-            .with_pcm(Nanos::from_us_f64(cfg.pcm.read_us), Nanos::from_us_f64(cfg.pcm.write_us));
+            .with_pcm(Nanos::from_us_f64(cfg.pcm.read_us), Nanos::from_us_f64(cfg.pcm.write_us), cfg.pcm.write_queue);
         let ftl = ftl::build(&cfg.ftl.name, &cfg, &dev)?;
         let ctrl = Controller::new(&cfg, &dev);
         Ok(Simulation {
@@ -302,6 +302,15 @@ impl Simulation {
         on_progress(Progress { done: total, total: Some(total) });
         self.restart_measurement()?;
         self.precondition = Some(p);
+        Ok(())
+    }
+
+    /// A FLUSH, unmeasured: cached map updates (DFTL, HAT) reach their
+    /// backing store, so every FTL starts the measured run from a durable
+    /// state; time and counters restart from zero.
+    pub fn flush_unmeasured(&mut self) -> Result<()> {
+        self.ftl.flush(&mut self.dev, SimTime::ZERO)?;
+        self.restart_measurement();
         Ok(())
     }
 

@@ -89,23 +89,33 @@ fn dftl_with_a_small_cache_pays_for_translation_on_flash() {
 fn mean_vs_page(ftl: &str, shape: &Shape, extra: &[&str]) -> f64 {
     let fill = Precondition { fill: 1.0, overwrite: 0.0 };
     let spec = hat::spec(shape, &quick_config("page", extra), 3000);
-    let page = run(quick_config("page", extra), Input::Workload(spec.clone()), fill);
-    let other = run(quick_config(ftl, extra), Input::Workload(spec), fill);
+    let page = hat::measure(quick_config("page", extra), Input::Workload(spec.clone()), fill).unwrap();
+    let other = hat::measure(quick_config(ftl, extra), Input::Workload(spec), fill).unwrap();
     other.latency_us.all.mean / page.latency_us.all.mean - 1.0
 }
 
 #[test]
-fn hat_stays_within_one_percent_of_page_on_fin_and_web_like_workloads() {
+fn hat_stays_within_one_percent_of_page_unless_pcm_bound() {
     for shape in SHAPES {
         let dev = mean_vs_page("hat", &shape, &[]);
-        assert!(dev.abs() < 0.01, "{}: HAT {:+.3}% from page", shape.name, dev * 100.0);
+        let spec = hat::spec(&shape, &quick_config("page", &[]), 3000);
+        let fill = Precondition { fill: 1.0, overwrite: 0.0 };
+        let r = hat::measure(quick_config("hat", &[]), Input::Workload(spec), fill).unwrap();
+        let busy = hat::pcm_write_busy(&r, &quick_config("hat", &[]));
+        assert!(
+            dev.abs() < 0.01 || busy > 0.5,
+            "{}: HAT {:+.3}% from page, PCM writing {:.0}% of the time",
+            shape.name,
+            dev * 100.0,
+            busy * 100.0
+        );
     }
     // The real-trace layer: a 5-request sample says nothing about HAT vs page.
     let Some(path) = real(FIN1_EXCERPT) else { return };
     let trace = Input::Trace { path, format: None, skip_bad_lines: false };
     let fill = Precondition { fill: 1.0, overwrite: 0.0 };
-    let page = run(quick_config("page", &["host.out_of_range=wrap"]), trace.clone(), fill);
-    let hat = run(quick_config("hat", &["host.out_of_range=wrap"]), trace, fill);
+    let page = hat::measure(quick_config("page", &["host.out_of_range=wrap"]), trace.clone(), fill).unwrap();
+    let hat = hat::measure(quick_config("hat", &["host.out_of_range=wrap"]), trace, fill).unwrap();
     let dev = hat.latency_us.all.mean / page.latency_us.all.mean - 1.0;
     assert!(dev.abs() < 0.01, "Financial1 excerpt: HAT {:+.3}%", dev * 100.0);
     assert!(hat.pcm_reads > 0 && hat.mapping_hit_ratio.unwrap() < 1.0);
@@ -125,9 +135,7 @@ fn dftl_falls_behind_more_as_locality_drops_and_load_rises() {
     let loaded = mean_vs_page("dftl", &Shape { interarrival_ms: fin1.interarrival_ms / 20.0, ..fin1 }, &[]);
     assert!(local > 0.05, "DFTL {:+.1}% from page", local * 100.0);
     assert!(scattered > local * 1.5, "locality drop: {local:.3} -> {scattered:.3}");
-    // Relative: the buses fill idle gaps between transfers, which absorbs
-    // part of the queueing a heavier load adds.
-    assert!(loaded > local * 1.2, "load rise: {local:.3} -> {loaded:.3}");
+    assert!(loaded > local + 0.02, "load rise: {local:.3} -> {loaded:.3}");
     // HAT hides both.
     assert!(mean_vs_page("hat", &Shape { paper_hit_ratio: 0.05, interarrival_ms: 0.4, ..fin1 }, &[]).abs() < 0.01);
 }
@@ -148,9 +156,12 @@ fn the_experiment_tunes_hit_ratios_near_the_papers_and_is_deterministic() {
             assert!((h - p).abs() < 0.05, "{}: hit ratio {h:.3}, paper {p:.3}", w.workload);
         }
     }
-    for m in a.micro.iter().filter(|m| m.ftl == "dftl") {
-        assert!(m.vs_page.unwrap() < 0.8, "{m:?}: DFTL must lose IOPS to translation reads");
-    }
+    // Figure 11's trend: DFTL loses IOPS to translation reads, less as
+    // requests grow (one translation read serves a whole request).
+    let dftl_reads: Vec<f64> =
+        a.micro.iter().filter(|m| m.ftl == "dftl" && m.op == "randread").map(|m| m.vs_page.unwrap()).collect();
+    assert!(dftl_reads[0] < 0.8 && dftl_reads.iter().all(|&v| v < 1.0), "{dftl_reads:?}");
+    assert!(dftl_reads.last() > dftl_reads.first(), "DFTL / page must rise with request size: {dftl_reads:?}");
     let b = hat::run(&opts, &mut |_| {}).unwrap();
     assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
     let csv = hat::to_csv(&a);
@@ -158,4 +169,47 @@ fn the_experiment_tunes_hit_ratios_near_the_papers_and_is_deterministic() {
     assert!(hat::to_svg(&a).starts_with("<svg"));
     let md = hat::to_markdown(&a);
     assert!(md.contains("| Fin1-like |") && md.contains(&format!("| {trace_name} |")), "{md}");
+}
+
+#[test]
+fn dftl_reads_a_translation_page_once_per_request() {
+    use ftlsim::engine::Cause;
+    use ftlsim::Simulation;
+    use ftlsim::trace::{HostCmd, Op};
+    use ftlsim::units::{Sector, SimTime};
+    let cfg = quick_config("dftl", &[]);
+    let spp = cfg.geometry.page_size as u64 / 512;
+    let mut sim = Simulation::new(cfg).unwrap();
+    sim.precondition(Precondition { fill: 1.0, overwrite: 0.0 }).unwrap();
+    // 32 KiB at the start of the drive: its 16 pages share translation page
+    // 0, and the sequential fill left only the drive's last entries cached.
+    let read = HostCmd { time: SimTime::ZERO, op: Op::Read, start: Sector(0), sectors: 64 };
+    let counts = |sim: &Simulation| {
+        let c = &sim.device().counters;
+        (c.reads[Cause::Mapping as usize], c.reads[Cause::Host as usize])
+    };
+    sim.submit(&read, SimTime::ZERO, None, None).unwrap();
+    assert_eq!(counts(&sim), (1, 64 / spp), "cold CMT: one translation read for the whole request");
+    sim.submit(&read, SimTime(10_000_000), None, None).unwrap();
+    assert_eq!(counts(&sim), (1, 2 * 64 / spp), "CMT holding the entries: no translation read");
+    sim.check_invariants().unwrap();
+}
+
+#[test]
+fn hat_becomes_pcm_bound_when_pcm_writes_outlast_flash_programs() {
+    // Every write misses a small QMT whose LRU victim is dirty: one PCM
+    // write-back per write, against 200 µs programs spread over 64 planes.
+    let iops = |ftl: &str, write_us: u32| {
+        let set = format!("pcm.write_us={write_us}");
+        let cfg = quick_config(ftl, &["ftl.cache_bytes=1024", &set]);
+        let input = Input::Workload("rw=randwrite,bs=2k,ios=4000,iodepth=32".into());
+        run(cfg, input, Precondition { fill: 1.0, overwrite: 0.0 }).iops
+    };
+    let page = iops("page", 300);
+    let (slow, slower) = (iops("hat", 300), iops("hat", 900));
+    assert!(slow < 0.5 * page, "HAT {slow:.0} IOPS vs page {page:.0}: the PCM must bound it");
+    // Throughput follows the PCM's write bandwidth: 3× the write time, ~1/3 the IOPS.
+    let ratio = slow / slower;
+    assert!((2.7..=3.3).contains(&ratio), "HAT IOPS at 300 µs / at 900 µs = {ratio:.2}");
+    assert!((slower - 1e6 / 900.0).abs() < 0.1 * 1e6 / 900.0, "{slower:.0} IOPS, PCM allows {:.0}", 1e6 / 900.0);
 }

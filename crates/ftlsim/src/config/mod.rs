@@ -323,6 +323,11 @@ pub struct PcmConfig {
     /// Writing one mapping entry in place, µs.
     #[serde(default = "defaults::pcm_write_us")]
     pub write_us: f64,
+    /// Entries the controller can hold waiting for the PCM to write them
+    /// (its write queue): a request whose write-back finds the queue full
+    /// waits for room. HAT's paper does not say; 8 is our assumption.
+    #[serde(default = "defaults::pcm_write_queue")]
+    pub write_queue: u32,
 }
 
 /// Energy = current × voltage × time of each operation (HAT's model).
@@ -477,6 +482,9 @@ mod defaults {
     }
     pub fn pcm_write_us() -> f64 {
         90.0
+    }
+    pub fn pcm_write_queue() -> u32 {
+        8
     }
     pub fn voltage_v() -> f64 {
         3.3
@@ -698,6 +706,9 @@ impl Config {
         }
         if self.gc.d == 0 {
             return Err(Error::config("gc.d", "must be at least 1"));
+        }
+        if self.pcm.write_queue == 0 {
+            return Err(Error::config("pcm.write_queue", "must hold at least 1 entry"));
         }
         if self.nand.endurance == 0 {
             return Err(Error::config("nand.endurance", "must be at least 1 erase cycle"));

@@ -17,7 +17,8 @@
 //! Table 4) queue behind each other; reads are served ahead of queued
 //! writes, as PCM controllers do by pausing writes (Qureshi et al., HPCA
 //! 2010) and as HAT's Figure 7 overlap of a lookup with a write-back
-//! assumes, so reads queue only behind reads.
+//! assumes, so reads queue only behind reads, and a paused write resumes
+//! after the read: the PCM is busy for the sum of its accesses.
 
 use super::calendar::Calendar;
 use crate::error::Result;
@@ -97,6 +98,8 @@ pub struct Device {
     timing: Timing,
     pcm_read: Nanos,
     pcm_write: Nanos,
+    /// Writes the controller holds for the PCM beyond the one it is doing.
+    pcm_write_queue: u64,
     pcm_read_free: SimTime,
     pcm_write_free: SimTime,
     pub pcm: PcmCounters,
@@ -128,6 +131,7 @@ impl Device {
             wakes: Vec::new(),
             pcm_read: Nanos::ZERO,
             pcm_write: Nanos::ZERO,
+            pcm_write_queue: 1,
             pcm_read_free: SimTime::ZERO,
             pcm_write_free: SimTime::ZERO,
             pcm: PcmCounters::default(),
@@ -136,10 +140,12 @@ impl Device {
         }
     }
 
-    /// Attaches a PCM with these access times (HAT's mapping store).
-    pub fn with_pcm(mut self, read: Nanos, write: Nanos) -> Device {
+    /// Attaches a PCM with these access times and a write queue of
+    /// `write_queue` entries in the controller (HAT's mapping store).
+    pub fn with_pcm(mut self, read: Nanos, write: Nanos, write_queue: u32) -> Device {
         self.pcm_read = read;
         self.pcm_write = write;
+        self.pcm_write_queue = write_queue.max(1) as u64;
         self
     }
 
@@ -148,19 +154,27 @@ impl Device {
     pub fn pcm_read(&mut self, not_before: SimTime) -> SimTime {
         self.pcm.reads += 1;
         self.busy.pcm += self.pcm_read.0;
-        let done = not_before.max(self.pcm_read_free) + self.pcm_read;
+        let start = not_before.max(self.pcm_read_free);
+        let done = start + self.pcm_read;
         self.pcm_read_free = done;
+        if self.pcm_write_free > start {
+            self.pcm_write_free = self.pcm_write_free + self.pcm_read;
+        }
         done
     }
 
-    /// Writes one mapping entry to PCM in place; returns when it is durable.
+    /// Writes one mapping entry to PCM in place; returns when the
+    /// controller's write queue has room for it and when it is durable.
     #[inline]
-    pub fn pcm_write(&mut self, not_before: SimTime) -> SimTime {
+    pub fn pcm_write(&mut self, not_before: SimTime) -> (SimTime, SimTime) {
         self.pcm.writes += 1;
         self.busy.pcm += self.pcm_write.0;
-        let done = not_before.max(self.pcm_write_free) + self.pcm_write;
-        self.pcm_write_free = done;
-        done
+        let start = not_before.max(self.pcm_write_free);
+        self.pcm_write_free = start + self.pcm_write;
+        // Room once no more than `queue` writes, this one included, are left.
+        let queued = Nanos(self.pcm_write.0 * self.pcm_write_queue);
+        let room = SimTime(self.pcm_write_free.0.saturating_sub(queued.0));
+        (not_before.max(room), self.pcm_write_free)
     }
 
     #[inline]
@@ -453,16 +467,29 @@ mod tests {
 
     #[test]
     fn pcm_has_its_own_timeline() {
-        let mut d = device(false).with_pcm(Nanos(115), Nanos(90_000));
+        let mut d = device(false).with_pcm(Nanos(115), Nanos(90_000), 1);
         let flash = d.program(Ppn(0), Lpn(0), SimTime::ZERO, Cause::Host, Payload::None).unwrap();
-        assert_eq!(d.pcm_write(SimTime::ZERO), SimTime(90_000), "PCM does not wait for the flash");
-        assert_eq!(d.pcm_write(SimTime(10)), SimTime(180_000), "writes queue behind writes");
+        assert_eq!(d.pcm_write(SimTime::ZERO), (SimTime::ZERO, SimTime(90_000)), "PCM does not wait for the flash");
+        assert_eq!(
+            d.pcm_write(SimTime(10)),
+            (SimTime(90_000), SimTime(180_000)),
+            "writes queue behind writes; with a queue of one, the second waits for room"
+        );
         assert_eq!(d.pcm_read(SimTime(10)), SimTime(125), "reads go ahead of queued writes");
         assert_eq!(d.pcm_read(SimTime(20)), SimTime(240), "and queue behind reads");
+        assert_eq!(d.pcm_write(SimTime(10)).1, SimTime(270_230), "paused writes resume after the reads");
         assert_eq!(
             d.program(Ppn(1), Lpn(1), SimTime::ZERO, Cause::Host, Payload::None).unwrap(),
             flash + Nanos(XFER + 200_000)
         );
-        assert_eq!(d.pcm, PcmCounters { reads: 2, writes: 2 });
+        assert_eq!(d.pcm, PcmCounters { reads: 2, writes: 3 });
+    }
+
+    #[test]
+    fn pcm_write_queue_bounds_what_the_controller_holds() {
+        let mut d = device(false).with_pcm(Nanos(115), Nanos(90_000), 3);
+        let taken: Vec<SimTime> = (0..5).map(|_| d.pcm_write(SimTime::ZERO).0).collect();
+        // Three fit at once; then each waits for the oldest write to finish.
+        assert_eq!(taken, [0, 0, 0, 90_000, 180_000].map(SimTime));
     }
 }

@@ -155,6 +155,11 @@ impl MapCache {
         }
     }
 
+    /// The dirty cached entries, in slot order.
+    pub fn dirty_entries(&self) -> Vec<u32> {
+        (0..self.len as usize).filter(|&s| self.dirty[s]).map(|s| self.key[s]).collect()
+    }
+
     /// Writes cached entry `x` back to the image and clears its dirty bit
     /// (ungrouped caches).
     pub fn write_back(&mut self, x: u32) {

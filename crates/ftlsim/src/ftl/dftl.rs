@@ -11,7 +11,11 @@
 //! - a miss first writes back the LRU victim if it is dirty — a
 //!   read-modify-write of its translation page that takes every dirty cached
 //!   entry of that page along (batch update) — then reads the translation
-//!   page holding the wanted entry; only then does the data operation start;
+//!   page holding the wanted entry; only then does the data operation start.
+//!   One request reads each translation page at most once: its other misses
+//!   on that page take their entries from the page already read (HAT: "one
+//!   extra read operation can fetch 512 mapping entries"), so a 32 KiB read
+//!   of consecutive pages costs one translation read, not one per page;
 //! - GC moving a data page updates its cached entry, or, when it is not
 //!   cached, its translation page, rewritten once however many of its
 //!   entries moved (batched) — at the next translation, in the background,
@@ -24,6 +28,9 @@
 //!   number), and GC moving one updates the GTD. The report counts their
 //!   reads, programs and GC copies as `mapping`, and so the erase of a
 //!   victim written mostly with translation pages.
+//!
+//! A FLUSH rewrites every translation page with dirty cached entries (the
+//! CMT is volatile).
 //!
 //! The data side is `page`'s ([`PageMapped`]). With a CMT as large as the
 //! table no entry is ever evicted and DFTL behaves exactly as `page`.
@@ -57,6 +64,7 @@ impl Dftl {
             gtd: vec![NEVER; pages as usize],
             pending: Vec::new(),
             is_pending: vec![false; pages as usize],
+            fetched: Vec::new(),
         };
         PageMapped::with_map(cfg, dev, map)
     }
@@ -72,6 +80,11 @@ pub struct DftlMap {
     /// Translation pages GC updated in the image but has not rewritten yet.
     pending: Vec<u32>,
     is_pending: Vec<bool>,
+    /// Translation pages the current request has read, with when each was
+    /// in the controller: the request's other misses on them are served
+    /// from that read ("one extra read operation can fetch 512 mapping
+    /// entries", HAT §2), not by reading the page again.
+    fetched: Vec<(u32, SimTime)>,
 }
 
 impl DftlMap {
@@ -130,9 +143,15 @@ impl MapTable for DftlMap {
                 t = self.write_back(core, dev, victim / self.epp, now)?;
             }
         }
-        let page = self.gtd[(lpn.0 / self.epp) as usize];
-        if is_mapped(page) {
-            t = dev.read(Ppn(page), t, Cause::Mapping)?;
+        let tpage = lpn.0 / self.epp;
+        if let Some(&(_, fetched)) = self.fetched.iter().find(|&&(p, _)| p == tpage) {
+            t = t.max(fetched);
+        } else {
+            let page = self.gtd[tpage as usize];
+            if is_mapped(page) {
+                t = dev.read(Ppn(page), t, Cause::Mapping)?;
+            }
+            self.fetched.push((tpage, t));
         }
         Ok((self.m.load("dftl", lpn)?, t))
     }
@@ -140,6 +159,24 @@ impl MapTable for DftlMap {
     #[inline]
     fn set(&mut self, lpn: Lpn, value: u32) {
         self.m.set(lpn, value);
+    }
+
+    fn flush(&mut self, core: &mut PageCore, dev: &mut Device, now: SimTime) -> Result<SimTime> {
+        let mut pages: Vec<u32> = self.m.cache.dirty_entries().iter().map(|x| x / self.epp).collect();
+        pages.extend(self.pending.drain(..));
+        pages.sort_unstable();
+        pages.dedup();
+        self.is_pending.fill(false);
+        let mut done = now;
+        for t in pages {
+            done = done.max(self.write_back(core, dev, t, now)?);
+        }
+        Ok(done)
+    }
+
+    #[inline]
+    fn begin_request(&mut self) {
+        self.fetched.clear();
     }
 
     #[inline]

@@ -14,15 +14,26 @@
 //!   a write's data does not wait for the lookup at all (only the old page's
 //!   bookkeeping needs it);
 //! - a victim with its update bit set is written back to PCM (90 µs) in
-//!   parallel with the data operation — after the lookup, on the PCM's own
-//!   timeline, which later lookups queue behind;
-//! - GC moving a page updates its QMT entry, or the SMT in PCM directly.
+//!   parallel with the data operation (Figure 7), on the PCM's own timeline.
+//!   The PCM takes one write at a time: the evicted entry waits in the
+//!   controller until the PCM takes it, and so does the request that
+//!   evicted it (it cannot complete while its entry would be lost), but not
+//!   for the write itself. Write-backs thus occupy the PCM like any other
+//!   resource: under sustained misses with dirty victims the PCM's write
+//!   bandwidth (one entry per `pcm.write_us`) bounds the drive, while an
+//!   idle PCM adds no latency. Lookups are served ahead of queued
+//!   write-backs (write pausing) and delay them by their own access time;
+//! - GC moving a page updates its QMT entry, or the SMT in PCM directly: a
+//!   background write that occupies the PCM (later write-backs queue behind
+//!   it) without holding the request GC runs under.
 //!
 //! The data side is `page`'s ([`PageMapped`]); no mapping data is on flash,
 //! so flash operations and erases equal `page`'s for the same input.
 //!
-//! Simplifications: one PCM device serving accesses first come, first
-//! served; RAM lookups take no time.
+//! A FLUSH writes every dirty QMT entry back to PCM (RAM is volatile).
+//!
+//! Simplifications: one PCM device, writes first come, first served; RAM
+//! lookups take no time.
 
 use super::FtlStats;
 use super::cmt::CachedMap;
@@ -38,13 +49,15 @@ pub type Hat = PageMapped<HatMap>;
 impl Hat {
     pub fn new(cfg: &Config, dev: &Device) -> Result<Hat> {
         let logical = cfg.logical_pages() as u32;
-        let map = HatMap { m: CachedMap::new(logical, &cfg.ftl, 0, NEVER) };
+        let map = HatMap { m: CachedMap::new(logical, &cfg.ftl, 0, NEVER), writes_taken: SimTime::ZERO };
         PageMapped::with_map(cfg, dev, map)
     }
 }
 
 pub struct HatMap {
     m: CachedMap,
+    /// When the PCM has taken the current request's writes.
+    writes_taken: SimTime,
 }
 
 impl MapTable for HatMap {
@@ -68,7 +81,7 @@ impl MapTable for HatMap {
         if self.m.cache.is_full() {
             let victim = self.m.cache.lru().expect("a full cache has an LRU entry");
             if self.m.cache.is_dirty(victim) {
-                dev.pcm_write(now);
+                self.writes_taken = self.writes_taken.max(dev.pcm_write(now).0);
                 self.m.cache.write_back(victim);
             }
         }
@@ -78,6 +91,25 @@ impl MapTable for HatMap {
     #[inline]
     fn set(&mut self, lpn: Lpn, value: u32) {
         self.m.set(lpn, value);
+    }
+
+    fn flush(&mut self, _: &mut PageCore, dev: &mut Device, now: SimTime) -> Result<SimTime> {
+        let mut done = now;
+        for x in self.m.cache.dirty_entries() {
+            done = done.max(dev.pcm_write(now).1);
+            self.m.cache.write_back(x);
+        }
+        Ok(done)
+    }
+
+    #[inline]
+    fn begin_request(&mut self) {
+        self.writes_taken = SimTime::ZERO;
+    }
+
+    #[inline]
+    fn end_request(&mut self) -> SimTime {
+        self.writes_taken
     }
 
     #[inline]

@@ -97,6 +97,24 @@ pub trait MapTable: Send + Sized {
     /// Updates a looked-up host entry (host write or TRIM).
     fn set(&mut self, lpn: Lpn, value: u32);
 
+    /// A host request starts: its lookups may share what an earlier lookup
+    /// of the same request fetched (DFTL: a translation page read once).
+    #[inline]
+    fn begin_request(&mut self) {}
+
+    /// The request's map work is issued; returns the time until which that
+    /// work holds the request open (HAT: its PCM write-backs), if any.
+    #[inline]
+    fn end_request(&mut self) -> SimTime {
+        SimTime::ZERO
+    }
+
+    /// A host FLUSH: writes every cached update back to the backing store
+    /// (the cache is volatile); returns when they are durable.
+    fn flush(&mut self, _core: &mut PageCore, _dev: &mut Device, now: SimTime) -> Result<SimTime> {
+        Ok(now)
+    }
+
     /// A hint that `lpn` will be looked up soon (see [`Ftl::prefetch`]).
     #[inline]
     fn prefetch(&self, _lpn: Lpn) {}
@@ -847,6 +865,7 @@ impl<M: MapTable> Ftl for PageMapped<M> {
 
     fn read(&mut self, dev: &mut Device, span: Span, now: SimTime, mut out: Option<&mut [u8]>) -> Result<SimTime> {
         let (core, map) = (&mut self.core, &mut self.map);
+        map.begin_request();
         let mut done = now;
         for c in page_chunks(span, core.geo.sectors_per_page) {
             let (mut m, known) = map.lookup(core, dev, c.lpn, now)?;
@@ -864,7 +883,7 @@ impl<M: MapTable> Ftl for PageMapped<M> {
                 }
             }
         }
-        Ok(done)
+        Ok(done.max(map.end_request()))
     }
 
     fn write(
@@ -875,11 +894,16 @@ impl<M: MapTable> Ftl for PageMapped<M> {
         ready: SimTime,
         data: Option<&[u8]>,
     ) -> Result<SimTime> {
+        self.map.begin_request();
         let mut done = ready;
         for c in page_chunks(span, self.core.geo.sectors_per_page) {
             done = done.max(self.core.write_page(&mut self.map, dev, c, now, ready, data)?);
         }
-        Ok(done)
+        Ok(done.max(self.map.end_request()))
+    }
+
+    fn flush(&mut self, dev: &mut Device, now: SimTime) -> Result<SimTime> {
+        self.map.flush(&mut self.core, dev, now)
     }
 
     fn trim(&mut self, dev: &mut Device, span: Span, now: SimTime) -> Result<SimTime> {
@@ -887,6 +911,7 @@ impl<M: MapTable> Ftl for PageMapped<M> {
         if !core.trim_enabled {
             return Ok(now);
         }
+        map.begin_request();
         let mut done = now;
         for lpn in whole_pages(span, core.geo.sectors_per_page) {
             let (old, known) = map.lookup(core, dev, Lpn(lpn), now)?;
@@ -897,7 +922,7 @@ impl<M: MapTable> Ftl for PageMapped<M> {
             }
             map.set(Lpn(lpn), TRIMMED);
         }
-        Ok(done)
+        Ok(done.max(map.end_request()))
     }
 
     fn background(&mut self, dev: &mut Device, plane: PlaneId, at: SimTime) -> Result<Option<SimTime>> {

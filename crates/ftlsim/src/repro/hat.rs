@@ -58,6 +58,10 @@ pub const SHAPES: [Shape; 4] = [
     Shape { name: "Web", mean_sectors: 30, read_pct: 99.9, interarrival_ms: 2.99, paper_hit_ratio: 0.025 },
 ];
 
+/// The state every FTL starts from: the drive filled sequentially, then
+/// flushed ([`measure`]).
+pub const PRECONDITION: Precondition = Precondition { fill: 1.0, overwrite: 0.0 };
+
 /// Request sizes of the micro-benchmark (Figure 11), sectors.
 pub const MICRO_SECTORS: [u64; 6] = [4, 8, 16, 32, 64, 128];
 
@@ -180,7 +184,6 @@ pub fn run(opts: &Options, on_run: &mut dyn FnMut(&str)) -> Result<HatResults> {
         return Err(Error::config("ftl", "the HAT experiment normalizes to the page FTL, which this build lacks"));
     }
     let n = sizes(opts.quick);
-    let fill = Some(Precondition { fill: 1.0, overwrite: 0.0 });
     let mut inputs: Vec<Source> = SHAPES.into_iter().map(Source::Shape).collect();
     inputs.extend(opts.trace.clone().map(Source::Trace));
     let mut workloads = Vec::new();
@@ -198,7 +201,7 @@ pub fn run(opts: &Options, on_run: &mut dyn FnMut(&str)) -> Result<HatResults> {
                     Input::Trace { path: path.clone(), format: None, skip_bad_lines: false }
                 }
             };
-            reports.push(Job { input, config, precondition: fill }.run(&mut |_, _| true)?);
+            reports.push(measure(config, input, PRECONDITION)?);
         }
         let paper_hit = match source {
             Source::Shape(shape) => Some(shape.paper_hit_ratio),
@@ -211,7 +214,8 @@ pub fn run(opts: &Options, on_run: &mut dyn FnMut(&str)) -> Result<HatResults> {
         on_run(&format!("micro-benchmark / {ftl}"));
         let config = config(opts, ftl)?;
         let mut sim = Simulation::new(config.clone())?;
-        sim.precondition(Precondition { fill: 1.0, overwrite: 0.0 })?;
+        sim.precondition(PRECONDITION)?;
+        sim.flush_unmeasured()?;
         for (i, op) in ["randread", "randwrite"].into_iter().enumerate() {
             for (j, sectors) in MICRO_SECTORS.into_iter().enumerate() {
                 // Each point its own addresses: reusing another point's would hit its cached entries.
@@ -237,6 +241,25 @@ pub fn run(opts: &Options, on_run: &mut dyn FnMut(&str)) -> Result<HatResults> {
         workloads,
         micro,
     })
+}
+
+/// One measured run in the experiment's starting state: `pre`, then a
+/// FLUSH (cached map updates written back), so every FTL starts alike.
+pub fn measure(config: Config, input: Input, pre: Precondition) -> Result<Report> {
+    let job = Job { config, input, precondition: None };
+    let mut sim = Simulation::new(job.config.clone())?;
+    let mut prepared = job.prepare(sim.logical_sectors())?;
+    sim.precondition(pre)?;
+    sim.flush_unmeasured()?;
+    sim.run(prepared.source.as_mut(), &prepared.options, &mut |_, _| true)
+}
+
+/// Share of the run the PCM spent writing (1: its write bandwidth is the bound).
+pub fn pcm_write_busy(r: &Report, cfg: &Config) -> f64 {
+    if r.sim_time_s <= 0.0 {
+        return 0.0;
+    }
+    r.pcm_writes as f64 * cfg.pcm.write_us * 1e-6 / r.sim_time_s
 }
 
 fn workload_rows(name: &str, paper_hit: Option<f64>, reports: &[Report]) -> Vec<WorkloadRow> {
