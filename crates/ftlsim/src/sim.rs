@@ -122,8 +122,11 @@ impl Simulation {
         let geo = Geometry::new(&cfg.geometry);
         let timing = Timing::new(&cfg.timing, geo.page_size, cfg.host.link_ns_per_byte);
         let array = NandArray::new(geo, cfg.nand.endurance, cfg.nand.store_payloads, cfg.nand.records_sequence());
-        let dev = Device::new(array, timing)
-            .with_pcm(Nanos::from_us_f64(cfg.pcm.read_us), Nanos::from_us_f64(cfg.pcm.write_us), cfg.pcm.write_queue);
+        let dev = Device::new(array, timing).with_pcm(
+            Nanos::from_us_f64(cfg.pcm.read_us),
+            Nanos::from_us_f64(cfg.pcm.write_us),
+            cfg.pcm.write_queue,
+        );
         let ftl = ftl::build(&cfg.ftl.name, &cfg, &dev)?;
         let ctrl = Controller::new(&cfg, &dev);
         Ok(Simulation {
@@ -309,9 +312,8 @@ impl Simulation {
     /// backing store, so every FTL starts the measured run from a durable
     /// state; time and counters restart from zero.
     pub fn flush_unmeasured(&mut self) -> Result<()> {
-        self.ftl.flush(&mut self.dev, SimTime::ZERO)?;
-        self.restart_measurement();
-        Ok(())
+        self.ctrl.flush(self.ftl.as_mut(), &mut self.dev, SimTime::ZERO)?;
+        self.restart_measurement()
     }
 
     /// Time and every counter restart from zero; data, mappings and wear stay
