@@ -158,7 +158,7 @@ impl Device {
         let done = start + self.pcm_read;
         self.pcm_read_free = done;
         if self.pcm_write_free > start {
-            self.pcm_write_free = self.pcm_write_free + self.pcm_read;
+            self.pcm_write_free += self.pcm_read;
         }
         done
     }

@@ -163,7 +163,7 @@ impl MapTable for DftlMap {
 
     fn flush(&mut self, core: &mut PageCore, dev: &mut Device, now: SimTime) -> Result<SimTime> {
         let mut pages: Vec<u32> = self.m.cache.dirty_entries().iter().map(|x| x / self.epp).collect();
-        pages.extend(self.pending.drain(..));
+        pages.append(&mut self.pending);
         pages.sort_unstable();
         pages.dedup();
         self.is_pending.fill(false);
