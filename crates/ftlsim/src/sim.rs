@@ -180,11 +180,7 @@ impl Simulation {
         let flash = self.ftl.physical(crate::units::Lpn(lpn)).and_then(|ppn| self.dev.array.page_data(ppn));
         let Some((held, bytes)) = self.ctrl.buffered(lpn) else { return flash.map(Cow::Borrowed) };
         let mut page = flash.map_or_else(|| vec![0; bytes.len()], <[u8]>::to_vec);
-        for (i, sector) in bytes.chunks_exact(512).enumerate() {
-            if held >> i & 1 == 1 {
-                page[i * 512..(i + 1) * 512].copy_from_slice(sector);
-            }
-        }
+        crate::controller::buffer::overlay_held(held, bytes, 0, &mut page);
         Some(Cow::Owned(page))
     }
 

@@ -132,10 +132,6 @@ impl WriteBuffer {
         self.dirty.len
     }
 
-    pub fn in_flight(&self) -> usize {
-        self.in_flight.len()
-    }
-
     fn list(&mut self, state: SlotState) -> &mut List {
         match state {
             SlotState::Dirty => &mut self.dirty,
@@ -331,6 +327,18 @@ impl WriteBuffer {
             }
         }
         Ok(())
+    }
+}
+
+/// Copies the sectors of `page` that `held` marks, from `first` on, over
+/// `out` (sector `first` at `out`'s start): a buffered page's newer sectors
+/// over what flash returned.
+pub fn overlay_held(held: SectorMask, page: &[u8], first: u32, out: &mut [u8]) {
+    for (i, dst) in out.chunks_exact_mut(512).enumerate() {
+        let sector = first as usize + i;
+        if held >> sector & 1 == 1 {
+            dst.copy_from_slice(&page[sector * 512..(sector + 1) * 512]);
+        }
     }
 }
 

@@ -30,7 +30,7 @@ use crate::engine::Device;
 use crate::error::Result;
 use crate::ftl::{Ftl, Span, page_chunks};
 use crate::units::{PlaneId, Sector, SimTime};
-use buffer::{BufferStats, SectorMask, WriteBuffer, sector_mask};
+use buffer::{BufferStats, SectorMask, WriteBuffer, overlay_held, sector_mask};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -279,13 +279,8 @@ impl Controller {
         if let Some(out) = out {
             let buf = self.buffer.as_ref().expect("checked above");
             for c in page_chunks(span, spp) {
-                let Some(s) = buf.lookup(c.lpn.0) else { continue };
-                let held = buf.mask(s);
-                for i in c.first_sector..c.first_sector + c.sectors {
-                    if held >> i & 1 == 1 {
-                        let at = c.buf_offset + (i - c.first_sector) as usize * 512;
-                        out[at..at + 512].copy_from_slice(&buf.page(s)[i as usize * 512..(i as usize + 1) * 512]);
-                    }
+                if let Some(s) = buf.lookup(c.lpn.0) {
+                    overlay_held(buf.mask(s), buf.page(s), c.first_sector, &mut out[c.buf_range()]);
                 }
             }
         }

@@ -83,12 +83,12 @@ pub struct PcmCounters {
     pub writes: u64,
 }
 
-/// Time each resource class spent busy, ns (summed over its resources).
+/// Time each resource class spent busy, ns (summed over its resources);
+/// the buses' is in their calendars ([`Device::bus_busy_ns`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BusyTime {
     /// Array units (dies, or planes with `timing.plane_parallel`), by cause.
     pub units: [u64; 6],
-    pub buses: u64,
     pub host_link: u64,
     pub pcm: u64,
 }

@@ -583,14 +583,7 @@ impl PageCore {
         let result = self.copy_job_run(map, dev, plane, victim, now, max, &mut run);
         let copied = run.len() as u32;
         self.live_scratch = run;
-        let dst = result?;
-        if let Some(dst) = dst {
-            for i in 0..copied {
-                let to = Ppn(dst.0 + i);
-                map.moved(dev, dev.array.oob_lpn_raw(to), to, now);
-            }
-            self.pool.transfer_valid(victim, self.geo.block_of(dst), copied, now);
-            self.stats.gc_pages_copied += copied as u64;
+        if result? {
             // The next pages' entries, tested at the next step: cache misses
             // at random places, so start them now.
             let job = &self.jobs[p];
@@ -612,8 +605,8 @@ impl PageCore {
 
     /// Copies the job's next live pages, at most `max` and as many as fit
     /// in the active block (one page when the map sorts pages into
-    /// streams), into `run`; returns where they went, or `None` when the
-    /// victim has no live page left.
+    /// streams), listing them in `run`; `false` when the victim has no live
+    /// page left.
     #[allow(clippy::too_many_arguments)]
     fn copy_job_run<M: MapTable>(
         &mut self,
@@ -624,7 +617,7 @@ impl PageCore {
         now: SimTime,
         max: u32,
         run: &mut Vec<u32>,
-    ) -> Result<Option<Ppn>> {
+    ) -> Result<bool> {
         let p = plane.idx();
         let mut dst = None;
         let mut limit = max.max(1) as usize;
@@ -649,10 +642,33 @@ impl PageCore {
             }
             run.push(src);
         }
-        let Some(dst) = dst else { return Ok(None) };
+        let Some(dst) = dst else { return Ok(false) };
+        self.move_live(map, dev, victim, run, dst, now)?;
+        Ok(true)
+    }
+
+    /// Copies `run`, live pages of `victim`, to consecutive pages from `dst`
+    /// and moves their map entries and valid counts along; returns when the
+    /// last page's data has left the victim.
+    fn move_live<M: MapTable>(
+        &mut self,
+        map: &mut M,
+        dev: &mut Device,
+        victim: BlockId,
+        run: &[u32],
+        dst: Ppn,
+        now: SimTime,
+    ) -> Result<SimTime> {
         let logical = self.logical;
-        dev.copy_run(run, dst, now, |lpn| if lpn.0 >= logical { Cause::Mapping } else { Cause::Gc })?;
-        Ok(Some(dst))
+        let reads_done =
+            dev.copy_run(run, dst, now, |lpn| if lpn.0 >= logical { Cause::Mapping } else { Cause::Gc })?;
+        for i in 0..run.len() as u32 {
+            let to = Ppn(dst.0 + i);
+            map.moved(dev, dev.array.oob_lpn_raw(to), to, now);
+        }
+        self.pool.transfer_valid(victim, self.geo.block_of(dst), run.len() as u32, now);
+        self.stats.gc_pages_copied += run.len() as u64;
+        Ok(reads_done)
     }
 
     /// Makes the copies the host write about to land on `plane` owes its
@@ -743,8 +759,6 @@ impl PageCore {
         reads_done: &mut SimTime,
     ) -> Result<()> {
         const CHUNK: usize = 16;
-        let logical = self.logical;
-        let cause_of = |lpn: Lpn| if lpn.0 >= logical { Cause::Mapping } else { Cause::Gc };
         let next = self.pool.likely_victim(plane).map(|b| (b, dev.array.written_pages(b)));
         let per_chunk = next.map_or(0, |(_, w)| w.div_ceil(live.len().div_ceil(CHUNK).max(1) as u32));
         let mut prefetched = 0;
@@ -760,13 +774,7 @@ impl PageCore {
                 self.prefetch_entries(map, dev, b, prefetched..end);
                 prefetched = end;
             }
-            *reads_done = (*reads_done).max(dev.copy_run(run, dst, now, cause_of)?);
-            for i in 0..run.len() as u32 {
-                let to = Ppn(dst.0 + i);
-                map.moved(dev, dev.array.oob_lpn_raw(to), to, now);
-            }
-            self.pool.transfer_valid(victim, self.geo.block_of(dst), run.len() as u32, now);
-            self.stats.gc_pages_copied += run.len() as u64;
+            *reads_done = (*reads_done).max(self.move_live(map, dev, victim, run, dst, now)?);
             rest = after;
         }
         if let Some((b, written)) = next {
