@@ -267,6 +267,7 @@ impl Drive {
         let done = result?;
         let pages = self.sim.pages_touched(&cmd);
         self.metrics.record(op, done - issue, pages, sectors * SECTOR_BYTES, done);
+        self.metrics.record_split(op, done - issue, self.sim.last_queueing());
         if let Some(w) = &mut self.record {
             if let Err(e) = write_native_line(w, &cmd) {
                 self.record_error.get_or_insert(e);

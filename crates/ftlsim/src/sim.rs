@@ -113,6 +113,7 @@ pub struct Simulation {
     logical_sectors: u64,
     precondition: Option<Precondition>,
     latencies: Option<RequestLatencies>,
+    last_queueing: Nanos,
 }
 
 impl Simulation {
@@ -137,6 +138,7 @@ impl Simulation {
             ctrl,
             precondition: None,
             latencies: None,
+            last_queueing: Nanos::ZERO,
         })
     }
 
@@ -235,19 +237,36 @@ impl Simulation {
         // Background work due before this command runs first, in time order.
         let (ftl, dev, ctrl) = (self.ftl.as_mut(), &mut self.dev, &mut self.ctrl);
         ctrl.run_until(ftl, dev, issue)?;
-        match cmd.op {
+        dev.begin_command();
+        let mut stalled = Nanos::ZERO;
+        let done = match cmd.op {
             Op::Read if cmd.sectors > 0 => {
                 let flash_done = ctrl.read(ftl, dev, span, issue, out)?;
-                Ok(dev.host_transfer(bytes, flash_done))
+                dev.host_transfer(bytes, flash_done)
             }
             Op::Write if cmd.sectors > 0 => {
                 let ready = dev.host_transfer(bytes, issue);
-                ctrl.write(ftl, dev, span, issue, ready, data)
+                let done = ctrl.write(ftl, dev, span, issue, ready, data)?;
+                stalled = ctrl.last_stall;
+                done
             }
-            Op::Trim if cmd.sectors > 0 => ctrl.trim(ftl, dev, span, issue),
-            Op::Flush => ctrl.flush(ftl, dev, issue),
-            _ => Ok(issue),
-        }
+            Op::Trim if cmd.sectors > 0 => ctrl.trim(ftl, dev, span, issue)?,
+            Op::Flush => ctrl.flush(ftl, dev, issue)?,
+            _ => issue,
+        };
+        // Work the drive did for others before this command's own began,
+        // waits for a bus within it and for buffer space are queueing; the
+        // rest is service.
+        let (served, bus_waited) = dev.served_from();
+        let served = served.min(done).max(issue);
+        self.last_queueing = ((served - issue) + bus_waited + stalled).min(done - issue);
+        Ok(done)
+    }
+
+    /// How long the last [`submit`](Self::submit)ted command waited before
+    /// the drive served it (its latency's queueing part).
+    pub fn last_queueing(&self) -> Nanos {
+        self.last_queueing
     }
 
     /// Conditions the drive (unmeasured): afterwards, time and every counter
@@ -379,6 +398,7 @@ impl Simulation {
             let latency = done - issue;
             let pages = self.pages_touched(&cmd);
             metrics.record(cmd.op, latency, pages, cmd.sectors * SECTOR_BYTES, done);
+            metrics.record_split(cmd.op, latency, self.last_queueing);
             if let Some(log) = self.latencies.as_mut() {
                 log.push(cmd.op, latency);
             }
@@ -446,6 +466,8 @@ impl Simulation {
             read_mb_s: per_s(m.bytes[0] as f64) / 1e6,
             write_mb_s: per_s(m.bytes[1] as f64) / 1e6,
             latency_us: m.latency(),
+            queueing_us: m.split().0,
+            service_us: m.split().1,
             host_pages_read: m.host_pages[0],
             host_pages_written: m.host_pages[1],
             host_pages_trimmed: m.host_pages[2],

@@ -142,3 +142,36 @@ fn preemptible_gc_cuts_the_write_tail_against_blocking_gc() {
     assert!((wa_p / wa_b - 1.0).abs() < 0.02, "WA {wa_p:.3} vs {wa_b:.3}");
     assert!(p.iops > b.iops);
 }
+
+#[test]
+fn latency_splits_into_queueing_and_service() {
+    let cfg = preset("modern-tlc", &["geometry.blocks_per_plane=64"]);
+    let t = Timing::new(&cfg.timing, cfg.geometry.page_size, cfg.host.link_ns_per_byte);
+    let spp = cfg.geometry.page_size as u64 / 512;
+    let mut sim = Simulation::new(cfg).unwrap();
+    // On an idle drive a write is all service.
+    let write = HostCmd { time: SimTime::ZERO, op: Op::Write, start: Sector(0), sectors: spp };
+    let programmed = sim.submit(&write, SimTime::ZERO, None, None).unwrap();
+    assert_eq!(sim.last_queueing().0, 0);
+    // A read of that page issued at once waits for its plane to finish the
+    // program: that wait is queueing, the read itself service.
+    let issue = SimTime(1_000);
+    let read = HostCmd { time: issue, op: Op::Read, start: Sector(0), sectors: spp };
+    let done = sim.submit(&read, issue, None, None).unwrap();
+    assert_eq!(sim.last_queueing(), programmed - issue);
+    assert!(done - programmed >= t.read, "service {:?} includes the sensing", done - programmed);
+}
+
+#[test]
+fn queueing_grows_with_queue_depth_and_the_parts_add_up() {
+    let cfg = preset("hat-table4", &["geometry.blocks_per_plane=64"]);
+    let shallow = run(cfg.clone(), "rw=randread,bs=4k,ios=4000,iodepth=1,seed=3", STEADY);
+    let deep = run(cfg, "rw=randread,bs=4k,ios=4000,iodepth=64,seed=3", STEADY);
+    for r in [&shallow, &deep] {
+        let (l, q, s) = (&r.latency_us.read, &r.queueing_us.read, &r.service_us.read);
+        assert_eq!((q.count, s.count), (l.count, l.count));
+        assert!((q.mean + s.mean - l.mean).abs() < 1e-6 * l.mean, "{} + {} vs {}", q.mean, s.mean, l.mean);
+    }
+    assert!(shallow.queueing_us.read.mean < 0.01 * shallow.latency_us.read.mean, "{:?}", shallow.queueing_us.read);
+    assert!(deep.queueing_us.read.mean > 0.5 * deep.latency_us.read.mean, "{:?}", deep.queueing_us.read);
+}

@@ -50,6 +50,8 @@ pub struct Controller {
     wakes: Vec<u32>,
     sectors_per_page: u32,
     payloads: bool,
+    /// How long the last host write waited for buffer space.
+    pub last_stall: crate::units::Nanos,
 }
 
 impl Controller {
@@ -75,6 +77,7 @@ impl Controller {
             wakes: Vec::new(),
             sectors_per_page: geo.sectors_per_page,
             payloads: dev.array.stores_payloads(),
+            last_stall: crate::units::Nanos::ZERO,
         }
     }
 
@@ -206,6 +209,7 @@ impl Controller {
         ready: SimTime,
         data: Option<&[u8]>,
     ) -> Result<SimTime> {
+        self.last_stall = crate::units::Nanos::ZERO;
         if self.buffer.is_none() {
             return ftl.write(dev, span, issue, ready, data);
         }
@@ -237,6 +241,7 @@ impl Controller {
             }
             done = done.max(t);
         }
+        self.last_stall = done - ready;
         while self.idle_destagers > 0 && self.dirty_pages() > 0 {
             self.idle_destagers -= 1;
             match self.destage(ftl, dev, ready)? {

@@ -114,6 +114,11 @@ pub struct Device {
     /// Planes an FTL asked the engine to give background time (see
     /// [`Device::wake`]); the engine drains it.
     wakes: Vec<u32>,
+    /// When the drive started the current host command's own work (see
+    /// [`begin_command`](Self::begin_command)).
+    served_from: SimTime,
+    /// The longest wait for a channel bus within the current command's work.
+    bus_waited: Nanos,
 }
 
 impl Device {
@@ -129,6 +134,8 @@ impl Device {
             counters: FlashCounters::default(),
             busy: BusyTime::default(),
             wakes: Vec::new(),
+            served_from: SimTime(u64::MAX),
+            bus_waited: Nanos::ZERO,
             pcm_read: Nanos::ZERO,
             pcm_write: Nanos::ZERO,
             pcm_write_queue: 1,
@@ -155,6 +162,7 @@ impl Device {
         self.pcm.reads += 1;
         self.busy.pcm += self.pcm_read.0;
         let start = not_before.max(self.pcm_read_free);
+        self.serve(start, Cause::Mapping);
         let done = start + self.pcm_read;
         self.pcm_read_free = done;
         if self.pcm_write_free > start {
@@ -170,6 +178,7 @@ impl Device {
         self.pcm.writes += 1;
         self.busy.pcm += self.pcm_write.0;
         let start = not_before.max(self.pcm_write_free);
+        self.serve(start, Cause::Mapping);
         self.pcm_write_free = start + self.pcm_write;
         // Room once no more than `queue` writes, this one included, are left.
         let queued = Nanos(self.pcm_write.0 * self.pcm_write_queue);
@@ -207,8 +216,11 @@ impl Device {
     fn time_read(&mut self, ch: usize, unit: usize, not_before: SimTime, cause: Cause) -> SimTime {
         let t = self.timing;
         let start = not_before.max(self.unit_free[unit]);
+        self.serve(start, cause);
         let sensed = start + t.command + t.read;
-        let done = self.channels[ch].book(sensed, t.page_transfer) + t.page_transfer;
+        let on_bus = self.channels[ch].book(sensed, t.page_transfer);
+        self.bus_wait(on_bus - sensed, cause);
+        let done = on_bus + t.page_transfer;
         self.unit_free[unit] = done;
         self.busy.units[cause as usize] += (done - start).0;
         done
@@ -221,7 +233,10 @@ impl Device {
     fn time_program(&mut self, ch: usize, unit: usize, not_before: SimTime, cause: Cause) -> SimTime {
         let t = self.timing;
         let start = not_before.max(self.unit_free[unit]);
-        let transferred = self.channels[ch].book(start, t.command + t.page_transfer) + t.command + t.page_transfer;
+        self.serve(start, cause);
+        let on_bus = self.channels[ch].book(start, t.command + t.page_transfer);
+        self.bus_wait(on_bus - start, cause);
+        let transferred = on_bus + t.command + t.page_transfer;
         let done = transferred + t.program;
         self.unit_free[unit] = done;
         self.busy.units[cause as usize] += (done - start).0;
@@ -306,10 +321,44 @@ impl Device {
     /// Moves `bytes` over the host link; returns when the transfer ends.
     pub fn host_transfer(&mut self, bytes: u64, not_before: SimTime) -> SimTime {
         let took = self.timing.host_transfer(bytes);
-        let done = not_before.max(self.host_free) + took;
+        let start = not_before.max(self.host_free);
+        self.serve(start, Cause::Host);
+        let done = start + took;
         self.host_free = done;
         self.busy.host_link += took.0;
         done
+    }
+
+    /// A host command starts: from now until the next call, the earliest
+    /// start of its own work (host link transfers, and flash and PCM work
+    /// for the host or its mapping) is noted, and the longest wait of that
+    /// work for a channel bus. What it waits for before its work starts
+    /// (busy units, GC copies it pays first) and for buses is queueing.
+    #[inline]
+    pub fn begin_command(&mut self) {
+        self.served_from = SimTime(u64::MAX);
+        self.bus_waited = Nanos::ZERO;
+    }
+
+    /// When the drive started the current command's own work (`u64::MAX`
+    /// if it did none), and the longest it then waited for a channel bus.
+    #[inline]
+    pub fn served_from(&self) -> (SimTime, Nanos) {
+        (self.served_from, self.bus_waited)
+    }
+
+    #[inline]
+    fn bus_wait(&mut self, waited: Nanos, cause: Cause) {
+        if matches!(cause, Cause::Host | Cause::Mapping) && waited > self.bus_waited {
+            self.bus_waited = waited;
+        }
+    }
+
+    #[inline]
+    fn serve(&mut self, start: SimTime, cause: Cause) {
+        if matches!(cause, Cause::Host | Cause::Mapping) && start < self.served_from {
+            self.served_from = start;
+        }
     }
 
     /// When plane `plane`'s array unit has finished everything booked on it.

@@ -142,6 +142,10 @@ pub struct Report {
     pub read_mb_s: f64,
     pub write_mb_s: f64,
     pub latency_us: LatencyReport,
+    /// Latency split: waiting for the drive (busy planes and buses, GC
+    /// work a write pays first, buffer space) and its own work.
+    pub queueing_us: LatencyReport,
+    pub service_us: LatencyReport,
     pub host_pages_read: u64,
     pub host_pages_written: u64,
     pub host_pages_trimmed: u64,
@@ -397,6 +401,47 @@ pub struct Metrics {
     pub bytes: [u64; 3],
     pub last_completion: SimTime,
     flush_hist: Histogram<u64>,
+    /// Latency split into waiting and being served (see `record_split`).
+    queueing: PerOp,
+    service: PerOp,
+}
+
+/// Histograms, sums and exact maxima of one figure per kind of request
+/// (read, write, trim).
+struct PerOp {
+    hist: [Histogram<u64>; 3],
+    sum_ns: [u128; 3],
+    max_ns: [u64; 3],
+}
+
+impl Default for PerOp {
+    fn default() -> Self {
+        PerOp { hist: [new_hist(), new_hist(), new_hist()], sum_ns: [0; 3], max_ns: [0; 3] }
+    }
+}
+
+impl PerOp {
+    #[inline]
+    fn record(&mut self, i: usize, ns: u64) {
+        record(&mut self.hist[i], ns);
+        self.sum_ns[i] += ns as u128;
+        self.max_ns[i] = self.max_ns[i].max(ns);
+    }
+
+    fn report(&self) -> LatencyReport {
+        let mut all = new_hist();
+        for h in &self.hist {
+            all.add(h).expect("auto-resizing histograms add");
+        }
+        let max = self.max_ns.iter().copied().max().unwrap_or(0);
+        let stats = |i: usize| Metrics::stats(&self.hist[i], self.sum_ns[i], self.max_ns[i]);
+        LatencyReport {
+            read: stats(0),
+            write: stats(1),
+            trim: stats(2),
+            all: Metrics::stats(&all, self.sum_ns.iter().sum(), max),
+        }
+    }
 }
 
 fn op_slot(op: Op) -> Option<usize> {
@@ -435,6 +480,8 @@ impl Default for Metrics {
             bytes: [0; 3],
             last_completion: SimTime::ZERO,
             flush_hist: new_hist(),
+            queueing: PerOp::default(),
+            service: PerOp::default(),
         }
     }
 }
@@ -458,6 +505,24 @@ impl Metrics {
                 record(&mut self.flush_hist, latency.0);
             }
         }
+    }
+
+    /// Splits a recorded request's latency into the time it waited (before
+    /// the drive started its own work on it, and for buffer space) and the
+    /// rest, its service. FLUSH is not split.
+    #[inline]
+    pub fn record_split(&mut self, op: Op, latency: Nanos, queued: Nanos) {
+        if let Some(i) = op_slot(op) {
+            let queued = queued.0.min(latency.0);
+            self.queueing.record(i, queued);
+            self.service.record(i, latency.0 - queued);
+        }
+    }
+
+    /// Queueing and service time by kind of request, as recorded by
+    /// [`record_split`](Self::record_split).
+    pub fn split(&self) -> (LatencyReport, LatencyReport) {
+        (self.queueing.report(), self.service.report())
     }
 
     pub fn count(&self, op: Op) -> u64 {

@@ -19,6 +19,13 @@ fn rows(r: &Report, brief: bool) -> Vec<(&'static str, String)> {
             format!("{:.1} / {:.1} / {:.1} / {:.1} / {:.1}", s.mean, s.p50, s.p99, s.p999, s.max)
         }
     };
+    let split = |q: &super::LatencyStats, s: &super::LatencyStats| {
+        if q.count == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.1}/{:.1} / {:.1}/{:.1}", q.mean, q.p99, s.mean, s.p99)
+        }
+    };
     let causes = |c: &super::ByCause| {
         format!(
             "{} (host {}, gc {}, mapping {}, merge {}, cache {})",
@@ -64,6 +71,8 @@ fn rows(r: &Report, brief: bool) -> Vec<(&'static str, String)> {
         ("read / write MB/s", format!("{:.1} / {:.1}", r.read_mb_s, r.write_mb_s)),
         ("read latency us (mean/p50/p99/p99.9/max)", lat(&l.read)),
         ("write latency us (mean/p50/p99/p99.9/max)", lat(&l.write)),
+        ("read queueing / service us (mean/p99)", split(&r.queueing_us.read, &r.service_us.read)),
+        ("write queueing / service us (mean/p99)", split(&r.queueing_us.write, &r.service_us.write)),
         (
             "host pages read / written / trimmed",
             format!("{} / {} / {}", r.host_pages_read, r.host_pages_written, r.host_pages_trimmed),
