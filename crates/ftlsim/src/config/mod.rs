@@ -305,6 +305,32 @@ pub struct FtlConfig {
     /// blocks before it must collect within itself.
     #[serde(default = "defaults::superblock_extra_blocks")]
     pub superblock_extra_blocks: u32,
+    /// COFTL: blocks per physical block set (the paper's "blocks per
+    /// virtual block"), each on its own plane, channels first; 0: one per
+    /// channel. A virtual page is that many physical pages.
+    #[serde(default)]
+    pub coftl_set_blocks: u32,
+    /// COFTL: replacement block sets a virtual block may chain behind its
+    /// primary (n_b; the chain holds at most n_b + 1 sets).
+    #[serde(default = "defaults::coftl_replacements")]
+    pub coftl_replacements: u32,
+    /// COFTL: its data cache (heap-based adaptive replacement), bytes of
+    /// whole virtual pages; 0: no data cache.
+    #[serde(default)]
+    pub coftl_cache_bytes: u64,
+    /// COFTL: the alpha of the replacement rule (evict the clean root when
+    /// its value is below alpha x the dirty root's); 0: page-set program
+    /// time / read time, as the paper sets it.
+    #[serde(default)]
+    pub coftl_alpha: f64,
+    /// COFTL: free block sets each log version lists for allocation; a new
+    /// version is written when they are used up.
+    #[serde(default = "defaults::coftl_log_free_sets")]
+    pub coftl_log_free_sets: u32,
+    /// COFTL: erases between two wear-levelling reclaims of a virtual block
+    /// the cleaner does not flag; 0: no wear levelling.
+    #[serde(default = "defaults::coftl_wl_erases")]
+    pub coftl_wl_erases: u32,
 }
 
 impl FtlConfig {
@@ -476,6 +502,15 @@ mod defaults {
     }
     pub fn superblock_extra_blocks() -> u32 {
         2
+    }
+    pub fn coftl_replacements() -> u32 {
+        3
+    }
+    pub fn coftl_log_free_sets() -> u32 {
+        256
+    }
+    pub fn coftl_wl_erases() -> u32 {
+        1024
     }
     pub fn pcm_read_us() -> f64 {
         0.115
