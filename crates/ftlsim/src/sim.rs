@@ -178,10 +178,29 @@ impl Simulation {
     /// buffer; `None` when it reads as zeros.
     pub fn page_contents(&self, lpn: u32) -> Option<Cow<'_, [u8]>> {
         let flash = self.ftl.physical(crate::units::Lpn(lpn)).and_then(|ppn| self.dev.array.page_data(ppn));
-        let Some((held, bytes)) = self.ctrl.buffered(lpn) else { return flash.map(Cow::Borrowed) };
-        let mut page = flash.map_or_else(|| vec![0; bytes.len()], <[u8]>::to_vec);
-        crate::controller::buffer::overlay_held(held, bytes, 0, &mut page);
+        // Newer than flash: the FTL's own data cache, then the controller's buffer.
+        let held: Vec<_> =
+            [self.ftl.cached_page(crate::units::Lpn(lpn)), self.ctrl.buffered(lpn)].into_iter().flatten().collect();
+        if held.is_empty() {
+            return flash.map(Cow::Borrowed);
+        }
+        let mut page = flash.map_or_else(|| vec![0; self.cfg.geometry.page_size as usize], <[u8]>::to_vec);
+        for (mask, bytes) in held {
+            crate::controller::buffer::overlay_held(mask, bytes, 0, &mut page);
+        }
         Some(Cow::Owned(page))
+    }
+
+    /// Power fails at `at` (between commands): background work due before
+    /// it runs, then the write buffer and everything else volatile is lost
+    /// and the FTL recovers its tables from flash ([`Ftl::power_cut`]).
+    /// Refused, changing nothing, by an FTL without crash recovery.
+    pub fn power_cut(&mut self, at: SimTime) -> Result<ftl::RecoveryReport> {
+        let (ftl, dev, ctrl) = (self.ftl.as_mut(), &mut self.dev, &mut self.ctrl);
+        ctrl.run_until(ftl, dev, at)?;
+        let report = ftl.power_cut(dev, at)?;
+        ctrl.power_cut(report.recovered_at);
+        Ok(report)
     }
 
     /// Runs all pending background work (destaging, GC jobs) to its end, as

@@ -50,6 +50,7 @@ pub struct Controller {
     wakes: Vec<u32>,
     sectors_per_page: u32,
     payloads: bool,
+    destagers: u32,
 }
 
 impl Controller {
@@ -75,6 +76,7 @@ impl Controller {
             wakes: Vec::new(),
             sectors_per_page: geo.sectors_per_page,
             payloads: dev.array.stores_payloads(),
+            destagers,
         }
     }
 
@@ -123,6 +125,20 @@ impl Controller {
             b.retire(SimTime(u64::MAX));
         }
         Ok(end)
+    }
+
+    /// Power fails: the buffer's contents (dirty pages not yet on flash
+    /// included) and every pending task are lost; counters stay.
+    pub fn power_cut(&mut self, at: SimTime) {
+        if let Some(b) = self.buffer.as_mut() {
+            let stats = std::mem::take(&mut b.stats);
+            *b = WriteBuffer::new(b.capacity(), b.page_bytes(), b.policy(), self.payloads);
+            b.stats = stats;
+        }
+        self.schedule.clear();
+        self.queued.fill(false);
+        self.idle_destagers = self.destagers;
+        self.now = self.now.max(at);
     }
 
     /// Forgets every pending task's time (the clock restarts at zero once

@@ -301,7 +301,8 @@ fn rebuild(c: &mut Coftl, dev: &mut Device, rd: &mut Reader, vb: u32, t: SimTime
                 let (_, vpa, _) = c.s.locate(l);
                 let e = c.entry(vb, vpa);
                 c.t.locs[e] = Loc::new(last_idx, off);
-                c.t.masks[e] = (0..k).filter(|&lane| c.s.lpn(vb, vpa, lane) < c.s.logical_pages).fold(0, |m, l| m | 1 << l);
+                c.t.masks[e] =
+                    (0..k).filter(|&lane| c.s.lpn(vb, vpa, lane) < c.s.logical_pages).fold(0, |m, l| m | 1 << l);
             }
             Oob::Summary(_) => {
                 load_summary(c, vb, last, off)?;
