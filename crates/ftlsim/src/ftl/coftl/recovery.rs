@@ -39,15 +39,15 @@ use std::time::Instant;
 pub struct LogVersion {
     seq: u64,
     start: u32,
-    pages: u32,
+    pub(super) pages: u32,
     primaries: Vec<u32>,
     free: Vec<u32>,
-    listed: u32,
+    pub(super) listed: u32,
 }
 
 #[derive(Default)]
 pub struct LogBuffer {
-    versions: Vec<LogVersion>,
+    pub(super) versions: Vec<LogVersion>,
     next: u32,
 }
 
