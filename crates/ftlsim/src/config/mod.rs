@@ -148,6 +148,48 @@ pub struct HostConfig {
     pub out_of_range: OutOfRange,
     #[serde(default = "defaults::unwritten_reads")]
     pub unwritten_reads: UnwrittenReads,
+    /// Power cuts during a run, each `at=TIME` (simulated, with a unit:
+    /// ns, us, ms, s) or `after=N` (host commands served): the drive loses
+    /// everything volatile and its FTL recovers (`coftl` only so far).
+    #[serde(default)]
+    pub power_cuts: Vec<String>,
+}
+
+/// When a power cut falls (see `host.power_cuts`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PowerCutAt {
+    Time(crate::units::SimTime),
+    AfterCommands(u64),
+}
+
+impl std::str::FromStr for PowerCutAt {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<PowerCutAt> {
+        let bad = |why: String| Error::config("host.power_cuts", format!("'{s}': {why}"));
+        let (k, v) = s.split_once('=').ok_or_else(|| bad("expected at=TIME or after=N".into()))?;
+        match k.trim() {
+            "after" => v.trim().parse().map(PowerCutAt::AfterCommands).map_err(|_| bad("N is not a count".into())),
+            "at" => {
+                let v = v.trim();
+                let split =
+                    v.find(|c: char| c.is_ascii_alphabetic()).ok_or_else(|| bad("the time needs a unit".into()))?;
+                let (num, unit) = v.split_at(split);
+                let x: f64 = num.parse().map_err(|_| bad(format!("'{num}' is not a number")))?;
+                let ns = match unit {
+                    "ns" => 1.0,
+                    "us" => 1e3,
+                    "ms" => 1e6,
+                    "s" => 1e9,
+                    other => return Err(bad(format!("unknown unit '{other}'; use ns, us, ms or s"))),
+                };
+                if !(x.is_finite() && x >= 0.0) {
+                    return Err(bad("the time must be finite and non-negative".into()));
+                }
+                Ok(PowerCutAt::Time(crate::units::SimTime((x * ns).round() as u64)))
+            }
+            other => Err(bad(format!("unknown key '{other}'; expected at or after"))),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -752,6 +794,15 @@ impl Config {
             return Err(Error::config("report.window_ms", "must be a finite, non-negative duration"));
         }
         self.validate_mapping()?;
+        for cut in &self.host.power_cuts {
+            cut.parse::<PowerCutAt>()?;
+        }
+        if !self.host.power_cuts.is_empty() && !self.nand.records_sequence() {
+            return Err(Error::config(
+                "host.power_cuts",
+                "checking what survives a cut needs each page's program sequence: set nand.record_sequence = true",
+            ));
+        }
         let order = &self.ftl.stripe_order;
         let mut seen = order.clone();
         seen.sort_by_key(|u| *u as u8);

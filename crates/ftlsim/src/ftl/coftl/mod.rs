@@ -345,12 +345,12 @@ impl Coftl {
         let mut reads = Vec::new();
         let first = match self.t.summary_at[vb as usize] {
             Some((idx, off)) => {
-                reads.push(self.s.ppn(chain[idx as usize], 0, off));
+                reads.push(self.s.ppn(chain[idx as usize], self.s.scan_lane(off), off));
                 if idx == last_idx { off + 1 } else { 0 }
             }
             None => 0,
         };
-        reads.extend((first..self.t.next_off[vb as usize]).map(|off| self.s.ppn(last, 0, off)));
+        reads.extend((first..self.t.next_off[vb as usize]).map(|off| self.s.ppn(last, self.s.scan_lane(off), off)));
         let mut done = t;
         for p in reads {
             done = done.max(dev.read(p, t, Cause::Mapping)?);

@@ -103,7 +103,7 @@ impl Coftl {
     }
 }
 
-/// Reads the OOB of lane 0's page `off` of `set`.
+/// Reads the OOB of page set `off` of `set`.
 struct Reader {
     reads: u64,
 }
@@ -111,7 +111,7 @@ struct Reader {
 impl Reader {
     fn oob(&mut self, dev: &mut Device, s: &Sets, set: u32, off: u32, t: SimTime) -> (Option<u32>, SimTime) {
         self.reads += 1;
-        let (lpn, done) = dev.probe(s.ppn(set, 0, off), t, Cause::Mapping);
+        let (lpn, done) = dev.probe(s.ppn(set, s.scan_lane(off), off), t, Cause::Mapping);
         (lpn.map(|l| l.0), done)
     }
 }

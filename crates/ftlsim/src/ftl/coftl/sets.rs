@@ -119,6 +119,16 @@ impl Sets {
         (vb * self.v + vpa) * self.k + lane
     }
 
+    /// The lane whose OOB a scan reads at page set `off`: every lane of a
+    /// data or mid-set summary page set names the same virtual page or
+    /// block, so scans rotate over the lanes (and channels) rather than
+    /// queue on one; the summary and replacement pages at the end of a set
+    /// are on lane 0 only.
+    #[inline]
+    pub fn scan_lane(&self, off: u32) -> u32 {
+        if off < self.v { off % self.k } else { 0 }
+    }
+
     /// The VBA of a page whose OOB names an LPN.
     pub fn vb_of_lpn(&self, lpn: u32) -> u32 {
         lpn / self.k / self.v
