@@ -291,8 +291,17 @@ fn rebuild(c: &mut Coftl, dev: &mut Device, rd: &mut Reader, vb: u32, t: SimTime
         load_summary(c, vb, prev, v)?;
         c.t.summary_at[vb as usize] = Some((last_idx - 1, v));
     }
+    // A full set ends with its summary: one read instead of a scan.
+    let (word, d) = rd.oob(dev, &c.s, last, v, t);
+    done = done.max(d);
+    if matches!(word.map(decode), Some(Oob::Summary(_))) {
+        load_summary(c, vb, last, v)?;
+        c.t.summary_at[vb as usize] = Some((last_idx, v));
+        c.t.next_off[vb as usize] = v;
+        return Ok(done);
+    }
     let mut written = 0;
-    for off in 0..=v {
+    for off in 0..v {
         let (word, d) = rd.oob(dev, &c.s, last, off, t);
         done = done.max(d);
         let Some(word) = word else { break };

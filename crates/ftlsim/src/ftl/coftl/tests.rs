@@ -98,9 +98,11 @@ fn recovery_reads_only_the_log_listed_free_sets_replacement_pages_and_last_sets(
     let links: u64 = chains.iter().map(|c| c.len() as u64).sum();
     let mut scanned = 0;
     for (vb, c) in chains.iter().enumerate().filter(|(_, c)| !c.is_empty()) {
-        let programmed = d.array.written_pages(f.s.block(*c.last().unwrap(), 0)).min(f.s.v + 1) as u64;
-        let erased_probe = (programmed < f.s.v as u64 + 1) as u64;
-        scanned += (c.len() > 1) as u64 + programmed + erased_probe;
+        // A full last set: its summary only; else the end, each page set
+        // written, and the first erased one.
+        let programmed = d.array.written_pages(f.s.block(*c.last().unwrap(), 0)) as u64;
+        let last = if programmed > f.s.v as u64 { 1 } else { 1 + programmed + 1 };
+        scanned += (c.len() > 1) as u64 + last;
         assert!(f.t.next_off[vb] <= f.s.v);
     }
     let reads_before = d.counters.reads.iter().sum::<u64>();
