@@ -686,7 +686,7 @@ fn bl_is_block() {
 
 #[test]
 fn ftls_without_recovery_refuse_a_power_cut() {
-    for name in ["page", "block", "dftl", "hat", "fast", "dac"] {
+    for name in ["page", "block", "dftl", "hat", "fast", "bast"] {
         let mut sim = Simulation::new(config(name, &[])).unwrap();
         let e = sim.power_cut(SimTime(5)).unwrap_err().to_string();
         assert!(e.contains("power_cut") && e.contains(name) && e.contains("crash recovery"), "{e}");
