@@ -96,12 +96,15 @@ pub struct CoftlStats {
     pub lane_copies: u64,
 }
 
+/// A summary page's contents: its offset, the VPT's locations and lane masks.
+type Summary = (u32, Box<[Loc]>, Box<[u16]>);
+
 /// What is on flash for recovery to read: summary snapshots, replacement
 /// pages and log versions (the contents of those pages; OOB says where).
 #[derive(Default)]
 pub struct FlashMeta {
     /// Per set: (offset, VPT locations, lane masks) of each summary.
-    summaries: Vec<Vec<(u32, Box<[Loc]>, Box<[u16]>)>>,
+    summaries: Vec<Vec<Summary>>,
     /// Per set: the next set its replacement page names (NIL: not written).
     links: Vec<u32>,
     log: [recovery::LogBuffer; 2],
@@ -552,13 +555,13 @@ impl Coftl {
     fn write_vpage(
         &mut self,
         dev: &mut Device,
-        vb: u32,
-        vpa: u32,
+        vpn: u32,
         mask: SectorMask,
         src: Option<&[u8]>,
         ready: SimTime,
         cause: Cause,
     ) -> Result<SimTime> {
+        let (vb, vpa) = (vpn / self.s.v, vpn % self.s.v);
         let t = self.vpt_access(dev, vb, ready, true)?;
         let t = self.ensure_room(dev, vb, t)?;
         let e = self.entry(vb, vpa);
@@ -691,7 +694,7 @@ impl Coftl {
             buf.copy_from_slice(cache.page(slot));
         }
         let src = self.payloads.then_some(&buf[..]);
-        let r = self.write_vpage(dev, vpn / self.s.v, vpn % self.s.v, mask, src, t, Cause::Cache);
+        let r = self.write_vpage(dev, vpn, mask, src, t, Cause::Cache);
         self.wscratch = buf;
         self.cache.as_mut().expect("cache on").mark_clean(slot, t);
         r
@@ -730,14 +733,13 @@ impl Coftl {
         ready: SimTime,
     ) -> Result<SimTime> {
         let full = crate::controller::buffer::sector_mask(0, self.vpage_sectors());
-        let (vb, vpa) = (vpn / self.s.v, vpn % self.s.v);
         let bytes = Self::sectors(mask);
         let Some(cache) = self.cache.as_mut() else {
             let mut buf = std::mem::take(&mut self.vscratch);
             if let Some(p) = part {
                 buf[bytes].copy_from_slice(p);
             }
-            let r = self.write_vpage(dev, vb, vpa, mask, part.map(|_| &buf[..]), ready, Cause::Host);
+            let r = self.write_vpage(dev, vpn, mask, part.map(|_| &buf[..]), ready, Cause::Host);
             self.vscratch = buf;
             return r;
         };
@@ -747,7 +749,7 @@ impl Coftl {
             if let Some(s) = cache.lookup(vpn) {
                 cache.remove(s, ready);
             }
-            return self.write_vpage(dev, vb, vpa, mask, part, ready, Cause::Host);
+            return self.write_vpage(dev, vpn, mask, part, ready, Cause::Host);
         }
         let mut done = ready;
         let slot = match cache.lookup(vpn) {
