@@ -20,11 +20,7 @@ fn rows(r: &Report, brief: bool) -> Vec<(&'static str, String)> {
         }
     };
     let split = |q: &super::LatencyStats, s: &super::LatencyStats| {
-        if q.count == 0 {
-            "-".to_string()
-        } else {
-            format!("{:.1}/{:.1} / {:.1}/{:.1}", q.mean, q.p99, s.mean, s.p99)
-        }
+        if q.count == 0 { "-".to_string() } else { format!("{:.1}/{:.1} / {:.1}/{:.1}", q.mean, q.p99, s.mean, s.p99) }
     };
     let causes = |c: &super::ByCause| {
         format!(
@@ -130,6 +126,16 @@ fn rows(r: &Report, brief: bool) -> Vec<(&'static str, String)> {
                 "{:.4} / {:.4} / {:.4} / {:.4}",
                 r.energy_j.flash, r.energy_j.dram, r.energy_j.pcm, r.energy_j.total
             ),
+        ),
+        (
+            "power cuts / recovery µs max / pages read",
+            if r.power_cuts.is_empty() {
+                "none".to_string()
+            } else {
+                let max = r.power_cuts.iter().map(|c| c.recovery_us).fold(0.0, f64::max);
+                let read: u64 = r.power_cuts.iter().map(|c| c.pages_read).sum();
+                format!("{} / {max:.1} / {read}", r.power_cuts.len())
+            },
         ),
         ("simulated time", format!("{:.3} s", r.sim_time_s)),
         ("wall time", format!("{:.3} s", r.wall_time_s)),
