@@ -169,7 +169,7 @@ impl Drive {
     fn issue_time(&mut self) -> SimTime {
         let t = match self.pace {
             Pace::None => {
-                self.arrivals.issue(&HostCmd { time: SimTime::ZERO, op: Op::Flush, start: Sector(0), sectors: 0 })
+                self.arrivals.issue(&HostCmd { time: SimTime::ZERO, op: Op::Flush, start: Sector(0), sectors: 0, continued: false })
             }
             Pace::Realtime => SimTime(self.clock.elapsed().as_nanos() as u64),
         };
@@ -259,7 +259,7 @@ impl Drive {
         data: Option<&[u8]>,
         out: Option<&mut [u8]>,
     ) -> ftlsim::Result<SimTime> {
-        let cmd = HostCmd { time: issue, op, start, sectors };
+        let cmd = HostCmd { time: issue, op, start, sectors, continued: false };
         let result = self.sim.submit(&cmd, issue, data, out);
         if let Some(log) = &mut self.log {
             log.push(&cmd, result.is_err());

@@ -102,7 +102,7 @@ fn run_case(cfg: &Config, case: &Case) -> Result<(), String> {
             T(s, n) => (Op::Trim, s, n),
             F => (Op::Flush, 0, 0),
         };
-        let host = HostCmd { time: now, op, start: Sector(start), sectors };
+        let host = HostCmd { time: now, op, start: Sector(start), sectors, continued: false };
         let bytes = (start * 512) as usize..((start + sectors) * 512) as usize;
         let fail = |e: ftlsim::Error| format!("command {i} {cmd:?}: {e}");
         let done = match cmd {
@@ -157,7 +157,7 @@ fn run_case(cfg: &Config, case: &Case) -> Result<(), String> {
         }
     }
     // Everything reads back, whole device in one pass.
-    let all = HostCmd { time: now, op: Op::Read, start: Sector(0), sectors: sim.logical_sectors() };
+    let all = HostCmd { time: now, op: Op::Read, start: Sector(0), sectors: sim.logical_sectors(), continued: false };
     let mut out = vec![0xEEu8; reference.len()];
     sim.submit(&all, now, None, Some(&mut out)).map_err(|e| format!("final read: {e}"))?;
     if out != reference {
@@ -222,7 +222,7 @@ fn harness_keeps_gc_busy() {
     let mut now = SimTime::ZERO;
     for i in 0..200u64 {
         let start = (i * 7919) % (cap - 4);
-        let cmd = HostCmd { time: now, op: Op::Write, start: Sector(start), sectors: 3 };
+        let cmd = HostCmd { time: now, op: Op::Write, start: Sector(start), sectors: 3, continued: false };
         now = sim.submit(&cmd, now, Some(&pattern(i, 3 * 512)), None).unwrap();
     }
     let erases = sim.device().counters.erases.iter().sum::<u64>();

@@ -149,7 +149,7 @@ fn run_one(figure: &'static str, workload: &'static str, x: f64, cfg: Config) ->
 }
 
 fn cmd(op: Op, start: u64, sectors: u64) -> HostCmd {
-    HostCmd { time: SimTime::ZERO, op, start: Sector(start), sectors }
+    HostCmd { time: SimTime::ZERO, op, start: Sector(start), sectors, continued: false }
 }
 
 /// Writes `start..start+sectors` in requests of at most `record` sectors.

@@ -68,10 +68,19 @@ pub enum Op {
     Flush,
 }
 
-/// One host command, as the drive's host interface receives it.
+/// One host command, as the drive's host interface receives it, or one
+/// range of a multi-range TRIM.
 ///
 /// `time` is the arrival time relative to the start of the source (the first
 /// record of a trace arrives at zero). Closed-loop runs ignore it.
+///
+/// A TRIM (ATA DSM, NVMe Deallocate) may carry several LBA ranges. A source
+/// yields such a command as consecutive records, one per range, all but the
+/// last with `continued` set. A consumer that does not care about commands
+/// sees the ranges as separate TRIMs, which trims the same sectors; the
+/// host interface ([`crate::sim::Simulation::run`]) regroups them (see
+/// [`crate::trim`]). Keeping one range per record keeps `HostCmd` `Copy`
+/// and every reader allocation-free.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HostCmd {
     pub time: SimTime,
@@ -79,6 +88,9 @@ pub struct HostCmd {
     pub start: Sector,
     /// Length in sectors; zero for FLUSH.
     pub sectors: u64,
+    /// TRIM only: the next record of the source is another range of this
+    /// same command. Always false for other ops.
+    pub continued: bool,
 }
 
 impl HostCmd {

@@ -135,7 +135,7 @@ impl<P: LineParser> CmdSource for TextSource<P> {
                         continue;
                     }
                     let time = self.rebase.apply(raw.time_ns);
-                    return Ok(Some(HostCmd { time, op: raw.op, start: Sector(raw.start), sectors: raw.sectors }));
+                    return Ok(Some(HostCmd { time, op: raw.op, start: Sector(raw.start), sectors: raw.sectors, continued: false }));
                 }
                 Some(Err(reason)) => {
                     if self.tally.skip_bad {

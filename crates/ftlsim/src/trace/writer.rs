@@ -176,7 +176,7 @@ mod tests {
     }
 
     fn cmd(t: u64, op: Op, s: u64, n: u64) -> HostCmd {
-        HostCmd { time: SimTime(t), op, start: Sector(s), sectors: n }
+        HostCmd { time: SimTime(t), op, start: Sector(s), sectors: n, continued: false }
     }
 
     fn cmds(with_trim: bool, with_flush: bool) -> Vec<HostCmd> {

@@ -440,7 +440,7 @@ impl CmdSource for Workload {
         let sectors = size.min(remaining);
         self.issued += 1;
         self.bytes = self.bytes.saturating_add(sectors * SECTOR_BYTES);
-        Ok(Some(HostCmd { time, op, start: Sector(self.base + rel), sectors }))
+        Ok(Some(HostCmd { time, op, start: Sector(self.base + rel), sectors, continued: false }))
     }
 
     fn name(&self) -> &str {
