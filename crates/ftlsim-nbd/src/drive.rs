@@ -168,9 +168,13 @@ impl Drive {
 
     fn issue_time(&mut self) -> SimTime {
         let t = match self.pace {
-            Pace::None => {
-                self.arrivals.issue(&HostCmd { time: SimTime::ZERO, op: Op::Flush, start: Sector(0), sectors: 0, continued: false })
-            }
+            Pace::None => self.arrivals.issue(&HostCmd {
+                time: SimTime::ZERO,
+                op: Op::Flush,
+                start: Sector(0),
+                sectors: 0,
+                continued: false,
+            }),
             Pace::Realtime => SimTime(self.clock.elapsed().as_nanos() as u64),
         };
         // Several connections share the drive: time never runs backwards.

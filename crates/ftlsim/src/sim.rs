@@ -321,7 +321,8 @@ impl Simulation {
         let mut lpn = 0;
         while lpn < filled {
             let n = chunk.min(filled - lpn);
-            let cmd = HostCmd { time: now, op: Op::Write, start: Sector(lpn * spp), sectors: n * spp, continued: false };
+            let cmd =
+                HostCmd { time: now, op: Op::Write, start: Sector(lpn * spp), sectors: n * spp, continued: false };
             now = self.submit(&cmd, now, None, None)?;
             lpn += n;
             tick(lpn)?;
@@ -329,7 +330,13 @@ impl Simulation {
         let mut rng = SimRng::derived(self.cfg.seed, 0x7072_6563);
         for i in 0..overwrites {
             let slot = rng.below(slots);
-            let cmd = HostCmd { time: now, op: Op::Write, start: Sector(slot * write_sectors), sectors: write_sectors, continued: false };
+            let cmd = HostCmd {
+                time: now,
+                op: Op::Write,
+                start: Sector(slot * write_sectors),
+                sectors: write_sectors,
+                continued: false,
+            };
             // Issued as the previous one completes, so cost-benefit ages are meaningful.
             now = self.submit(&cmd, now, None, None)?;
             tick(filled + (i + 1) * write_pages)?;

@@ -247,8 +247,8 @@ pub fn partial_ends(span: Span, spp: u64) -> [Option<Span>; 2] {
         let page_end = (first_page + 1) * spp;
         Span { start: span.start, sectors: page_end.min(end) - span.start.0 }
     });
-    let tail = (tail_off != 0 && last_page != first_page)
-        .then(|| Span { start: Sector(last_page * spp), sectors: tail_off });
+    let tail =
+        (tail_off != 0 && last_page != first_page).then(|| Span { start: Sector(last_page * spp), sectors: tail_off });
     [head, tail]
 }
 

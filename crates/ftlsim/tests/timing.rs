@@ -92,8 +92,9 @@ fn a_burst_smaller_than_the_buffer_completes_at_link_speed_and_flush_waits_for_f
     }
     let link_ns = 128.0 * page as f64 * link;
     assert!((now.0 as f64) < link_ns * 1.01 + 1.0, "burst took {} ns, the link alone {link_ns:.0} ns", now.0);
-    let flush =
-        sim.submit(&HostCmd { time: now, op: Op::Flush, start: Sector(0), sectors: 0, continued: false }, now, None, None).unwrap();
+    let flush = sim
+        .submit(&HostCmd { time: now, op: Op::Flush, start: Sector(0), sectors: 0, continued: false }, now, None, None)
+        .unwrap();
     assert_eq!(sim.dirty_pages(), 0, "FLUSH destages everything dirty");
     // Eight programs per plane at most in parallel: flushing takes at least one program time.
     assert!(flush.0 - now.0 >= 700_000, "flush returned after {} ns", flush.0 - now.0);

@@ -291,3 +291,46 @@ fn ranges_beyond_the_limit_or_the_device_are_refused() {
     let err = Config::from_toml_str(BASE, "t", &["trim.range_us=-1".into()]).unwrap_err().to_string();
     assert!(err.contains("trim.range_us"), "{err}");
 }
+
+/// Commands from a vector, as a trace would give them.
+struct Cmds(std::vec::IntoIter<HostCmd>);
+
+impl ftlsim::trace::CmdSource for Cmds {
+    fn next_cmd(&mut self) -> ftlsim::Result<Option<HostCmd>> {
+        Ok(self.0.next())
+    }
+    fn name(&self) -> &str {
+        "cmds"
+    }
+}
+
+fn ranges_cmd(first: u64, n: u64) -> Vec<HostCmd> {
+    (0..n).map(|i| HostCmd { continued: i + 1 < n, ..cmd(Op::Trim, (first + 4 * i) * SPP, SPP) }).collect()
+}
+
+#[test]
+fn a_run_regroups_ranges_into_commands_and_splits_beyond_the_limit() {
+    let mut cmds = vec![cmd(Op::Write, 0, 256 * SPP)];
+    cmds.extend(ranges_cmd(0, 5));
+    cmds.extend(ranges_cmd(100, 1));
+    cmds.extend(ranges_cmd(200, 7));
+    let run = |max: u32| {
+        let mut s = sim(&[&format!("host.trim_max_ranges={max}")]);
+        let opts = ftlsim::RunOptions::from_config(s.config());
+        s.run(&mut Cmds(cmds.clone().into_iter()), &opts, &mut |_, _| true).unwrap()
+    };
+    let r = run(64);
+    assert_eq!((r.trims, r.trim_ranges, r.trim.commands), (3, 13, 3));
+    assert_eq!(r.trim_bytes, 13 * SPP * 512);
+    assert_eq!((r.host_pages_trimmed, r.trimmed_pages), (13, 13));
+    // At most 4 ranges a command: 5 = 4 + 1, 1, 7 = 4 + 3.
+    let r = run(4);
+    assert_eq!((r.trims, r.trim_ranges), (5, 13));
+    // A continued TRIM followed by a read is a broken source, not a panic.
+    let mut bad = ranges_cmd(0, 2);
+    bad[1] = cmd(Op::Read, 0, 8);
+    let mut s = sim(&[]);
+    let opts = ftlsim::RunOptions::from_config(s.config());
+    let err = s.run(&mut Cmds(bad.into_iter()), &opts, &mut |_, _| true).unwrap_err().to_string();
+    assert!(err.contains("continues a TRIM"), "{err}");
+}
