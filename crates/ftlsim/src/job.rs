@@ -92,6 +92,7 @@ impl Job {
                 opened.source
             }
         };
+        let source = trace::with_trim_batching(source, &self.config);
         Ok(Prepared { source, options, warnings })
     }
 

@@ -23,6 +23,7 @@
 //! [`write_trace`] and [`stats()`].
 
 pub mod alibaba;
+pub mod batch;
 pub mod blkparse;
 pub mod blktrace;
 pub mod csv;
@@ -128,6 +129,37 @@ pub trait CmdSource: Send {
     fn progress(&self) -> Progress {
         Progress::default()
     }
+}
+
+impl<T: CmdSource + ?Sized> CmdSource for Box<T> {
+    fn next_cmd(&mut self) -> Result<Option<HostCmd>> {
+        (**self).next_cmd()
+    }
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn skipped_lines(&self) -> u64 {
+        (**self).skipped_lines()
+    }
+    fn zero_length(&self) -> u64 {
+        (**self).zero_length()
+    }
+    fn progress(&self) -> Progress {
+        (**self).progress()
+    }
+}
+
+/// Wraps `source` in the host-side TRIM batching `cfg` asks for
+/// (`host.trim_batch` > 1; the page is the discard granularity), or
+/// returns it as it is.
+pub fn with_trim_batching(source: Box<dyn CmdSource>, cfg: &crate::config::Config) -> Box<dyn CmdSource> {
+    let host = &cfg.host;
+    if host.trim_batch <= 1 {
+        return source;
+    }
+    let window = crate::units::Nanos::from_us_f64(host.trim_batch_window_us);
+    let granularity = cfg.geometry.page_size as u64 / crate::units::SECTOR_BYTES;
+    Box::new(batch::TrimBatcher::new(source, host.trim_batch, window, granularity))
 }
 
 /// How to open a trace.
