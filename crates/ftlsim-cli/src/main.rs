@@ -130,6 +130,17 @@ enum ReproCommand {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// Son et al., TRIM on SSDs and ext4: TRIM latency against range size,
+    /// alignment, contiguity and ranges per command; file deletion with one
+    /// range per TRIM against batches of 64, queued and non-queued.
+    TrimCost {
+        /// Directory for trim-cost.{csv,json,md,svg}.
+        #[arg(long, default_value = "repro-out")]
+        out: PathBuf,
+        /// A drive 1/4 the size and ranges to 64 MiB.
+        #[arg(long)]
+        quick: bool,
+    },
     /// Kim et al., "FTL Design for TRIM Command", Tables 2-4: FAST and page
     /// mapping with and without TRIM on an OS install and IOZone phases.
     TrimFtl {
@@ -405,6 +416,7 @@ fn dispatch(cmd: Command) -> Result<(), Error> {
         Command::Trace(t) => trace_cmd(t),
         Command::Config(c) => config_cmd(c),
         Command::Repro(ReproCommand::TrimFtl { out, quick, seed }) => repro_trim_ftl(&out, quick, seed),
+        Command::Repro(ReproCommand::TrimCost { out, quick }) => repro_trim_cost(&out, quick),
         Command::Repro(ReproCommand::MuFtl { out, quick, seed }) => repro_mu_ftl(&out, quick, seed),
         Command::Repro(ReproCommand::Hat { trace, out, quick, set }) => repro_hat(trace, &out, quick, set),
         Command::Ftls => {
@@ -686,32 +698,37 @@ fn config_cmd(c: ConfigCommand) -> Result<(), Error> {
     Ok(())
 }
 
+/// Writes a repro's `NAME.{csv,json,md,svg}` into `out` and prints its table.
+fn write_repro(out: &Path, name: &str, json: String, csv: String, table: String, svg: String) -> Result<(), Error> {
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    write_file(&out.join(format!("{name}.csv")), csv.as_bytes())?;
+    write_file(&out.join(format!("{name}.json")), json.as_bytes())?;
+    write_file(&out.join(format!("{name}.md")), table.as_bytes())?;
+    write_file(&out.join(format!("{name}.svg")), svg.as_bytes())?;
+    print!("{table}");
+    eprintln!("ftlsim: wrote {}/{name}.{{csv,json,md,svg}}", out.display());
+    Ok(())
+}
+
 fn repro_trim_ftl(out: &Path, quick: bool, seed: u64) -> Result<(), Error> {
     use ftlsim::repro::trim_ftl;
     let rows = trim_ftl::run(quick, seed)?;
-    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
-    let table = trim_ftl::to_markdown(&rows);
-    write_file(&out.join("trim-ftl.csv"), trim_ftl::to_csv(&rows).as_bytes())?;
-    write_file(&out.join("trim-ftl.json"), serde_json::to_string_pretty(&rows).expect("rows serialize").as_bytes())?;
-    write_file(&out.join("trim-ftl.md"), table.as_bytes())?;
-    write_file(&out.join("trim-ftl.svg"), trim_ftl::to_svg(&rows).as_bytes())?;
-    print!("{table}");
-    eprintln!("ftlsim: wrote {}/trim-ftl.{{csv,json,md,svg}}", out.display());
-    Ok(())
+    let (csv, md, svg) = (trim_ftl::to_csv(&rows), trim_ftl::to_markdown(&rows), trim_ftl::to_svg(&rows));
+    write_repro(out, "trim-ftl", serde_json::to_string_pretty(&rows).expect("rows serialize"), csv, md, svg)
+}
+
+fn repro_trim_cost(out: &Path, quick: bool) -> Result<(), Error> {
+    use ftlsim::repro::trim_cost;
+    let rows = trim_cost::run(quick, &mut |what| eprintln!("ftlsim: repro trim-cost: {what}"))?;
+    let (csv, md, svg) = (trim_cost::to_csv(&rows), trim_cost::to_markdown(&rows), trim_cost::to_svg(&rows));
+    write_repro(out, "trim-cost", serde_json::to_string_pretty(&rows).expect("rows serialize"), csv, md, svg)
 }
 
 fn repro_mu_ftl(out: &Path, quick: bool, seed: u64) -> Result<(), Error> {
     use ftlsim::repro::mu_ftl;
     let rows = mu_ftl::run(quick, seed, &mut |what| eprintln!("ftlsim: repro mu-ftl: {what}"))?;
-    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
-    let table = mu_ftl::to_markdown(&rows);
-    write_file(&out.join("mu-ftl.csv"), mu_ftl::to_csv(&rows).as_bytes())?;
-    write_file(&out.join("mu-ftl.json"), serde_json::to_string_pretty(&rows).expect("rows serialize").as_bytes())?;
-    write_file(&out.join("mu-ftl.md"), table.as_bytes())?;
-    write_file(&out.join("mu-ftl.svg"), mu_ftl::to_svg(&rows).as_bytes())?;
-    print!("{table}");
-    eprintln!("ftlsim: wrote {}/mu-ftl.{{csv,json,md,svg}}", out.display());
-    Ok(())
+    let (csv, md, svg) = (mu_ftl::to_csv(&rows), mu_ftl::to_markdown(&rows), mu_ftl::to_svg(&rows));
+    write_repro(out, "mu-ftl", serde_json::to_string_pretty(&rows).expect("rows serialize"), csv, md, svg)
 }
 
 fn load_config(drive: &DriveArgs, extra: &[String]) -> Result<Config, Error> {

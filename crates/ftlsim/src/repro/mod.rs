@@ -6,4 +6,5 @@
 
 pub mod hat;
 pub mod mu_ftl;
+pub mod trim_cost;
 pub mod trim_ftl;
