@@ -64,8 +64,13 @@ fn cmd(op: Op, start: u64, sectors: u64) -> HostCmd {
     HostCmd { time: SimTime::ZERO, op, start: Sector(start), sectors, continued: false }
 }
 
-/// Writes `[start, start + sectors)` in 256 KiB commands (unmeasured), then
-/// settles, flushes cached map updates and restarts time.
+/// Bytes written after the data to be trimmed and before the TRIM, at the
+/// end of the space: they push its map entries out of DFTL's and HAT's
+/// caches (128 KiB of 8 B entries map 32 MiB of 2 KiB pages), as for files
+/// written long before they are deleted.
+const COLD_BYTES: u64 = 64 << 20;
+
+/// Writes `[start, start + sectors)` in 256 KiB commands (unmeasured).
 fn write_region(sim: &mut Simulation, start: u64, sectors: u64) -> Result<()> {
     let chunk = (256 << 10) / SECTOR_BYTES;
     let mut now = SimTime::ZERO;
@@ -75,13 +80,27 @@ fn write_region(sim: &mut Simulation, start: u64, sectors: u64) -> Result<()> {
         now = sim.submit(&cmd(Op::Write, s, n), now, None, None)?;
         s += n;
     }
-    sim.flush_unmeasured()
+    Ok(())
+}
+
+/// A fresh drive with `regions` written, then the cold data, then settled,
+/// its cached map flushed and time restarted: every point of (a) starts
+/// from the same state.
+fn prepared(preset: &str, ftl: &str, quick: bool, regions: &[(u64, u64)]) -> Result<Simulation> {
+    let mut sim = Simulation::new(config(preset, ftl, quick, &[])?)?;
+    for &(start, sectors) in regions {
+        write_region(&mut sim, start, sectors)?;
+    }
+    let cold = COLD_BYTES / SECTOR_BYTES;
+    let end = sim.logical_sectors();
+    write_region(&mut sim, end - cold, cold)?;
+    sim.flush_unmeasured()?;
+    Ok(sim)
 }
 
 /// Part (a) for one FTL.
 fn micro(preset: &str, ftl: &str, quick: bool, rows: &mut Vec<Row>) -> Result<()> {
-    let mut sim = Simulation::new(config(preset, ftl, quick, &[])?)?;
-    let cap = sim.logical_sectors();
+    let cap = config(preset, ftl, quick, &[])?.logical_sectors();
     let max_bytes: u64 = if quick { 64 << 20 } else { 1 << 30 };
     let row = |series: &str, x: String, latency: Nanos, bytes: u64, commands: u64, ranges: u64| Row {
         series: series.into(),
@@ -97,7 +116,7 @@ fn micro(preset: &str, ftl: &str, quick: bool, rows: &mut Vec<Row>) -> Result<()
     while bytes <= max_bytes {
         let sectors = bytes / SECTOR_BYTES;
         for (series, offset) in [("size", 0), ("size-misaligned", 1)] {
-            write_region(&mut sim, 0, sectors + 16)?;
+            let mut sim = prepared(preset, ftl, quick, &[(0, sectors + 16)])?;
             let done = sim.submit_trim(&[Span { start: Sector(8 + offset), sectors }], SimTime::ZERO)?;
             rows.push(row(series, bytes.to_string(), done - SimTime::ZERO, bytes, 1, 1));
         }
@@ -105,13 +124,12 @@ fn micro(preset: &str, ftl: &str, quick: bool, rows: &mut Vec<Row>) -> Result<()
     }
     // 64 TRIMs of 64 KiB, one after another, contiguous or scattered.
     let piece = (64 << 10) / SECTOR_BYTES;
-    let stride = (cap / 64) / piece * piece;
+    // Scattered over the space below the cold data.
+    let stride = ((cap - COLD_BYTES / SECTOR_BYTES) / 64) / piece * piece;
     for (name, step) in [("contiguous", piece), ("scattered", stride)] {
         let starts: Vec<u64> = (0..64).map(|i| i * step).collect();
-        for &s in &starts {
-            write_region_no_restart(&mut sim, s, piece)?;
-        }
-        sim.flush_unmeasured()?;
+        let regions: Vec<(u64, u64)> = starts.iter().map(|&s| (s, piece)).collect();
+        let mut sim = prepared(preset, ftl, quick, &regions)?;
         let mut now = SimTime::ZERO;
         for &s in &starts {
             now = sim.submit_trim(&[Span { start: Sector(s), sectors: piece }], now)?;
@@ -122,19 +140,13 @@ fn micro(preset: &str, ftl: &str, quick: bool, rows: &mut Vec<Row>) -> Result<()
     let mut n = 1u64;
     while n <= 64 {
         let ranges: Vec<Span> = (0..n).map(|i| Span { start: Sector(i * stride), sectors: piece }).collect();
-        for r in &ranges {
-            write_region_no_restart(&mut sim, r.start.0, piece)?;
-        }
-        sim.flush_unmeasured()?;
+        let regions: Vec<(u64, u64)> = ranges.iter().map(|r| (r.start.0, r.sectors)).collect();
+        let mut sim = prepared(preset, ftl, quick, &regions)?;
         let done = sim.submit_trim(&ranges, SimTime::ZERO)?;
         rows.push(row("ranges", n.to_string(), done - SimTime::ZERO, n * piece * SECTOR_BYTES, 1, n));
         n *= 2;
     }
     Ok(())
-}
-
-fn write_region_no_restart(sim: &mut Simulation, start: u64, sectors: u64) -> Result<()> {
-    sim.submit(&cmd(Op::Write, start, sectors), SimTime::ZERO, None, None).map(|_| ())
 }
 
 /// The file-deletion workload of part (b) on a drive of `cap` sectors.
