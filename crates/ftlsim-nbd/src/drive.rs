@@ -319,7 +319,7 @@ impl Drive {
         let c = &self.counts;
         format!(
             "nbd: reads {} writes {} trims {} write_zeroes {} flushes {} fua {} errors {} | trimmed {} B | \
-             WAF {} | GC {} invocations, {} pages copied | sim time {:.3} s",
+             TRIM mean {:.1} us, controller {:.3} ms | WAF {} | GC {} invocations, {} pages copied | sim time {:.3} s",
             c.reads,
             c.writes,
             c.trims,
@@ -328,6 +328,8 @@ impl Drive {
             c.fua,
             c.errors,
             c.trim_bytes,
+            r.latency_us.trim.mean,
+            r.trim.controller_ms,
             r.write_amplification.map_or("-".into(), |w| format!("{w:.3}")),
             r.gc_invocations,
             r.gc_pages_copied,
