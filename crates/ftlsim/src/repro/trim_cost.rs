@@ -376,6 +376,9 @@ pub fn to_markdown(rows: &[Row]) -> String {
     s
 }
 
+/// A plotted line: its FTL's colour index, dashed or not, its (x, y) points.
+type Line = (usize, bool, Vec<(f64, f64)>);
+
 const COLORS: [&str; 4] = ["#4c72b0", "#c44e52", "#55a868", "#8172b3"];
 
 /// Three panels: MB/s against range size (log-log, aligned solid,
@@ -395,14 +398,14 @@ pub fn to_svg(rows: &[Row]) -> String {
             .collect()
     };
     // Panel 1: MB/s vs range size.
-    let series1: Vec<(usize, bool, Vec<(f64, f64)>)> = FTLS
+    let series1: Vec<Line> = FTLS
         .iter()
         .enumerate()
         .flat_map(|(i, f)| [(i, false, pts("size", f, &|r| r.mb_s)), (i, true, pts("size-misaligned", f, &|r| r.mb_s))])
         .collect();
     log_panel(&mut s, left, top, pw, ph, "TRIM throughput (MB/s) vs range size (bytes)", &series1);
     // Panel 2: µs per range vs ranges per command.
-    let series2: Vec<(usize, bool, Vec<(f64, f64)>)> = FTLS
+    let series2: Vec<Line> = FTLS
         .iter()
         .enumerate()
         .map(|(i, f)| (i, false, pts("ranges", f, &|r| r.latency_us / r.ranges.max(1) as f64)))
@@ -491,15 +494,7 @@ fn axes(s: &mut String, x0: f64, top: f64, pw: f64, ph: f64) {
 }
 
 /// A log-log line panel with decade ticks labelled on both axes.
-fn log_panel(
-    s: &mut String,
-    x0: f64,
-    top: f64,
-    pw: f64,
-    ph: f64,
-    title: &str,
-    series: &[(usize, bool, Vec<(f64, f64)>)],
-) {
+fn log_panel(s: &mut String, x0: f64, top: f64, pw: f64, ph: f64, title: &str, series: &[Line]) {
     let all = series.iter().flat_map(|(_, _, p)| p.iter()).filter(|(x, y)| *x > 0.0 && *y > 0.0);
     let (mut xl, mut xh, mut yl, mut yh) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
     for &(x, y) in all {

@@ -185,7 +185,10 @@ mod tests {
         HostCmd { time: SimTime(t), op, start: Sector(s), sectors: n, continued: false }
     }
 
-    fn batch(cmds: Vec<HostCmd>, max: u32, window: u64) -> (Vec<(u64, Op, u64, u64, bool)>, BatchStats) {
+    /// (time, op, start, sectors, continued) of an output command.
+    type Out = (u64, Op, u64, u64, bool);
+
+    fn batch(cmds: Vec<HostCmd>, max: u32, window: u64) -> (Vec<Out>, BatchStats) {
         let mut b = TrimBatcher::new(Vec0(cmds.into_iter()), max, Nanos(window), 8);
         let mut out = Vec::new();
         while let Some(c) = b.next_cmd().unwrap() {
