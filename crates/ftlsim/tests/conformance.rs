@@ -24,6 +24,7 @@ use ftlsim::config::TrimPartial;
 use ftlsim::ftl::Span;
 use ftlsim::ftl::whole_pages;
 use ftlsim::trace::batch::TrimBatcher;
+use ftlsim::trace::list::CmdList;
 use ftlsim::trace::{CmdSource, HostCmd, Op};
 use ftlsim::units::{Nanos, Sector, SimTime};
 use ftlsim::{Config, Precondition, Simulation};
@@ -221,10 +222,15 @@ fn check_ftl_cases(ftl_name: &str, overrides: &[&str], cases: u32) {
     let cap = cfg.logical_sectors();
     let spp = (cfg.geometry.page_size / 512) as u64;
     let strategy = (any::<bool>(), cmds(cap, spp)).prop_map(|(precondition, cmds)| Case { precondition, cmds });
+    check_cases(&cfg, strategy, cases, &format!("{ftl_name} {overrides:?}"));
+}
+
+/// Runs `cases` cases drawn from `strategy` on `cfg`; panics naming `what`.
+fn check_cases(cfg: &Config, strategy: impl Strategy<Value = Case>, cases: u32, what: &str) {
     let mut runner = TestRunner::new(PtConfig { cases, failure_persistence: None, ..PtConfig::default() });
-    let result = runner.run(&strategy, |case| run_case(&cfg, &case).map_err(TestCaseError::fail));
+    let result = runner.run(&strategy, |case| run_case(cfg, &case).map_err(TestCaseError::fail));
     if let Err(e) = result {
-        panic!("{ftl_name} {overrides:?}: {e:?}");
+        panic!("{what}: {e:?}");
     }
 }
 
@@ -232,15 +238,6 @@ fn check_ftl_cases(ftl_name: &str, overrides: &[&str], cases: u32) {
 /// window of `window_cmds` commands) turns them into: the same reads,
 /// writes and flushes in order, the TRIMs moved later and grouped.
 fn batched(cmds: &[Cmd], max: u32, window_cmds: u64, spp: u64) -> Vec<Cmd> {
-    struct Source(std::vec::IntoIter<HostCmd>);
-    impl CmdSource for Source {
-        fn next_cmd(&mut self) -> ftlsim::Result<Option<HostCmd>> {
-            Ok(self.0.next())
-        }
-        fn name(&self) -> &str {
-            "case"
-        }
-    }
     // Arrivals 1 µs apart; reads and writes keep their data through the order.
     let mut seeds = Vec::new();
     let host: Vec<HostCmd> = cmds
@@ -261,7 +258,7 @@ fn batched(cmds: &[Cmd], max: u32, window_cmds: u64, spp: u64) -> Vec<Cmd> {
             HostCmd { time, op, start: Sector(start), sectors, continued: false }
         })
         .collect();
-    let mut b = TrimBatcher::new(Source(host.into_iter()), max, Nanos(window_cmds * 1000), spp);
+    let mut b = TrimBatcher::new(CmdList::new("case", host), max, Nanos(window_cmds * 1000), spp);
     let (mut out, mut ranges, mut seeds) = (Vec::new(), Vec::new(), seeds.into_iter());
     while let Some(c) = b.next_cmd().unwrap() {
         match c.op {
@@ -302,13 +299,12 @@ pub fn check_ftl_batched(ftl_name: &str, overrides: &[&str]) {
     let cfg = config(ftl_name, overrides);
     let cap = cfg.logical_sectors();
     let spp = (cfg.geometry.page_size / 512) as u64;
-    let strategy = (any::<bool>(), cmds(cap, spp), 2u32..=64, 1u64..40)
-        .prop_map(|(precondition, cmds, max, window)| Case { precondition, cmds: batched(&cmds, max, window, spp) });
-    let mut runner = TestRunner::new(PtConfig { cases: 48, failure_persistence: None, ..PtConfig::default() });
-    let result = runner.run(&strategy, |case| run_case(&cfg, &case).map_err(TestCaseError::fail));
-    if let Err(e) = result {
-        panic!("{ftl_name} {overrides:?} batched: {e:?}");
-    }
+    let strategy =
+        (any::<bool>(), cmds(cap, spp), 2u32..=64, 1u64..40).prop_map(move |(precondition, cmds, max, window)| Case {
+            precondition,
+            cmds: batched(&cmds, max, window, spp),
+        });
+    check_cases(&cfg, strategy, 48, &format!("{ftl_name} {overrides:?} batched"));
 }
 
 /// The transform itself, on the reference device: the batched stream reads

@@ -5,6 +5,7 @@
 //! misaligned), for `page`, `dftl`, `hat` and `fast`.
 
 use ftlsim::ftl::Span;
+use ftlsim::trace::list::CmdList;
 use ftlsim::trace::{HostCmd, Op};
 use ftlsim::units::{Nanos, Sector, SimTime};
 use ftlsim::{Config, Simulation};
@@ -292,18 +293,6 @@ fn ranges_beyond_the_limit_or_the_device_are_refused() {
     assert!(err.contains("trim.range_us"), "{err}");
 }
 
-/// Commands from a vector, as a trace would give them.
-struct Cmds(std::vec::IntoIter<HostCmd>);
-
-impl ftlsim::trace::CmdSource for Cmds {
-    fn next_cmd(&mut self) -> ftlsim::Result<Option<HostCmd>> {
-        Ok(self.0.next())
-    }
-    fn name(&self) -> &str {
-        "cmds"
-    }
-}
-
 fn ranges_cmd(first: u64, n: u64) -> Vec<HostCmd> {
     (0..n).map(|i| HostCmd { continued: i + 1 < n, ..cmd(Op::Trim, (first + 4 * i) * SPP, SPP) }).collect()
 }
@@ -317,7 +306,7 @@ fn a_run_regroups_ranges_into_commands_and_splits_beyond_the_limit() {
     let run = |max: u32| {
         let mut s = sim(&[&format!("host.trim_max_ranges={max}")]);
         let opts = ftlsim::RunOptions::from_config(s.config());
-        s.run(&mut Cmds(cmds.clone().into_iter()), &opts, &mut |_, _| true).unwrap()
+        s.run(&mut CmdList::new("cmds", cmds.clone()), &opts, &mut |_, _| true).unwrap()
     };
     let r = run(64);
     assert_eq!((r.trims, r.trim_ranges, r.trim.commands), (3, 13, 3));
@@ -331,7 +320,7 @@ fn a_run_regroups_ranges_into_commands_and_splits_beyond_the_limit() {
     bad[1] = cmd(Op::Read, 0, 8);
     let mut s = sim(&[]);
     let opts = ftlsim::RunOptions::from_config(s.config());
-    let err = s.run(&mut Cmds(bad.into_iter()), &opts, &mut |_, _| true).unwrap_err().to_string();
+    let err = s.run(&mut CmdList::new("cmds", bad), &opts, &mut |_, _| true).unwrap_err().to_string();
     assert!(err.contains("continues a TRIM"), "{err}");
 }
 

@@ -462,17 +462,7 @@ pub fn to_svg(rows: &[Row]) -> String {
         x0 + pw / 2.0,
         top + ph + 16.0
     );
-    for (j, ftl) in FTLS.iter().enumerate() {
-        let x = left + 120.0 * j as f64;
-        let y = top + ph + 50.0;
-        let _ = writeln!(
-            s,
-            "<rect x=\"{x}\" y=\"{y}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{ftl}</text>",
-            COLORS[j],
-            x + 16.0,
-            y + 10.0
-        );
-    }
+    super::svg_legend(&mut s, &FTLS, &COLORS, left, top + ph + 50.0, 120.0);
     let _ = writeln!(
         s,
         "<text x=\"{}\" y=\"{}\">solid: aligned, dashed: misaligned by one sector</text>",

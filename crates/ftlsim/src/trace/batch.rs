@@ -170,17 +170,6 @@ impl<S: CmdSource> CmdSource for TrimBatcher<S> {
 mod tests {
     use super::*;
 
-    struct Vec0(std::vec::IntoIter<HostCmd>);
-
-    impl CmdSource for Vec0 {
-        fn next_cmd(&mut self) -> Result<Option<HostCmd>> {
-            Ok(self.0.next())
-        }
-        fn name(&self) -> &str {
-            "vec"
-        }
-    }
-
     fn c(t: u64, op: Op, s: u64, n: u64) -> HostCmd {
         HostCmd { time: SimTime(t), op, start: Sector(s), sectors: n, continued: false }
     }
@@ -189,7 +178,7 @@ mod tests {
     type Out = (u64, Op, u64, u64, bool);
 
     fn batch(cmds: Vec<HostCmd>, max: u32, window: u64) -> (Vec<Out>, BatchStats) {
-        let mut b = TrimBatcher::new(Vec0(cmds.into_iter()), max, Nanos(window), 8);
+        let mut b = TrimBatcher::new(crate::trace::list::CmdList::new("vec", cmds), max, Nanos(window), 8);
         let mut out = Vec::new();
         while let Some(c) = b.next_cmd().unwrap() {
             out.push((c.time.0, c.op, c.start.0, c.sectors, c.continued));

@@ -157,16 +157,7 @@ impl fmt::Display for DeleteSpec {
         if let Some(n) = self.ios {
             write!(f, ",ios={n}")?;
         }
-        match self.arrival {
-            Arrival::Closed { queue_depth } => write!(f, ",iodepth={queue_depth}")?,
-            Arrival::Open { iops, process } => {
-                write!(f, ",rate={iops}")?;
-                if process == ArrivalProcess::Poisson {
-                    write!(f, ",arrival=poisson")?;
-                }
-            }
-        }
-        write!(f, ",seed={}", self.seed)
+        write!(f, ",{},seed={}", self.arrival, self.seed)
     }
 }
 

@@ -646,15 +646,22 @@ impl fmt::Display for WorkloadSpec {
         if self.rw.is_random() {
             write!(f, ",dist={}", self.dist)?;
         }
-        match self.arrival {
-            Arrival::Closed { queue_depth } => write!(f, ",iodepth={queue_depth}")?,
+        write!(f, ",{},seed={}", self.arrival, self.seed)
+    }
+}
+
+/// `iodepth=N`, or `rate=R` with `,arrival=poisson` when it is.
+impl fmt::Display for Arrival {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Arrival::Closed { queue_depth } => write!(f, "iodepth={queue_depth}"),
             Arrival::Open { iops, process } => {
-                write!(f, ",rate={iops}")?;
+                write!(f, "rate={iops}")?;
                 if process == ArrivalProcess::Poisson {
                     write!(f, ",arrival=poisson")?;
                 }
+                Ok(())
             }
         }
-        write!(f, ",seed={}", self.seed)
     }
 }
