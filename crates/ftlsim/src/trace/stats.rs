@@ -91,11 +91,11 @@ mod tests {
         assert_eq!((s.min_sector, s.max_end_sector), (Some(0), Some(2056)));
         assert_eq!((s.span_ns, s.backwards_timestamps, s.zero_length), (1500, 1, 1));
         assert!((s.mean_request_bytes - 37376.0 / 3.0).abs() < 1e-9);
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(json.contains("\"requests\":4"), "{json}");
         // A TRIM line of three ranges is one request of three ranges.
         let t = write_file("m.csv", b"time_ns,op,sector,sectors\n0,T,0,8,64,8,128,16\n5,W,0,8\n");
         let s = stats(&mut *open(&t.path, &OpenOptions::default()).unwrap().source).unwrap();
         assert_eq!((s.requests, s.trims, s.trim_ranges, s.trim_bytes), (2, 1, 3, 32 * 512));
-        let json = serde_json::to_string(&s).unwrap();
-        assert!(json.contains("\"requests\":4"), "{json}");
     }
 }
