@@ -52,7 +52,12 @@ def test_latencies_are_numpy_per_op_and_match_the_summary(result):
         assert len(a) == s["latency_us"][op]["count"] == s[f"{op}s"]
         assert a.max() == pytest.approx(s["latency_us"][op]["max"], rel=1e-12)
         assert a.mean() == pytest.approx(s["latency_us"][op]["mean"], rel=1e-9)
-        assert abs(np.percentile(a, 99) - s["latency_us"][op]["p99"]) <= 0.002 * s["latency_us"][op]["p99"] + 1
+        # The report's p99 is a recorded value's HDR bucket (3 digits); numpy
+        # interpolates between neighbours, which on a sparse tail (1,000 TRIMs)
+        # can be tens of µs apart: the p99 lies between them.
+        p99, tol = s["latency_us"][op]["p99"], 0.002 * s["latency_us"][op]["p99"] + 1
+        lo, hi = np.percentile(a, 99, method="lower"), np.percentile(a, 99, method="higher")
+        assert lo - tol <= p99 <= hi + tol
     ns = result.latencies(unit="ns")["write"]
     assert ns.dtype == np.uint64 and np.array_equal(ns / 1000.0, lat["write"])
 

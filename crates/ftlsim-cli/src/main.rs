@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use ftlsim::job::{Input, Job};
 use ftlsim::report::{render_comparison, render_table};
 use ftlsim::trace::{self, Format, OpenOptions};
-use ftlsim::workload::{self, WorkloadSpec};
+use ftlsim::workload;
 use ftlsim::{Config, Error, Precondition, Report};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -130,6 +130,17 @@ enum ReproCommand {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// Son et al., TRIM on SSDs and ext4: TRIM latency against range size,
+    /// alignment, contiguity and ranges per command; file deletion with one
+    /// range per TRIM against batches of 64, queued and non-queued.
+    TrimCost {
+        /// Directory for trim-cost.{csv,json,md,svg}.
+        #[arg(long, default_value = "repro-out")]
+        out: PathBuf,
+        /// A drive 1/4 the size and ranges to 64 MiB.
+        #[arg(long)]
+        quick: bool,
+    },
     /// Kim et al., "FTL Design for TRIM Command", Tables 2-4: FAST and page
     /// mapping with and without TRIM on an OS install and IOZone phases.
     TrimFtl {
@@ -199,6 +210,12 @@ struct InputArgs {
     /// Multiply trace inter-arrival times (host.time_scale).
     #[arg(long)]
     time_scale: Option<f64>,
+    /// Coalesce TRIMs into commands of up to N ranges (host.trim_batch).
+    #[arg(long, value_name = "N")]
+    trim_batch: Option<u32>,
+    /// Batching window, µs of arrival time (host.trim_batch_window_us).
+    #[arg(long, value_name = "US")]
+    trim_batch_window_us: Option<f64>,
 }
 
 impl InputArgs {
@@ -215,6 +232,12 @@ impl InputArgs {
         }
         if let Some(s) = self.time_scale {
             o.push(format!("host.time_scale={}", toml_float(s)));
+        }
+        if let Some(n) = self.trim_batch {
+            o.push(format!("host.trim_batch={n}"));
+        }
+        if let Some(w) = self.trim_batch_window_us {
+            o.push(format!("host.trim_batch_window_us={}", toml_float(w)));
         }
         o
     }
@@ -326,6 +349,16 @@ enum TraceCommand {
         to: String,
         #[arg(long)]
         skip_bad_lines: bool,
+        /// Coalesce TRIMs into commands of up to N ranges (host-side batching).
+        #[arg(long, value_name = "N")]
+        trim_batch: Option<u32>,
+        /// Batching window, µs of arrival time.
+        #[arg(long, value_name = "US", default_value_t = 1000.0)]
+        trim_batch_window_us: f64,
+        /// Discard granularity: ranges meeting at a multiple of this many
+        /// sectors merge (8 = 4 KiB).
+        #[arg(long, value_name = "SECTORS", default_value_t = 8)]
+        trim_granularity: u64,
     },
     /// List the supported trace formats.
     Formats,
@@ -388,6 +421,7 @@ fn dispatch(cmd: Command) -> Result<(), Error> {
         Command::Trace(t) => trace_cmd(t),
         Command::Config(c) => config_cmd(c),
         Command::Repro(ReproCommand::TrimFtl { out, quick, seed }) => repro_trim_ftl(&out, quick, seed),
+        Command::Repro(ReproCommand::TrimCost { out, quick }) => repro_trim_cost(&out, quick),
         Command::Repro(ReproCommand::MuFtl { out, quick, seed }) => repro_mu_ftl(&out, quick, seed),
         Command::Repro(ReproCommand::Hat { trace, out, quick, set }) => repro_hat(trace, &out, quick, set),
         Command::Ftls => {
@@ -574,16 +608,14 @@ fn repro_hat(trace: Option<PathBuf>, out: &Path, quick: bool, set: Vec<String>) 
 
 fn gen_trace(a: GenArgs) -> Result<(), Error> {
     let config = load_config(&a.drive, &[])?;
-    let mut spec = WorkloadSpec::parse(&a.workload)?;
     // As in `run --workload` (Job::prepare): a spec without its own seed
     // follows the config's seed, so `gen` then `run --trace` replays the
-    // same commands as `run --workload` with the same --seed.
-    if !a.workload.contains("seed=") {
-        spec.seed = config.seed;
-    }
-    let mut w = workload::generator(&spec, config.logical_sectors())?;
+    // same commands as `run --workload` with the same --seed; and TRIMs are
+    // batched as host.trim_batch asks.
+    let (w, _) = workload::open(&a.workload, config.seed, config.logical_sectors())?;
+    let mut w = trace::with_trim_batching(w, &config);
     let format: Format = a.format.parse()?;
-    let n = with_output(&a.out, |out| trace::write_trace(&mut w, &format, out))?;
+    let n = with_output(&a.out, |out| trace::write_trace(w.as_mut(), &format, out))?;
     if a.out != Path::new("-") {
         eprintln!("ftlsim: wrote {n} commands to {} ({format})", a.out.display());
     }
@@ -615,12 +647,33 @@ fn trace_cmd(t: TraceCommand) -> Result<(), Error> {
             }
             Ok(())
         }
-        TraceCommand::Convert { input, output, from, to, skip_bad_lines } => {
+        TraceCommand::Convert {
+            input,
+            output,
+            from,
+            to,
+            skip_bad_lines,
+            trim_batch,
+            trim_batch_window_us,
+            trim_granularity,
+        } => {
             let format = from.as_deref().map(str::parse).transpose()?;
-            let mut opened = trace::open(&input, &OpenOptions { format, skip_bad_lines })?;
+            let opened = trace::open(&input, &OpenOptions { format, skip_bad_lines })?;
             let to: Format = to.parse()?;
-            let n = with_output(&output, |out| trace::write_trace(opened.source.as_mut(), &to, out))?;
-            eprintln!("ftlsim: converted {n} commands ({} -> {to})", opened.format);
+            if !(trim_batch_window_us.is_finite() && trim_batch_window_us >= 0.0) {
+                return Err(Error::config("--trim-batch-window-us", "must be a finite, non-negative time"));
+            }
+            let mut source = opened.source;
+            let mut batched = None;
+            if let Some(n) = trim_batch.filter(|&n| n > 1) {
+                let window = ftlsim::units::Nanos::from_us_f64(trim_batch_window_us);
+                let b = ftlsim::trace::batch::TrimBatcher::new(source, n, window, trim_granularity);
+                source = Box::new(b);
+                batched = Some(n);
+            }
+            let n = with_output(&output, |out| trace::write_trace(source.as_mut(), &to, out))?;
+            let how = batched.map_or(String::new(), |b| format!(", TRIMs batched up to {b} ranges"));
+            eprintln!("ftlsim: converted {n} commands ({} -> {to}{how})", opened.format);
             Ok(())
         }
         TraceCommand::Formats => {
@@ -655,32 +708,37 @@ fn config_cmd(c: ConfigCommand) -> Result<(), Error> {
     Ok(())
 }
 
+/// Writes a repro's `NAME.{csv,json,md,svg}` into `out` and prints its table.
+fn write_repro(out: &Path, name: &str, json: String, csv: String, table: String, svg: String) -> Result<(), Error> {
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    write_file(&out.join(format!("{name}.csv")), csv.as_bytes())?;
+    write_file(&out.join(format!("{name}.json")), json.as_bytes())?;
+    write_file(&out.join(format!("{name}.md")), table.as_bytes())?;
+    write_file(&out.join(format!("{name}.svg")), svg.as_bytes())?;
+    print!("{table}");
+    eprintln!("ftlsim: wrote {}/{name}.{{csv,json,md,svg}}", out.display());
+    Ok(())
+}
+
 fn repro_trim_ftl(out: &Path, quick: bool, seed: u64) -> Result<(), Error> {
     use ftlsim::repro::trim_ftl;
     let rows = trim_ftl::run(quick, seed)?;
-    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
-    let table = trim_ftl::to_markdown(&rows);
-    write_file(&out.join("trim-ftl.csv"), trim_ftl::to_csv(&rows).as_bytes())?;
-    write_file(&out.join("trim-ftl.json"), serde_json::to_string_pretty(&rows).expect("rows serialize").as_bytes())?;
-    write_file(&out.join("trim-ftl.md"), table.as_bytes())?;
-    write_file(&out.join("trim-ftl.svg"), trim_ftl::to_svg(&rows).as_bytes())?;
-    print!("{table}");
-    eprintln!("ftlsim: wrote {}/trim-ftl.{{csv,json,md,svg}}", out.display());
-    Ok(())
+    let (csv, md, svg) = (trim_ftl::to_csv(&rows), trim_ftl::to_markdown(&rows), trim_ftl::to_svg(&rows));
+    write_repro(out, "trim-ftl", serde_json::to_string_pretty(&rows).expect("rows serialize"), csv, md, svg)
+}
+
+fn repro_trim_cost(out: &Path, quick: bool) -> Result<(), Error> {
+    use ftlsim::repro::trim_cost;
+    let rows = trim_cost::run(quick, &mut |what| eprintln!("ftlsim: repro trim-cost: {what}"))?;
+    let (csv, md, svg) = (trim_cost::to_csv(&rows), trim_cost::to_markdown(&rows), trim_cost::to_svg(&rows));
+    write_repro(out, "trim-cost", serde_json::to_string_pretty(&rows).expect("rows serialize"), csv, md, svg)
 }
 
 fn repro_mu_ftl(out: &Path, quick: bool, seed: u64) -> Result<(), Error> {
     use ftlsim::repro::mu_ftl;
     let rows = mu_ftl::run(quick, seed, &mut |what| eprintln!("ftlsim: repro mu-ftl: {what}"))?;
-    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
-    let table = mu_ftl::to_markdown(&rows);
-    write_file(&out.join("mu-ftl.csv"), mu_ftl::to_csv(&rows).as_bytes())?;
-    write_file(&out.join("mu-ftl.json"), serde_json::to_string_pretty(&rows).expect("rows serialize").as_bytes())?;
-    write_file(&out.join("mu-ftl.md"), table.as_bytes())?;
-    write_file(&out.join("mu-ftl.svg"), mu_ftl::to_svg(&rows).as_bytes())?;
-    print!("{table}");
-    eprintln!("ftlsim: wrote {}/mu-ftl.{{csv,json,md,svg}}", out.display());
-    Ok(())
+    let (csv, md, svg) = (mu_ftl::to_csv(&rows), mu_ftl::to_markdown(&rows), mu_ftl::to_svg(&rows));
+    write_repro(out, "mu-ftl", serde_json::to_string_pretty(&rows).expect("rows serialize"), csv, md, svg)
 }
 
 fn load_config(drive: &DriveArgs, extra: &[String]) -> Result<Config, Error> {

@@ -168,9 +168,13 @@ impl Drive {
 
     fn issue_time(&mut self) -> SimTime {
         let t = match self.pace {
-            Pace::None => {
-                self.arrivals.issue(&HostCmd { time: SimTime::ZERO, op: Op::Flush, start: Sector(0), sectors: 0 })
-            }
+            Pace::None => self.arrivals.issue(&HostCmd {
+                time: SimTime::ZERO,
+                op: Op::Flush,
+                start: Sector(0),
+                sectors: 0,
+                continued: false,
+            }),
             Pace::Realtime => SimTime(self.clock.elapsed().as_nanos() as u64),
         };
         // Several connections share the drive: time never runs backwards.
@@ -259,7 +263,7 @@ impl Drive {
         data: Option<&[u8]>,
         out: Option<&mut [u8]>,
     ) -> ftlsim::Result<SimTime> {
-        let cmd = HostCmd { time: issue, op, start, sectors };
+        let cmd = HostCmd { time: issue, op, start, sectors, continued: false };
         let result = self.sim.submit(&cmd, issue, data, out);
         if let Some(log) = &mut self.log {
             log.push(&cmd, result.is_err());
@@ -316,7 +320,7 @@ impl Drive {
         let c = &self.counts;
         format!(
             "nbd: reads {} writes {} trims {} write_zeroes {} flushes {} fua {} errors {} | trimmed {} B | \
-             WAF {} | GC {} invocations, {} pages copied | sim time {:.3} s",
+             TRIM mean {:.1} us, controller {:.3} ms | WAF {} | GC {} invocations, {} pages copied | sim time {:.3} s",
             c.reads,
             c.writes,
             c.trims,
@@ -325,6 +329,8 @@ impl Drive {
             c.fua,
             c.errors,
             c.trim_bytes,
+            r.latency_us.trim.mean,
+            r.trim.controller_ms,
             r.write_amplification.map_or("-".into(), |w| format!("{w:.3}")),
             r.gc_invocations,
             r.gc_pages_copied,

@@ -293,7 +293,10 @@ fn encode(cmd: &HostCmd, failed: bool) -> [u8; RECORD_BYTES] {
 fn decode(r: &[u8; RECORD_BYTES]) -> Option<(HostCmd, bool)> {
     let op = [Op::Read, Op::Write, Op::Trim, Op::Flush].into_iter().find(|&op| op_code(op) == r[0] & !FAILED)?;
     let u = |i: usize| u64::from_le_bytes(r[i..i + 8].try_into().expect("8 bytes"));
-    Some((HostCmd { time: SimTime(u(1)), op, start: Sector(u(9)), sectors: u(17) }, r[0] & FAILED != 0))
+    Some((
+        HostCmd { time: SimTime(u(1)), op, start: Sector(u(9)), sectors: u(17), continued: false },
+        r[0] & FAILED != 0,
+    ))
 }
 
 /// The logical contents of `sim` as a sparse file: pages that read as
@@ -351,7 +354,8 @@ mod tests {
 
     #[test]
     fn records_round_trip() {
-        let cmd = HostCmd { time: SimTime(u64::MAX - 3), op: Op::Trim, start: Sector(1 << 40), sectors: 7 };
+        let cmd =
+            HostCmd { time: SimTime(u64::MAX - 3), op: Op::Trim, start: Sector(1 << 40), sectors: 7, continued: false };
         assert_eq!(decode(&encode(&cmd, true)), Some((cmd, true)));
         let mut r = encode(&cmd, false);
         r[0] = 9;

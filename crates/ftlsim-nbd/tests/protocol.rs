@@ -333,6 +333,28 @@ mod data {
 
     /// `--state`: what a client wrote (and trimmed) is there after a
     /// restart, across two restarts.
+    /// A guest's TRIMs go through the TRIM cost model: the report shows
+    /// their latency and the controller time they took, as a run's would.
+    #[test]
+    fn trims_are_timed_by_the_cost_model_and_reported() {
+        let srv = start(&["trim.command_us=50", "trim.range_us=5"], |_| {});
+        let (mut s, _) = open(&srv.addr);
+        for i in 0..8u8 {
+            assert_eq!(write(&mut s, i as u64 * 65536, &pattern(i, 65536), 0), 0);
+        }
+        for i in 0..4u64 {
+            assert_eq!(simple(&mut s, CMD_TRIM, 0, i * 131072, 65536), 0);
+        }
+        assert_eq!(read(&mut s, 0, 65536), vec![0; 65536]);
+        drop(s);
+        let r = srv.stop();
+        assert_eq!((r.trims, r.trim_ranges, r.trim.commands), (4, 4, 4));
+        // Each TRIM: 50 µs per command, 5 µs per range, map work on top.
+        assert!((r.trim.controller_ms - 4.0 * 0.055).abs() < 1e-9, "{:?}", r.trim);
+        assert!(r.trim.mapping_ram_ms > 0.0 && r.latency_us.trim.count == 4);
+        assert!(r.latency_us.trim.mean >= 55.0, "{:?}", r.latency_us.trim);
+    }
+
     #[test]
     fn state_survives_restarts() {
         let dir = tempfile::tempdir().unwrap();

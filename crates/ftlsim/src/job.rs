@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::report::{EraseMap, InputReport, Report, RequestLatencies};
 use crate::sim::{Precondition, RunOptions, Simulation};
 use crate::trace::{self, CmdSource, Format, OpenOptions, Progress};
-use crate::workload::{self, Arrival, WorkloadSpec};
+use crate::workload::{self, Arrival};
 use std::path::PathBuf;
 
 /// Where a run's commands come from.
@@ -58,21 +58,17 @@ impl Job {
         };
         let source: Box<dyn CmdSource> = match &self.input {
             Input::Workload(text) => {
-                let mut spec = WorkloadSpec::parse(text)?;
                 // A spec without its own seed follows the run's seed.
-                if !text.contains("seed=") {
-                    spec.seed = self.config.seed;
-                }
-                match spec.arrival {
+                let (w, arrival) = workload::open(text, self.config.seed, logical_sectors)?;
+                match arrival {
                     Arrival::Closed { queue_depth } => {
                         options.mode = HostMode::Closed;
                         options.queue_depth = queue_depth;
                     }
                     Arrival::Open { .. } => options.mode = HostMode::Open,
                 }
-                let w = workload::generator(&spec, logical_sectors)?;
                 options.input.source = w.name().to_string();
-                Box::new(w)
+                w
             }
             Input::Trace { path, format, skip_bad_lines } => {
                 let open = |format: Option<Format>| {
@@ -92,6 +88,7 @@ impl Job {
                 opened.source
             }
         };
+        let source = trace::with_trim_batching(source, &self.config);
         Ok(Prepared { source, options, warnings })
     }
 

@@ -28,6 +28,7 @@ pub mod sim;
 #[doc(hidden)]
 pub mod testdata;
 pub mod trace;
+pub mod trim;
 pub mod units;
 pub mod workload;
 

@@ -9,7 +9,7 @@
 //!
 //! let cfg = Config::load("hat-table4", &["geometry.blocks_per_plane=64".into()]).unwrap();
 //! let mut sim = Simulation::new(cfg).unwrap();
-//! let cmd = HostCmd { time: SimTime(0), op: Op::Write, start: Sector(0), sectors: 8 };
+//! let cmd = HostCmd { time: SimTime(0), op: Op::Write, start: Sector(0), sectors: 8, continued: false };
 //! let done = sim.submit(&cmd, SimTime(0), None, None).unwrap();
 //! assert!(done > SimTime(0));
 //! ```
@@ -24,6 +24,7 @@ use crate::nand::{Geometry, NandArray, Timing};
 use crate::report::{self, EraseMap, EraseStats, InputReport, Metrics, Report, RequestLatencies, Window};
 use crate::rng::SimRng;
 use crate::trace::{CmdSource, HostCmd, Op, Progress};
+use crate::trim::TrimModel;
 use crate::units::{Nanos, SECTOR_BYTES, Sector, SimTime};
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -118,6 +119,9 @@ pub struct Simulation {
     cuts: Vec<PowerCutAt>,
     durability: Option<Durability>,
     recoveries: Vec<ftl::RecoveryReport>,
+    trim: TrimModel,
+    /// The ranges of the multi-range TRIM being gathered (reused).
+    trim_ranges: Vec<Span>,
 }
 
 /// What must survive a power cut: per logical page, the program sequence
@@ -142,6 +146,7 @@ impl Simulation {
         );
         let ftl = ftl::build(&cfg.ftl.name, &cfg, &dev)?;
         let ctrl = Controller::new(&cfg, &dev);
+        let trim = TrimModel::new(&cfg, cfg.nand.store_payloads);
         let cuts = cfg.host.power_cuts.iter().map(|c| c.parse()).collect::<Result<Vec<PowerCutAt>>>()?;
         let durability = (!cuts.is_empty())
             .then(|| Durability { flushed_seq: vec![0; cfg.logical_pages() as usize], pending: Vec::new() });
@@ -149,6 +154,8 @@ impl Simulation {
             cuts,
             durability,
             recoveries: Vec::new(),
+            trim,
+            trim_ranges: Vec::new(),
             logical_sectors: cfg.logical_sectors(),
             cfg,
             dev,
@@ -271,6 +278,10 @@ impl Simulation {
                 }
             }
         }
+        // A non-queued TRIM before it (or this one) may hold the command
+        // (queueing, from its arrival).
+        let arrival = issue;
+        let issue = self.trim.admit(cmd.op, issue);
         // Background work due before this command runs first, in time order.
         let (ftl, dev, ctrl) = (self.ftl.as_mut(), &mut self.dev, &mut self.ctrl);
         ctrl.run_until(ftl, dev, issue)?;
@@ -287,23 +298,56 @@ impl Simulation {
                 stalled = ctrl.last_stall;
                 done
             }
-            Op::Trim if cmd.sectors > 0 => ctrl.trim(ftl, dev, span, issue)?,
+            Op::Trim if cmd.sectors > 0 => self.trim.serve(ctrl, ftl, dev, &[span], issue)?,
             Op::Flush => ctrl.flush(ftl, dev, issue)?,
             _ => issue,
         };
-        // Work the drive did for others before this command's own began,
-        // waits for a bus within it and for buffer space are queueing; the
-        // rest is service.
-        let (served, bus_waited) = dev.served_from();
+        self.trim.complete(cmd.op, done);
+        self.note_queueing(arrival, done, stalled);
+        Ok(done)
+    }
+
+    /// Work the drive did for others before the command's own began, waits
+    /// for a bus within it and for buffer space are queueing; the rest is
+    /// service.
+    fn note_queueing(&mut self, issue: SimTime, done: SimTime, stalled: Nanos) {
+        let (served, bus_waited) = self.dev.served_from();
         let served = served.min(done).max(issue);
         self.last_queueing = ((served - issue) + bus_waited + stalled).min(done - issue);
-        Ok(done)
     }
 
     /// How long the last [`submit`](Self::submit)ted command waited before
     /// the drive served it (its latency's queueing part).
     pub fn last_queueing(&self) -> Nanos {
         self.last_queueing
+    }
+
+    /// Serves one TRIM command carrying `ranges` (at most
+    /// `host.trim_max_ranges`, each inside the logical space), issued at
+    /// `issue`; returns its completion time. See [`crate::trim`].
+    pub fn submit_trim(&mut self, ranges: &[Span], issue: SimTime) -> Result<SimTime> {
+        let max = self.trim.max_ranges();
+        if ranges.is_empty() || ranges.len() > max {
+            return Err(Error::invariant("host", format!("a TRIM of {} ranges (1..={max} allowed)", ranges.len())));
+        }
+        if let Some(r) = ranges.iter().find(|r| r.start.0 + r.sectors > self.logical_sectors) {
+            return Err(Error::OutOfRange {
+                source_name: "submit_trim".into(),
+                request: 0,
+                start: r.start.0,
+                end: r.start.0 + r.sectors,
+                capacity: self.logical_sectors,
+            });
+        }
+        let arrival = issue;
+        let issue = self.trim.admit(Op::Trim, issue);
+        let (ftl, dev, ctrl) = (self.ftl.as_mut(), &mut self.dev, &mut self.ctrl);
+        ctrl.run_until(ftl, dev, issue)?;
+        dev.begin_command();
+        let done = self.trim.serve(ctrl, ftl, dev, ranges, issue)?;
+        self.trim.complete(Op::Trim, done);
+        self.note_queueing(arrival, done, Nanos::ZERO);
+        Ok(done)
     }
 
     /// Conditions the drive (unmeasured): afterwards, time and every counter
@@ -341,7 +385,8 @@ impl Simulation {
         let mut lpn = 0;
         while lpn < filled {
             let n = chunk.min(filled - lpn);
-            let cmd = HostCmd { time: now, op: Op::Write, start: Sector(lpn * spp), sectors: n * spp };
+            let cmd =
+                HostCmd { time: now, op: Op::Write, start: Sector(lpn * spp), sectors: n * spp, continued: false };
             now = self.submit(&cmd, now, None, None)?;
             lpn += n;
             tick(lpn)?;
@@ -349,7 +394,13 @@ impl Simulation {
         let mut rng = SimRng::derived(self.cfg.seed, 0x7072_6563);
         for i in 0..overwrites {
             let slot = rng.below(slots);
-            let cmd = HostCmd { time: now, op: Op::Write, start: Sector(slot * write_sectors), sectors: write_sectors };
+            let cmd = HostCmd {
+                time: now,
+                op: Op::Write,
+                start: Sector(slot * write_sectors),
+                sectors: write_sectors,
+                continued: false,
+            };
             // Issued as the previous one completes, so cost-benefit ages are meaningful.
             now = self.submit(&cmd, now, None, None)?;
             tick(filled + (i + 1) * write_pages)?;
@@ -377,6 +428,7 @@ impl Simulation {
         self.ctrl.reset_stats();
         self.dev.reset_time_and_counters();
         self.ftl.reset_stats();
+        self.trim.restart();
         Ok(())
     }
 
@@ -431,12 +483,25 @@ impl Simulation {
             if window_ns > 0 {
                 windows.roll(issue, &self.dev.counters);
             }
-            let done = self.submit(&cmd, issue, None, None)?;
-            self.track_durability(&cmd);
+            let (done, pages, bytes) = if cmd.op == Op::Trim && cmd.continued {
+                let mut ranges = std::mem::take(&mut self.trim_ranges);
+                let gathered = self.gather_ranges(cmd, &mut ahead, src, opts, &mut index, &mut ranges);
+                let served = gathered.and_then(|()| self.submit_trim(&ranges, issue));
+                for r in &ranges {
+                    self.track_durability(&HostCmd { start: r.start, sectors: r.sectors, ..cmd });
+                }
+                let pages = ranges.iter().map(|r| self.span_pages(r.start, r.sectors)).sum();
+                let bytes = ranges.iter().map(|r| r.sectors * SECTOR_BYTES).sum();
+                self.trim_ranges = ranges;
+                (served?, pages, bytes)
+            } else {
+                let done = self.submit(&cmd, issue, None, None)?;
+                self.track_durability(&cmd);
+                (done, self.pages_touched(&cmd), cmd.sectors * SECTOR_BYTES)
+            };
             arrivals.complete(done);
             let latency = done - issue;
-            let pages = self.pages_touched(&cmd);
-            metrics.record(cmd.op, latency, pages, cmd.sectors * SECTOR_BYTES, done);
+            metrics.record(cmd.op, latency, pages, bytes, done);
             metrics.record_split(cmd.op, latency, self.last_queueing);
             if let Some(log) = self.latencies.as_mut() {
                 log.push(cmd.op, latency);
@@ -533,12 +598,55 @@ impl Simulation {
         Ok(checked)
     }
 
+    /// Collects the ranges of the multi-range TRIM that `first` opens, up to
+    /// `host.trim_max_ranges` (the rest become the next command, as a host
+    /// driver splits an over-long range list).
+    fn gather_ranges(
+        &mut self,
+        first: HostCmd,
+        ahead: &mut VecDeque<HostCmd>,
+        src: &mut dyn CmdSource,
+        opts: &RunOptions,
+        index: &mut u64,
+        ranges: &mut Vec<Span>,
+    ) -> Result<()> {
+        ranges.clear();
+        ranges.push(Span { start: first.start, sectors: first.sectors });
+        let mut open = first.continued;
+        while open && ranges.len() < self.trim.max_ranges() {
+            if ahead.is_empty() {
+                if let Some(n) = src.next_cmd()? {
+                    ahead.push_back(n);
+                }
+            }
+            let Some(&next) = ahead.front() else { break };
+            if next.op != Op::Trim {
+                return Err(Error::invariant(
+                    "host",
+                    format!("{}: record {} continues a TRIM but is a {:?}", src.name(), *index + 1, next.op),
+                ));
+            }
+            ahead.pop_front();
+            *index += 1;
+            let (next, _) = fit_range(next, self.logical_sectors, opts.range, src.name(), *index)?;
+            if next.sectors > 0 {
+                ranges.push(Span { start: next.start, sectors: next.sectors });
+            }
+            open = next.continued;
+        }
+        Ok(())
+    }
+
     /// Logical pages a command touches, partial pages included (the unit
     /// of the report's `host_pages_*` counters).
     pub fn pages_touched(&self, cmd: &HostCmd) -> u64 {
+        self.span_pages(cmd.start, cmd.sectors)
+    }
+
+    fn span_pages(&self, start: Sector, sectors: u64) -> u64 {
         let spp = self.cfg.geometry.page_size as u64 / SECTOR_BYTES;
         let page = |s: u64| ftl::split_sector(s, spp).0;
-        if cmd.sectors == 0 { 0 } else { page(cmd.end().0 - 1) - page(cmd.start.0) + 1 }
+        if sectors == 0 { 0 } else { page(start.0 + sectors - 1) - page(start.0) + 1 }
     }
 
     /// The report of a drive driven command by command through [`submit`]
@@ -565,6 +673,9 @@ impl Simulation {
             reads: m.count(Op::Read),
             writes: m.count(Op::Write),
             trims: m.count(Op::Trim),
+            trim_ranges: self.trim.stats.ranges,
+            trim_bytes: m.bytes[2],
+            trim: self.trim.report(),
             flushes: m.count(Op::Flush),
             iops: per_s(m.requests as f64),
             read_mb_s: per_s(m.bytes[0] as f64) / 1e6,

@@ -8,33 +8,64 @@
 //!
 //! - writes store bytes;
 //! - TRIM zeroes the whole pages it covers (partial-page ends keep their
-//!   data, as `ftl::whole_pages`), and nothing at all with `ftl.trim=false`;
+//!   data, as `ftl::whole_pages`; with `trim.partial = "zero"` every sector
+//!   of the range), and nothing at all with `ftl.trim=false`;
+//! - a multi-range TRIM does what its ranges would one by one;
 //! - never-written and trimmed data reads as zeros, under both
 //!   `host.unwritten_reads` policies (placed pages hold zeros).
 //!
 //! Every FTL calls `check_ftl` with its name; regression tests replay shrunk
-//! failures with [`replay`].
+//! failures with [`replay`]. [`check_ftl_batched`] runs the cases through
+//! host-side TRIM batching (`trace::batch`) first, and
+//! `batching_never_changes_what_reads_return` checks on the reference alone
+//! that the batched stream reads exactly what the original does.
 
+use ftlsim::config::TrimPartial;
 use ftlsim::ftl::Span;
 use ftlsim::ftl::whole_pages;
-use ftlsim::trace::{HostCmd, Op};
-use ftlsim::units::{Sector, SimTime};
+use ftlsim::trace::batch::TrimBatcher;
+use ftlsim::trace::list::CmdList;
+use ftlsim::trace::{CmdSource, HostCmd, Op};
+use ftlsim::units::{Nanos, Sector, SimTime};
 use ftlsim::{Config, Precondition, Simulation};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as PtConfig, TestCaseError, TestRunner};
 
 /// One host command of a test sequence; offsets and lengths in sectors.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 enum Cmd {
     /// Write `len` sectors at `start` with the pattern of `seed`.
     W(u64, u64, u64),
     R(u64, u64),
     T(u64, u64),
+    /// One TRIM command of several ranges.
+    Tm(Vec<(u64, u64)>),
     F,
     /// Power cut (FTLs with crash recovery).
     P,
 }
-use Cmd::{F, P, R, T, W};
+use Cmd::{F, P, R, T, Tm, W};
+
+/// What TRIM ranges do to the reference device; the whole pages they touch
+/// are noted as changed (a power cut may leave either version).
+fn trim_reference(cfg: &Config, reference: &mut [u8], ranges: &[(u64, u64)], durability: Option<&mut Durability>) {
+    let mut durability = durability;
+    let spp = cfg.geometry.page_size / 512;
+    let page = cfg.geometry.page_size as usize;
+    for &(start, sectors) in ranges.iter().filter(|_| cfg.ftl.trim) {
+        if cfg.trim.partial == TrimPartial::Zero {
+            reference[(start * 512) as usize..((start + sectors) * 512) as usize].fill(0);
+        }
+        for lpn in whole_pages(Span { start: Sector(start), sectors }, spp) {
+            reference[lpn as usize * page..(lpn as usize + 1) * page].fill(0);
+        }
+        let first = (start / spp as u64) as usize * page;
+        let end = ((start + sectors).div_ceil(spp as u64) as usize * page).min(reference.len());
+        if let Some(d) = durability.as_deref_mut() {
+            d.changed(reference, first..end);
+        }
+    }
+}
 
 /// A test case: optional preconditioning (sequential fill + random
 /// overwrites, which write zeros), then the commands.
@@ -128,9 +159,7 @@ fn run_case(cfg: &Config, case: &Case) -> Result<(), String> {
 
 /// As [`run_case`]; returns the power cuts it made.
 fn run_case_counting(cfg: &Config, case: &Case) -> Result<u64, String> {
-    let trim = cfg.ftl.trim;
     let spp = cfg.geometry.page_size / 512;
-    let page = cfg.geometry.page_size as usize;
     let mut sim = Simulation::new(cfg.clone()).map_err(|e| e.to_string())?;
     let mut reference = vec![0u8; (sim.logical_sectors() * 512) as usize];
     if case.precondition {
@@ -140,17 +169,18 @@ fn run_case_counting(cfg: &Config, case: &Case) -> Result<u64, String> {
     let mut now = SimTime::ZERO;
     let mut durability = Durability::new(&reference);
     let mut cuts = 0;
-    for (i, &cmd) in case.cmds.iter().enumerate() {
-        let (op, start, sectors) = match cmd {
+    for (i, cmd) in case.cmds.iter().enumerate() {
+        let (op, start, sectors) = match *cmd {
             W(s, n, _) => (Op::Write, s, n),
             R(s, n) => (Op::Read, s, n),
             T(s, n) => (Op::Trim, s, n),
+            Tm(_) => (Op::Trim, 0, 0),
             F | P => (Op::Flush, 0, 0),
         };
-        let host = HostCmd { time: now, op, start: Sector(start), sectors };
+        let host = HostCmd { time: now, op, start: Sector(start), sectors, continued: false };
         let bytes = (start * 512) as usize..((start + sectors) * 512) as usize;
         let fail = |e: ftlsim::Error| format!("command {i} {cmd:?}: {e}");
-        let done = match cmd {
+        let done = match *cmd {
             W(_, _, seed) => {
                 let data = pattern(seed, bytes.len());
                 let done = sim.submit(&host, now, Some(&data), None).map_err(fail)?;
@@ -175,13 +205,13 @@ fn run_case_counting(cfg: &Config, case: &Case) -> Result<u64, String> {
             }
             T(..) => {
                 let done = sim.submit(&host, now, None, None).map_err(fail)?;
-                if trim {
-                    for lpn in whole_pages(Span { start: Sector(start), sectors }, spp) {
-                        let range = lpn as usize * page..(lpn as usize + 1) * page;
-                        reference[range.clone()].fill(0);
-                        durability.changed(&reference, range);
-                    }
-                }
+                trim_reference(cfg, &mut reference, &[(start, sectors)], Some(&mut durability));
+                done
+            }
+            Tm(ref ranges) => {
+                let spans: Vec<Span> = ranges.iter().map(|&(s, n)| Span { start: Sector(s), sectors: n }).collect();
+                let done = sim.submit_trim(&spans, now).map_err(fail)?;
+                trim_reference(cfg, &mut reference, ranges, Some(&mut durability));
                 done
             }
             F => {
@@ -194,7 +224,13 @@ fn run_case_counting(cfg: &Config, case: &Case) -> Result<u64, String> {
                 cuts += 1;
                 sim.check_invariants().map_err(|e| format!("after power cut {i}: {e}"))?;
                 let at = r.recovered_at.max(now);
-                let all = HostCmd { time: at, op: Op::Read, start: Sector(0), sectors: sim.logical_sectors() };
+                let all = HostCmd {
+                    time: at,
+                    op: Op::Read,
+                    start: Sector(0),
+                    sectors: sim.logical_sectors(),
+                    continued: false,
+                };
                 let mut out = vec![0xEEu8; reference.len()];
                 let done = sim.submit(&all, at, None, Some(&mut out)).map_err(fail)?;
                 durability.check(i, &out)?;
@@ -221,7 +257,7 @@ fn run_case_counting(cfg: &Config, case: &Case) -> Result<u64, String> {
         }
     }
     // Everything reads back, whole device in one pass.
-    let all = HostCmd { time: now, op: Op::Read, start: Sector(0), sectors: sim.logical_sectors() };
+    let all = HostCmd { time: now, op: Op::Read, start: Sector(0), sectors: sim.logical_sectors(), continued: false };
     let mut out = vec![0xEEu8; reference.len()];
     sim.submit(&all, now, None, Some(&mut out)).map_err(|e| format!("final read: {e}"))?;
     if out != reference {
@@ -274,17 +310,118 @@ fn check_cases(ftl_name: &str, overrides: &[&str], cases: u32, cuts: bool) -> u6
     let cap = cfg.logical_sectors();
     let spp = (cfg.geometry.page_size / 512) as u64;
     let strategy = (any::<bool>(), cmds(cap, spp, cuts)).prop_map(|(precondition, cmds)| Case { precondition, cmds });
+    check_strategy(&cfg, strategy, cases, &format!("{ftl_name} {overrides:?}"))
+}
+
+/// Runs `cases` cases drawn from `strategy` on `cfg`; panics naming `what`.
+/// Returns the power cuts made.
+fn check_strategy(cfg: &Config, strategy: impl Strategy<Value = Case>, cases: u32, what: &str) -> u64 {
     let mut runner = TestRunner::new(PtConfig { cases, failure_persistence: None, ..PtConfig::default() });
     let made = std::sync::atomic::AtomicU64::new(0);
     let result = runner.run(&strategy, |case| {
-        let n = run_case_counting(&cfg, &case).map_err(TestCaseError::fail)?;
+        let n = run_case_counting(cfg, &case).map_err(TestCaseError::fail)?;
         made.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
         Ok(())
     });
     if let Err(e) = result {
-        panic!("{ftl_name} {overrides:?}: {e:?}");
+        panic!("{what}: {e:?}");
     }
     made.into_inner()
+}
+
+/// `cmds` as host-side TRIM batching (at most `max` ranges a command, a
+/// window of `window_cmds` commands) turns them into: the same reads,
+/// writes and flushes in order, the TRIMs moved later and grouped.
+fn batched(cmds: &[Cmd], max: u32, window_cmds: u64, spp: u64) -> Vec<Cmd> {
+    // Arrivals 1 µs apart; reads and writes keep their data through the order.
+    let mut seeds = Vec::new();
+    let host: Vec<HostCmd> = cmds
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let time = SimTime(i as u64 * 1000);
+            let (op, start, sectors) = match *c {
+                W(s, n, seed) => {
+                    seeds.push(seed);
+                    (Op::Write, s, n)
+                }
+                R(s, n) => (Op::Read, s, n),
+                T(s, n) => (Op::Trim, s, n),
+                Tm(_) => unreachable!("cases are single-range"),
+                P => unreachable!("batched cases have no power cuts"),
+                F => (Op::Flush, 0, 0),
+            };
+            HostCmd { time, op, start: Sector(start), sectors, continued: false }
+        })
+        .collect();
+    let mut b = TrimBatcher::new(CmdList::new("case", host), max, Nanos(window_cmds * 1000), spp);
+    let (mut out, mut ranges, mut seeds) = (Vec::new(), Vec::new(), seeds.into_iter());
+    while let Some(c) = b.next_cmd().unwrap() {
+        match c.op {
+            Op::Trim => {
+                ranges.push((c.start.0, c.sectors));
+                if !c.continued {
+                    out.push(Tm(std::mem::take(&mut ranges)));
+                }
+            }
+            Op::Write => out.push(W(c.start.0, c.sectors, seeds.next().unwrap())),
+            Op::Read => out.push(R(c.start.0, c.sectors)),
+            Op::Flush => out.push(F),
+        }
+    }
+    out
+}
+
+/// What every read of `cmds` returns on the reference device, in order.
+fn reference_reads(cfg: &Config, cmds: &[Cmd]) -> Vec<Vec<u8>> {
+    let mut reference = vec![0u8; (cfg.logical_sectors() * 512) as usize];
+    let mut reads = Vec::new();
+    for c in cmds {
+        let bytes = |s: u64, n: u64| (s * 512) as usize..((s + n) * 512) as usize;
+        match *c {
+            W(s, n, seed) => reference[bytes(s, n)].copy_from_slice(&pattern(seed, (n * 512) as usize)),
+            R(s, n) => reads.push(reference[bytes(s, n)].to_vec()),
+            T(s, n) => trim_reference(cfg, &mut reference, &[(s, n)], None),
+            Tm(ref ranges) => trim_reference(cfg, &mut reference, ranges, None),
+            F | P => {}
+        }
+    }
+    reads.push(reference);
+    reads
+}
+
+/// As [`check_ftl`], every case through host-side TRIM batching.
+pub fn check_ftl_batched(ftl_name: &str, overrides: &[&str]) {
+    let cfg = config(ftl_name, overrides);
+    let cap = cfg.logical_sectors();
+    let spp = (cfg.geometry.page_size / 512) as u64;
+    let strategy = (any::<bool>(), cmds(cap, spp, false), 2u32..=64, 1u64..40).prop_map(
+        move |(precondition, cmds, max, window)| Case { precondition, cmds: batched(&cmds, max, window, spp) },
+    );
+    check_strategy(&cfg, strategy, 48, &format!("{ftl_name} {overrides:?} batched"));
+}
+
+/// The transform itself, on the reference device: the batched stream reads
+/// what the original reads, read for read, and leaves the same contents.
+#[test]
+fn batching_never_changes_what_reads_return() {
+    for partial in ["trim.partial=\"ignore\"", "trim.partial=\"zero\""] {
+        let cfg = config("page", &[partial]);
+        let (cap, spp) = (cfg.logical_sectors(), (cfg.geometry.page_size / 512) as u64);
+        let strategy = (cmds(cap, spp, false), 2u32..=64, 1u64..40);
+        let mut runner = TestRunner::new(PtConfig { cases: 256, failure_persistence: None, ..PtConfig::default() });
+        let grouped = std::cell::Cell::new(0);
+        runner
+            .run(&strategy, |(cmds, max, window)| {
+                let b = batched(&cmds, max, window, spp);
+                grouped.set(grouped.get() + b.iter().any(|c| matches!(c, Tm(r) if r.len() > 1)) as u32);
+                prop_assert_eq!(reference_reads(&cfg, &cmds), reference_reads(&cfg, &b));
+                Ok(())
+            })
+            .unwrap();
+        let grouped = grouped.get();
+        assert!(grouped > 128, "batching grouped TRIMs in only {grouped} of 256 cases");
+    }
 }
 
 /// Replays one case (regression tests of shrunk failures).
@@ -305,7 +442,7 @@ fn harness_keeps_gc_busy() {
     let mut now = SimTime::ZERO;
     for i in 0..200u64 {
         let start = (i * 7919) % (cap - 4);
-        let cmd = HostCmd { time: now, op: Op::Write, start: Sector(start), sectors: 3 };
+        let cmd = HostCmd { time: now, op: Op::Write, start: Sector(start), sectors: 3, continued: false };
         now = sim.submit(&cmd, now, Some(&pattern(i, 3 * 512)), None).unwrap();
     }
     let erases = sim.device().counters.erases.iter().sum::<u64>();
@@ -691,4 +828,51 @@ fn ftls_without_recovery_refuse_a_power_cut() {
         let e = sim.power_cut(SimTime(5)).unwrap_err().to_string();
         assert!(e.contains("power_cut") && e.contains(name) && e.contains("crash recovery"), "{e}");
     }
+}
+
+// Host-side TRIM batching (multi-range commands) and `trim.partial = "zero"`.
+
+#[test]
+fn page_batched_trims() {
+    check_ftl_batched("page", &[]);
+}
+
+#[test]
+fn page_batched_trims_with_write_buffer_and_zeroed_partial_pages() {
+    check_ftl_batched("page", &["cache.bytes=8192", "trim.partial=\"zero\""]);
+}
+
+#[test]
+fn dftl_batched_trims() {
+    check_ftl_batched("dftl", &[TINY_CACHE]);
+}
+
+#[test]
+fn hat_batched_trims() {
+    check_ftl_batched("hat", &[TINY_CACHE]);
+}
+
+#[test]
+fn fast_batched_trims() {
+    check_ftl_batched("fast", &["geometry.channels=2"]);
+}
+
+#[test]
+fn mu_batched_trims() {
+    check_ftl_batched("mu", &[&mu_ram(16, 2, 1024), "ftl.mu_bitmap_cache_bytes=16"]);
+}
+
+#[test]
+fn page_zeroed_partial_pages() {
+    check_ftl("page", &["trim.partial=\"zero\""]);
+}
+
+#[test]
+fn fast_zeroed_partial_pages_non_queued() {
+    check_ftl("fast", &["trim.partial=\"zero\"", "host.trim_queued=false"]);
+}
+
+#[test]
+fn dftl_zeroed_partial_pages() {
+    check_ftl("dftl", &[TINY_CACHE, "trim.partial=\"zero\""]);
 }

@@ -117,7 +117,7 @@ impl CmdSource for Cmds {
 }
 
 fn cmd(op: Op, start: u64, sectors: u64) -> HostCmd {
-    HostCmd { time: SimTime::ZERO, op, start: Sector(start), sectors }
+    HostCmd { time: SimTime::ZERO, op, start: Sector(start), sectors, continued: false }
 }
 
 fn run_cmds(cfg: Config, cmds: Vec<HostCmd>) -> (Report, Simulation) {

@@ -186,7 +186,7 @@ fn dftl_reads_a_translation_page_once_per_request() {
     sim.precondition(Precondition { fill: 1.0, overwrite: 0.0 }).unwrap();
     // 32 KiB at the start of the drive: its 16 pages share translation page
     // 0, and the sequential fill left only the drive's last entries cached.
-    let read = HostCmd { time: SimTime::ZERO, op: Op::Read, start: Sector(0), sectors: 64 };
+    let read = HostCmd { time: SimTime::ZERO, op: Op::Read, start: Sector(0), sectors: 64, continued: false };
     let counts = |sim: &Simulation| {
         let c = &sim.device().counters;
         (c.reads[Cause::Mapping as usize], c.reads[Cause::Host as usize])

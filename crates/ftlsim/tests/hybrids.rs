@@ -58,7 +58,7 @@ enum Cmds {
 }
 
 fn cmd(op: Op, start: u64, sectors: u64) -> HostCmd {
-    HostCmd { time: SimTime::ZERO, op, start: Sector(start), sectors }
+    HostCmd { time: SimTime::ZERO, op, start: Sector(start), sectors, continued: false }
 }
 
 const FILL: Precondition = Precondition { fill: 1.0, overwrite: 0.0 };

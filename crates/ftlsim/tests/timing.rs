@@ -87,13 +87,14 @@ fn a_burst_smaller_than_the_buffer_completes_at_link_speed_and_flush_waits_for_f
     // 128 pages (2 MiB) back to back, each issued as the previous completes.
     let mut now = SimTime::ZERO;
     for i in 0..128u64 {
-        let cmd = HostCmd { time: now, op: Op::Write, start: Sector(i * 7 * spp), sectors: spp };
+        let cmd = HostCmd { time: now, op: Op::Write, start: Sector(i * 7 * spp), sectors: spp, continued: false };
         now = sim.submit(&cmd, now, None, None).unwrap();
     }
     let link_ns = 128.0 * page as f64 * link;
     assert!((now.0 as f64) < link_ns * 1.01 + 1.0, "burst took {} ns, the link alone {link_ns:.0} ns", now.0);
-    let flush =
-        sim.submit(&HostCmd { time: now, op: Op::Flush, start: Sector(0), sectors: 0 }, now, None, None).unwrap();
+    let flush = sim
+        .submit(&HostCmd { time: now, op: Op::Flush, start: Sector(0), sectors: 0, continued: false }, now, None, None)
+        .unwrap();
     assert_eq!(sim.dirty_pages(), 0, "FLUSH destages everything dirty");
     // Eight programs per plane at most in parallel: flushing takes at least one program time.
     assert!(flush.0 - now.0 >= 700_000, "flush returned after {} ns", flush.0 - now.0);
@@ -110,7 +111,7 @@ fn the_buffer_drains_when_the_drive_is_left_idle() {
     let mut sim = Simulation::new(cfg).unwrap();
     let mut now = SimTime::ZERO;
     for i in 0..200u64 {
-        let cmd = HostCmd { time: now, op: Op::Write, start: Sector(i * spp), sectors: spp };
+        let cmd = HostCmd { time: now, op: Op::Write, start: Sector(i * spp), sectors: spp, continued: false };
         now = sim.submit(&cmd, now, None, None).unwrap();
     }
     let end = sim.settle().unwrap();
@@ -163,13 +164,13 @@ fn latency_splits_into_queueing_and_service() {
     let spp = cfg.geometry.page_size as u64 / 512;
     let mut sim = Simulation::new(cfg).unwrap();
     // On an idle drive a write is all service.
-    let write = HostCmd { time: SimTime::ZERO, op: Op::Write, start: Sector(0), sectors: spp };
+    let write = HostCmd { time: SimTime::ZERO, op: Op::Write, start: Sector(0), sectors: spp, continued: false };
     let programmed = sim.submit(&write, SimTime::ZERO, None, None).unwrap();
     assert_eq!(sim.last_queueing().0, 0);
     // A read of that page issued at once waits for its plane to finish the
     // program: that wait is queueing, the read itself service.
     let issue = SimTime(1_000);
-    let read = HostCmd { time: issue, op: Op::Read, start: Sector(0), sectors: spp };
+    let read = HostCmd { time: issue, op: Op::Read, start: Sector(0), sectors: spp, continued: false };
     let done = sim.submit(&read, issue, None, None).unwrap();
     assert_eq!(sim.last_queueing(), programmed - issue);
     assert!(done - programmed >= t.read, "service {:?} includes the sensing", done - programmed);

@@ -49,6 +49,9 @@ pub struct Config {
     /// Currents and voltage of the energy model.
     #[serde(default)]
     pub energy: EnergyConfig,
+    /// The TRIM cost model (see [`crate::trim`]).
+    #[serde(default)]
+    pub trim: TrimConfig,
     /// Seed for every random choice of the run (victim sampling, workloads).
     #[serde(default = "defaults::seed")]
     pub seed: u64,
@@ -153,6 +156,25 @@ pub struct HostConfig {
     /// everything volatile and its FTL recovers (`coftl` only so far).
     #[serde(default)]
     pub power_cuts: Vec<String>,
+    /// LBA ranges one TRIM command carries at most: 64 for ATA DSM as in
+    /// Son et al. (one 512 B payload block of 8 B entries), 256 for NVMe
+    /// Deallocate. A command with more is split into several.
+    #[serde(default = "defaults::trim_max_ranges")]
+    pub trim_max_ranges: u32,
+    /// TRIM is a queued command (NVMe, SATA 3.1 queued TRIM). Off: a TRIM
+    /// waits for every outstanding command and holds later ones until it
+    /// completes, as a non-queued ATA DSM command does.
+    #[serde(default = "defaults::yes")]
+    pub trim_queued: bool,
+    /// Host-side batching (the transform of `trace::batch`): coalesce
+    /// single-range TRIMs into commands of at most this many ranges; 0 or 1
+    /// leaves TRIMs as they come.
+    #[serde(default)]
+    pub trim_batch: u32,
+    /// Batching window, µs of arrival time: a TRIM joins a batch opened at
+    /// most this long before it.
+    #[serde(default = "defaults::trim_batch_window_us")]
+    pub trim_batch_window_us: f64,
 }
 
 /// When a power cut falls (see `host.power_cuts`).
@@ -425,6 +447,35 @@ pub struct EnergyConfig {
     pub pcm_write_ma: f64,
 }
 
+/// What a TRIM does with the partial pages at a misaligned range's ends.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum TrimPartial {
+    /// Leave them mapped: their sectors keep reading their old data.
+    Ignore,
+    /// Read-modify-write the page with zeros in the trimmed sectors (when
+    /// the page holds data), so the whole range reads as zeros.
+    Zero,
+}
+
+/// The TRIM cost model's controller times (see [`crate::trim`]); the
+/// mapping work itself is each FTL's, timed on the device's resources, with
+/// RAM accesses at `energy.dram_access_ns` each.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TrimConfig {
+    /// Controller time per TRIM command (command decode, DSM payload
+    /// parsing, completion), µs.
+    #[serde(default = "defaults::trim_command_us")]
+    pub command_us: f64,
+    /// Controller time per LBA range and per partial-page fragment of a
+    /// misaligned range (locating it in the map, splitting it), µs.
+    #[serde(default = "defaults::trim_range_us")]
+    pub range_us: f64,
+    #[serde(default = "defaults::trim_partial")]
+    pub partial: TrimPartial,
+}
+
 /// How hybrid FTLs stripe logical pages over chips (TRIM paper, Figs. 1-2).
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -605,6 +656,21 @@ mod defaults {
     pub fn rand_log_blocks() -> u32 {
         4
     }
+    pub fn trim_max_ranges() -> u32 {
+        64
+    }
+    pub fn trim_batch_window_us() -> f64 {
+        1000.0
+    }
+    pub fn trim_command_us() -> f64 {
+        30.0
+    }
+    pub fn trim_range_us() -> f64 {
+        2.0
+    }
+    pub fn trim_partial() -> TrimPartial {
+        TrimPartial::Ignore
+    }
     pub fn stripe_order() -> Vec<StripeUnit> {
         vec![StripeUnit::Channel, StripeUnit::Chip, StripeUnit::Die, StripeUnit::Plane]
     }
@@ -620,7 +686,17 @@ macro_rules! default_from_serde {
         }
     )*};
 }
-default_from_serde!(NandConfig, HostConfig, GcConfig, FtlConfig, ReportConfig, PcmConfig, EnergyConfig, CacheConfig);
+default_from_serde!(
+    NandConfig,
+    HostConfig,
+    GcConfig,
+    FtlConfig,
+    ReportConfig,
+    PcmConfig,
+    EnergyConfig,
+    CacheConfig,
+    TrimConfig
+);
 
 impl NandConfig {
     pub fn records_sequence(&self) -> bool {
@@ -754,6 +830,7 @@ impl Config {
         if self.host.queue_depth == 0 {
             return Err(Error::config("host.queue_depth", "must be at least 1"));
         }
+        self.validate_trim()?;
         if !(self.gc.threshold.is_finite() && (0.0..=1.0).contains(&self.gc.threshold)) {
             return Err(Error::config("gc.threshold", format!("{} must be a fraction in [0, 1]", self.gc.threshold)));
         }
@@ -814,6 +891,26 @@ impl Config {
             return Err(Error::config("overprovisioning", "leaves no logical capacity"));
         }
         self.validate_hybrid()
+    }
+
+    fn validate_trim(&self) -> Result<()> {
+        let h = &self.host;
+        if !(1..=65_536).contains(&h.trim_max_ranges) {
+            return Err(Error::config(
+                "host.trim_max_ranges",
+                format!("{} must be in 1..=65536 (64 for ATA DSM, 256 for NVMe)", h.trim_max_ranges),
+            ));
+        }
+        for (key, v) in [
+            ("host.trim_batch_window_us", h.trim_batch_window_us),
+            ("trim.command_us", self.trim.command_us),
+            ("trim.range_us", self.trim.range_us),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(Error::config(key, format!("{v} is not a finite, non-negative time")));
+            }
+        }
+        Ok(())
     }
 
     fn validate_hybrid(&self) -> Result<()> {

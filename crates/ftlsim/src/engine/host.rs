@@ -118,7 +118,7 @@ mod tests {
     use crate::trace::Op;
 
     fn cmd(t: u64, start: u64, sectors: u64) -> HostCmd {
-        HostCmd { time: SimTime(t), op: Op::Write, start: Sector(start), sectors }
+        HostCmd { time: SimTime(t), op: Op::Write, start: Sector(start), sectors, continued: false }
     }
 
     #[test]

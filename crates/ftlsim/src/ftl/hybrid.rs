@@ -369,12 +369,16 @@ impl Hybrid {
             self.stats.trimmed_pages += self.live(lpn).is_some() as u64;
         }
         if let Some(list) = self.trims.as_mut() {
+            let before = list.accesses();
             for (s, e) in self.stripes.chip_ranges(pages.start, pages.end) {
                 list.insert(s, e);
             }
+            self.stats.ram_accesses += list.accesses() - before;
             return Vec::new();
         }
         let mut keys = Vec::new();
+        // Each page's entry read and rewritten in the RAM map.
+        self.stats.ram_accesses += 2 * pages.len() as u64;
         for lpn in pages.map(Lpn) {
             let m = self.fwd[lpn.idx()];
             if is_mapped(m) {

@@ -180,6 +180,13 @@ pub trait Ftl: Send {
 
     fn stats(&self) -> FtlStats;
 
+    /// Accesses to the FTL's tables in controller RAM so far (the report's
+    /// `ram_accesses`): the TRIM cost model times those a TRIM makes. An
+    /// FTL whose [`stats`](Ftl::stats) is not cheap overrides this.
+    fn ram_accesses(&self) -> u64 {
+        self.stats().ram_accesses
+    }
+
     fn reset_stats(&mut self);
 
     /// Modelled controller RAM of the FTL's tables, bytes.

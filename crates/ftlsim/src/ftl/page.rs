@@ -943,6 +943,12 @@ impl<M: MapTable> Ftl for PageMapped<M> {
         s
     }
 
+    fn ram_accesses(&self) -> u64 {
+        let mut s = FtlStats::default();
+        self.map.stats(&mut s);
+        s.ram_accesses
+    }
+
     fn reset_stats(&mut self) {
         self.core.stats = FtlStats::default();
         self.map.reset_stats();

@@ -25,6 +25,9 @@ pub struct TrimList {
     groups: Vec<Vec<(u32, u32)>>,
     entries: u64,
     peak_entries: u64,
+    /// Entry reads and writes insertions made (RAM accesses, for the TRIM
+    /// cost model).
+    accesses: u64,
 }
 
 impl TrimList {
@@ -33,7 +36,7 @@ impl TrimList {
         let groups = groups.max(1) as u64;
         let group_pages = space_pages.div_ceil(groups).clamp(1, u32::MAX as u64) as u32;
         let n = space_pages.div_ceil(group_pages as u64).max(1) as usize;
-        TrimList { group_pages, groups: vec![Vec::new(); n], entries: 0, peak_entries: 0 }
+        TrimList { group_pages, groups: vec![Vec::new(); n], entries: 0, peak_entries: 0, accesses: 0 }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -69,14 +72,26 @@ impl TrimList {
 
     /// Lists the pages `start..end`.
     pub fn insert(&mut self, start: u32, end: u32) {
+        let mut accesses = 0;
         self.each_group(start, end, |g, s, e| {
+            // Two binary searches over the group, then the merged entry
+            // written and the entries it absorbs read (the shift of the
+            // tail is one block move, not counted per entry).
+            let probes = 2 * (u64::BITS - (g.len() as u64).leading_zeros()) as u64;
             let i = g.partition_point(|r| r.1 < s);
             let j = g.partition_point(|r| r.0 <= e);
+            accesses += probes + 1 + (j - i) as u64;
             let merged = if i < j { (s.min(g[i].0), e.max(g[j - 1].1)) } else { (s, e) };
             let before = g.len();
             g.splice(i..j, [merged]);
             g.len() as i64 - before as i64
         });
+        self.accesses += accesses;
+    }
+
+    /// RAM accesses insertions have made so far.
+    pub fn accesses(&self) -> u64 {
+        self.accesses
     }
 
     /// Unlists the pages `start..end` (written again, or realized by a merge).

@@ -136,7 +136,10 @@ pub struct Report {
     pub requests: u64,
     pub reads: u64,
     pub writes: u64,
+    /// TRIM commands; the LBA ranges they carried and the bytes those cover.
     pub trims: u64,
+    pub trim_ranges: u64,
+    pub trim_bytes: u64,
     pub flushes: u64,
     pub iops: f64,
     pub read_mb_s: f64,
@@ -195,6 +198,8 @@ pub struct Report {
     pub pages_padded: u64,
     pub log_associativity: Associativity,
     pub trim_list: TrimListReport,
+    /// The TRIM cost model's parts (see `trim`).
+    pub trim: crate::trim::TrimStats,
     /// The configuration that ran, every key resolved (preset, file and overrides).
     pub resolved_config: serde_json::Value,
     /// The `KEY=VALUE` overrides this run applied over its preset or file,

@@ -69,6 +69,20 @@ fn rows(r: &Report, brief: bool) -> Vec<(&'static str, String)> {
         ("write latency us (mean/p50/p99/p99.9/max)", lat(&l.write)),
         ("read queueing / service us (mean/p99)", split(&r.queueing_us.read, &r.service_us.read)),
         ("write queueing / service us (mean/p99)", split(&r.queueing_us.write, &r.service_us.write)),
+        ("TRIM latency us (mean/p50/p99/p99.9/max)", lat(&l.trim)),
+        ("TRIM commands / ranges / MB", format!("{} / {} / {:.1}", r.trims, r.trim_ranges, r.trim_bytes as f64 / 1e6)),
+        (
+            "TRIM time ms: controller / map RAM / drain / held",
+            format!(
+                "{:.3} / {:.3} / {:.3} ({}) / {:.3} ({})",
+                r.trim.controller_ms,
+                r.trim.mapping_ram_ms,
+                r.trim.drain_wait_ms,
+                r.trim.drain_waits,
+                r.trim.held_ms,
+                r.trim.held_commands
+            ),
+        ),
         (
             "host pages read / written / trimmed",
             format!("{} / {} / {}", r.host_pages_read, r.host_pages_written, r.host_pages_trimmed),

@@ -149,7 +149,7 @@ fn run_one(figure: &'static str, workload: &'static str, x: f64, cfg: Config) ->
 }
 
 fn cmd(op: Op, start: u64, sectors: u64) -> HostCmd {
-    HostCmd { time: SimTime::ZERO, op, start: Sector(start), sectors }
+    HostCmd { time: SimTime::ZERO, op, start: Sector(start), sectors, continued: false }
 }
 
 /// Writes `start..start+sectors` in requests of at most `record` sectors.
@@ -366,17 +366,7 @@ pub fn to_svg(rows: &[Row]) -> String {
             );
         }
     }
-    for (j, ftl) in FIG8_FTLS.iter().enumerate() {
-        let x = left + 110.0 * j as f64;
-        let y = top + ph + 40.0;
-        let _ = writeln!(
-            s,
-            "<rect x=\"{x}\" y=\"{y}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{ftl}</text>",
-            COLORS[j],
-            x + 16.0,
-            y + 10.0
-        );
-    }
+    super::svg_legend(&mut s, &FIG8_FTLS, &COLORS, left, top + ph + 40.0, 110.0);
     s.push_str("</svg>\n");
     s
 }

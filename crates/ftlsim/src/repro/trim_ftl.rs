@@ -146,7 +146,7 @@ fn run_one(cfg: Config, w: &Workload) -> Result<Row> {
 }
 
 fn cmd(op: Op, start: u64, sectors: u64) -> HostCmd {
-    HostCmd { time: SimTime::ZERO, op, start: Sector(start), sectors }
+    HostCmd { time: SimTime::ZERO, op, start: Sector(start), sectors, continued: false }
 }
 
 /// Sequential writes of `start..start + sectors` in `record`-sector requests.

@@ -196,7 +196,7 @@ impl CmdSource for BlktraceSource {
     fn next_cmd(&mut self) -> Result<Option<HostCmd>> {
         Ok(self.next_raw()?.map(|(t, op, start, sectors)| {
             let time = self.rebase.apply(t);
-            HostCmd { time, op, start: Sector(start), sectors }
+            HostCmd { time, op, start: Sector(start), sectors, continued: false }
         }))
     }
 
@@ -302,7 +302,7 @@ impl CmdSource for MergedSource {
         };
         self.refill = Some(i);
         let time = self.rebase.apply(t);
-        Ok(Some(HostCmd { time, op, start: Sector(start), sectors }))
+        Ok(Some(HostCmd { time, op, start: Sector(start), sectors, continued: false }))
     }
 
     fn name(&self) -> &str {

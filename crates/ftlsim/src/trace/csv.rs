@@ -4,7 +4,10 @@
 //! Native format (`--format csv`): a header line `time_ns,op,sector,sectors`
 //! then one request per row, e.g. `1000,W,2048,8`: arrival time in ns, op
 //! `R`/`W`/`T`/`F` (read, write, trim, flush), start sector and length in
-//! 512 B sectors. This is what `ftlsim gen` writes.
+//! 512 B sectors. This is what `ftlsim gen` writes. A TRIM carrying several
+//! LBA ranges (one ATA DSM / NVMe Deallocate command) lists them on its
+//! line as further `sector,sectors` pairs: `2000,T,64,64,1024,8,4096,128`
+//! is one command of three ranges.
 //!
 //! Generic mapping (`--format csv:KEY=VALUE,...`), e.g.
 //! `csv:time=0,op=3,offset=4,size=5,time_unit=s,offset_unit=B,size_unit=B,header=1,sep=,`
@@ -304,12 +307,16 @@ pub(crate) struct CsvParser {
     spec: CsvSpec,
     need: usize,
     lines_seen: u32,
+    native: bool,
+    /// The further ranges of the TRIM line just parsed (native format).
+    ranges: Vec<(u64, u64)>,
 }
 
 impl CsvParser {
     pub fn new(spec: CsvSpec) -> Self {
         let need = 1 + spec.time.max(spec.op).max(spec.offset).max(spec.size);
-        CsvParser { spec, need, lines_seen: 0 }
+        let native = spec.is_native();
+        CsvParser { spec, need, lines_seen: 0, native, ranges: Vec::new() }
     }
 
     fn op(&self, token: &[u8]) -> std::result::Result<Op, String> {
@@ -371,7 +378,39 @@ impl LineParser for CsvParser {
         if op == Op::Flush {
             return Ok(Parsed::Cmd(Raw { time_ns, op, start: 0, sectors: 0 }));
         }
+        self.ranges.clear();
+        if self.native && op == Op::Trim && n > 4 {
+            self.more_ranges(line, n)?;
+        }
         Ok(Parsed::Cmd(Raw { time_ns, op, start, sectors }))
+    }
+
+    fn take_ranges(&mut self, into: &mut Vec<(u64, u64)>) {
+        into.append(&mut self.ranges);
+    }
+}
+
+impl CsvParser {
+    /// The `sector,sectors` pairs after a native TRIM line's first range
+    /// (any number: the line is split again, past the column limit).
+    fn more_ranges(&mut self, line: &[u8], fields: usize) -> std::result::Result<(), String> {
+        if (fields - 4) % 2 != 0 {
+            return Err(format!(
+                "a TRIM lists further ranges as sector,sectors pairs after its first; {} extra fields is odd",
+                fields - 4
+            ));
+        }
+        let mut rest = line.split(|&b| b == b',').skip(4);
+        let mut i = 2;
+        while let (Some(s), Some(n)) = (rest.next(), rest.next()) {
+            let what = |f: &str| format!("range {i} {f}");
+            let start = int(&what("sector"), s.trim_ascii())?;
+            let sectors = int(&what("sectors"), n.trim_ascii())?;
+            start.checked_add(sectors).ok_or_else(|| format!("range {i}: {start} + {sectors} sectors overflows"))?;
+            self.ranges.push((start, sectors));
+            i += 1;
+        }
+        Ok(())
     }
 }
 

@@ -23,6 +23,7 @@
 //! [`write_trace`] and [`stats()`].
 
 pub mod alibaba;
+pub mod batch;
 pub mod blkparse;
 pub mod blktrace;
 pub mod csv;
@@ -68,10 +69,19 @@ pub enum Op {
     Flush,
 }
 
-/// One host command, as the drive's host interface receives it.
+/// One host command, as the drive's host interface receives it, or one
+/// range of a multi-range TRIM.
 ///
 /// `time` is the arrival time relative to the start of the source (the first
 /// record of a trace arrives at zero). Closed-loop runs ignore it.
+///
+/// A TRIM (ATA DSM, NVMe Deallocate) may carry several LBA ranges. A source
+/// yields such a command as consecutive records, one per range, all but the
+/// last with `continued` set. A consumer that does not care about commands
+/// sees the ranges as separate TRIMs, which trims the same sectors; the
+/// host interface ([`crate::sim::Simulation::run`]) regroups them (see
+/// [`crate::trim`]). Keeping one range per record keeps `HostCmd` `Copy`
+/// and every reader allocation-free.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HostCmd {
     pub time: SimTime,
@@ -79,6 +89,9 @@ pub struct HostCmd {
     pub start: Sector,
     /// Length in sectors; zero for FLUSH.
     pub sectors: u64,
+    /// TRIM only: the next record of the source is another range of this
+    /// same command. Always false for other ops.
+    pub continued: bool,
 }
 
 impl HostCmd {
@@ -116,6 +129,37 @@ pub trait CmdSource: Send {
     fn progress(&self) -> Progress {
         Progress::default()
     }
+}
+
+impl<T: CmdSource + ?Sized> CmdSource for Box<T> {
+    fn next_cmd(&mut self) -> Result<Option<HostCmd>> {
+        (**self).next_cmd()
+    }
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn skipped_lines(&self) -> u64 {
+        (**self).skipped_lines()
+    }
+    fn zero_length(&self) -> u64 {
+        (**self).zero_length()
+    }
+    fn progress(&self) -> Progress {
+        (**self).progress()
+    }
+}
+
+/// Wraps `source` in the host-side TRIM batching `cfg` asks for
+/// (`host.trim_batch` > 1; the page is the discard granularity), or
+/// returns it as it is.
+pub fn with_trim_batching(source: Box<dyn CmdSource>, cfg: &crate::config::Config) -> Box<dyn CmdSource> {
+    let host = &cfg.host;
+    if host.trim_batch <= 1 {
+        return source;
+    }
+    let window = crate::units::Nanos::from_us_f64(host.trim_batch_window_us);
+    let granularity = cfg.geometry.page_size as u64 / crate::units::SECTOR_BYTES;
+    Box::new(batch::TrimBatcher::new(source, host.trim_batch, window, granularity))
 }
 
 /// How to open a trace.

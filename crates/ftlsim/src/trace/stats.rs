@@ -11,7 +11,10 @@ pub struct TraceStats {
     pub requests: u64,
     pub reads: u64,
     pub writes: u64,
+    /// TRIM commands, and the LBA ranges they carry (more than the
+    /// commands only in a trace with multi-range TRIM lines).
     pub trims: u64,
+    pub trim_ranges: u64,
     pub flushes: u64,
     pub read_bytes: u64,
     pub write_bytes: u64,
@@ -35,12 +38,17 @@ pub fn stats(src: &mut dyn CmdSource) -> Result<TraceStats> {
     let mut s = TraceStats { name: src.name().to_string(), ..TraceStats::default() };
     let mut prev = 0u64;
     while let Some(c) = src.next_cmd()? {
-        s.requests += 1;
+        // A multi-range TRIM is one request, counted at its last range.
+        let ends_command = !(c.op == Op::Trim && c.continued);
+        s.requests += ends_command as u64;
         let bytes = c.sectors.saturating_mul(SECTOR_BYTES);
         match c.op {
             Op::Read => (s.reads, s.read_bytes) = (s.reads + 1, s.read_bytes.saturating_add(bytes)),
             Op::Write => (s.writes, s.write_bytes) = (s.writes + 1, s.write_bytes.saturating_add(bytes)),
-            Op::Trim => (s.trims, s.trim_bytes) = (s.trims + 1, s.trim_bytes.saturating_add(bytes)),
+            Op::Trim => {
+                (s.trims, s.trim_ranges) = (s.trims + ends_command as u64, s.trim_ranges + 1);
+                s.trim_bytes = s.trim_bytes.saturating_add(bytes);
+            }
             Op::Flush => s.flushes += 1,
         }
         if c.op != Op::Flush {
@@ -85,5 +93,9 @@ mod tests {
         assert!((s.mean_request_bytes - 37376.0 / 3.0).abs() < 1e-9);
         let json = serde_json::to_string(&s).unwrap();
         assert!(json.contains("\"requests\":4"), "{json}");
+        // A TRIM line of three ranges is one request of three ranges.
+        let t = write_file("m.csv", b"time_ns,op,sector,sectors\n0,T,0,8,64,8,128,16\n5,W,0,8\n");
+        let s = stats(&mut *open(&t.path, &OpenOptions::default()).unwrap().source).unwrap();
+        assert_eq!((s.requests, s.trims, s.trim_ranges, s.trim_bytes), (2, 1, 3, 32 * 512));
     }
 }

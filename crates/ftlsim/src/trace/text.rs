@@ -33,6 +33,11 @@ pub(crate) enum Parsed {
 pub(crate) trait LineParser: Send {
     /// Parses one line, without its line terminator and never blank.
     fn parse(&mut self, line: &[u8]) -> std::result::Result<Parsed, String>;
+
+    /// Moves the further LBA ranges of the multi-range TRIM just parsed
+    /// (`(sector, sectors)`) into `into`; formats with one range per line
+    /// have none.
+    fn take_ranges(&mut self, _into: &mut Vec<(u64, u64)>) {}
 }
 
 /// Turns absolute trace times into times relative to the first command.
@@ -68,6 +73,9 @@ pub(crate) struct TextSource<P> {
     parser: P,
     tally: Tally,
     rebase: Rebase,
+    /// Ranges of a multi-range TRIM line not yet returned, in order.
+    pending: std::collections::VecDeque<HostCmd>,
+    ranges: Vec<(u64, u64)>,
 }
 
 impl<P: LineParser> TextSource<P> {
@@ -81,6 +89,8 @@ impl<P: LineParser> TextSource<P> {
             parser,
             tally: Tally { skip_bad, ..Tally::default() },
             rebase: Rebase::default(),
+            pending: std::collections::VecDeque::new(),
+            ranges: Vec::new(),
         }
     }
 }
@@ -116,8 +126,31 @@ impl<P: LineParser> TextSource<P> {
     }
 }
 
+impl<P: LineParser> TextSource<P> {
+    /// Queues the ranges of a multi-range TRIM line (zero-length ones
+    /// skipped and counted) and returns the first.
+    fn multi_range(&mut self, time: SimTime, first: Raw) -> Option<HostCmd> {
+        let ranges = std::iter::once((first.start, first.sectors)).chain(self.ranges.drain(..));
+        for (start, sectors) in ranges {
+            if sectors == 0 {
+                self.tally.zero_length += 1;
+                continue;
+            }
+            let start = Sector(start);
+            self.pending.push_back(HostCmd { time, op: Op::Trim, start, sectors, continued: true });
+        }
+        if let Some(last) = self.pending.back_mut() {
+            last.continued = false;
+        }
+        self.pending.pop_front()
+    }
+}
+
 impl<P: LineParser> CmdSource for TextSource<P> {
     fn next_cmd(&mut self) -> Result<Option<HostCmd>> {
+        if let Some(c) = self.pending.pop_front() {
+            return Ok(Some(c));
+        }
         loop {
             let parsed = self.with_next_line(|parser, line| {
                 let line = trim_end(line);
@@ -130,12 +163,28 @@ impl<P: LineParser> CmdSource for TextSource<P> {
                 None => return Ok(None),
                 Some(Ok(Parsed::Ignore)) => {}
                 Some(Ok(Parsed::Cmd(raw))) => {
+                    if raw.op == Op::Trim {
+                        self.parser.take_ranges(&mut self.ranges);
+                        if !self.ranges.is_empty() {
+                            let time = self.rebase.apply(raw.time_ns);
+                            if let Some(first) = self.multi_range(time, raw) {
+                                return Ok(Some(first));
+                            }
+                            continue;
+                        }
+                    }
                     if raw.sectors == 0 && raw.op != Op::Flush {
                         self.tally.zero_length += 1;
                         continue;
                     }
                     let time = self.rebase.apply(raw.time_ns);
-                    return Ok(Some(HostCmd { time, op: raw.op, start: Sector(raw.start), sectors: raw.sectors }));
+                    return Ok(Some(HostCmd {
+                        time,
+                        op: raw.op,
+                        start: Sector(raw.start),
+                        sectors: raw.sectors,
+                        continued: false,
+                    }));
                 }
                 Some(Err(reason)) => {
                     if self.tally.skip_bad {

@@ -30,7 +30,9 @@ impl std::fmt::Display for Dec {
     }
 }
 
-/// Writes every command of `src` to `out` in `format`; returns the count.
+/// Writes every command of `src` to `out` in `format`; returns the count
+/// of commands. The native csv keeps a multi-range TRIM on one line; the
+/// other formats have one range per line, so each range becomes a command.
 pub fn write_trace(src: &mut dyn CmdSource, format: &Format, out: &mut dyn Write) -> Result<u64> {
     let name = src.name().to_string();
     let io = |e: std::io::Error| Error::io("<trace output>", e);
@@ -51,7 +53,28 @@ pub fn write_trace(src: &mut dyn CmdSource, format: &Format, out: &mut dyn Write
     }
     let mut n: u64 = 0;
     let mut rec = Vec::with_capacity(blktrace::RECORD_BYTES);
+    let native = matches!(format, Format::Csv(_));
+    // A native TRIM line still taking ranges.
+    let mut open = false;
     while let Some(c) = src.next_cmd()? {
+        if native && c.op == Op::Trim && (open || c.continued) {
+            if open {
+                write!(w, ",{},{}", c.start.0, c.sectors).map_err(io)?;
+            } else {
+                n += 1;
+                write!(w, "{},T,{},{}", c.time.0, c.start.0, c.sectors).map_err(io)?;
+            }
+            open = c.continued;
+            if !open {
+                writeln!(w).map_err(io)?;
+            }
+            continue;
+        }
+        if open {
+            // The source ended a command without clearing `continued`.
+            writeln!(w).map_err(io)?;
+            open = false;
+        }
         n += 1;
         let unsupported = |what: &str| Error::Trace {
             file: name.clone(),
@@ -62,6 +85,9 @@ pub fn write_trace(src: &mut dyn CmdSource, format: &Format, out: &mut dyn Write
             WriteErr::Io(e) => io(e),
             WriteErr::Unsupported(what) => unsupported(what),
         })?;
+    }
+    if open {
+        writeln!(w).map_err(io)?;
     }
     w.flush().map_err(io)?;
     Ok(n)
@@ -176,7 +202,7 @@ mod tests {
     }
 
     fn cmd(t: u64, op: Op, s: u64, n: u64) -> HostCmd {
-        HostCmd { time: SimTime(t), op, start: Sector(s), sectors: n }
+        HostCmd { time: SimTime(t), op, start: Sector(s), sectors: n, continued: false }
     }
 
     fn cmds(with_trim: bool, with_flush: bool) -> Vec<HostCmd> {
@@ -227,6 +253,46 @@ mod tests {
                 matches!((&detected, &format), (Format::Mqsim, Format::Ssdsim) | (Format::Ssdsim, Format::Mqsim));
             assert!(detected == format || same_family, "{fmt}: detected {detected}");
         }
+    }
+
+    #[test]
+    fn multi_range_trims_round_trip_in_native_csv_and_split_elsewhere() {
+        let range = |t, s, n, more| HostCmd { continued: more, ..cmd(t, Op::Trim, s, n) };
+        let want = vec![
+            cmd(0, Op::Write, 0, 8),
+            range(10, 64, 8, true),
+            range(10, 1024, 16, true),
+            range(10, 4096, 128, false),
+            range(20, 8, 8, false),
+            cmd(30, Op::Read, 0, 8),
+        ];
+        let mut out = Vec::new();
+        let n = write_trace(&mut VecSource(want.clone().into_iter()), &"csv".parse().unwrap(), &mut out).unwrap();
+        assert_eq!(n, 4, "four commands");
+        let text = String::from_utf8(out.clone()).unwrap();
+        assert!(text.contains("\n10,T,64,8,1024,16,4096,128\n20,T,8,8\n"), "{text}");
+        assert_eq!(read_all("csv", &out, false).unwrap(), (want.clone(), 0));
+        // blkparse has one discard per line: each range its own command.
+        let mut out = Vec::new();
+        write_trace(&mut VecSource(want.clone().into_iter()), &"blkparse".parse().unwrap(), &mut out).unwrap();
+        let (got, _) = read_all("blkparse", &out, false).unwrap();
+        assert!(got.iter().all(|c| !c.continued) && got.len() == want.len());
+    }
+
+    #[test]
+    fn bad_multi_range_lines_are_errors_naming_the_line() {
+        for (line, why) in
+            [("5,T,0,8,16", "odd"), ("5,T,0,8,x,8", "range 2 sector"), ("5,T,0,8,16,", "range 2 sectors")]
+        {
+            let data = format!("time_ns,op,sector,sectors\n1,W,0,8\n{line}\n");
+            let err = read_all("csv", data.as_bytes(), false).unwrap_err().to_string();
+            assert!(err.contains(":3:") && err.contains(why), "{line}: {err}");
+        }
+        // Zero-length ranges are skipped and counted; the command keeps the others.
+        let data = b"0,T,0,0,8,8,16,0,24,8\n";
+        let (got, _) = read_all("csv", data, false).unwrap();
+        let ranges: Vec<_> = got.iter().map(|c| (c.start.0, c.continued)).collect();
+        assert_eq!(ranges, vec![(8, true), (24, false)]);
     }
 
     #[test]

@@ -37,7 +37,7 @@ fn err(key: &str, reason: impl Into<String>) -> Error {
 
 /// Uniform integer in `[0, n)`, `n > 0` (Lemire 2019, unbiased).
 #[inline(always)]
-fn bounded(rng: &mut Xoshiro256PlusPlus, n: u64) -> u64 {
+pub(super) fn bounded(rng: &mut Xoshiro256PlusPlus, n: u64) -> u64 {
     let mut m = u128::from(rng.next_u64()) * u128::from(n);
     if (m as u64) < n {
         let t = n.wrapping_neg() % n;
@@ -440,7 +440,7 @@ impl CmdSource for Workload {
         let sectors = size.min(remaining);
         self.issued += 1;
         self.bytes = self.bytes.saturating_add(sectors * SECTOR_BYTES);
-        Ok(Some(HostCmd { time, op, start: Sector(self.base + rel), sectors }))
+        Ok(Some(HostCmd { time, op, start: Sector(self.base + rel), sectors, continued: false }))
     }
 
     fn name(&self) -> &str {

@@ -31,12 +31,40 @@
 //! the other 90%. `zipf:θ` ranks blocks by popularity and scatters the ranks
 //! over the range with an affine permutation (see `generate.rs`), so hot blocks
 //! are spread out as in real skewed workloads rather than packed together.
+//!
+//! `rw=delete` is a different generator, a file-deletion workload on a small
+//! file-system allocator with its own keys ([`DeleteSpec`], see `delete.rs`).
+//! [`open`] takes either.
 
+mod delete;
 mod generate;
 mod spec;
 
+pub use delete::{DeleteSpec, DeleteWorkload, is_delete};
 pub use generate::{Workload, generator};
 pub use spec::{AccessDist, Amount, Arrival, ArrivalProcess, BlockSize, Extent, RwMode, WorkloadSpec};
+
+use crate::error::Result;
+use crate::trace::CmdSource;
+
+/// Opens a workload spec (fio-like or `rw=delete`) on a device of
+/// `capacity_sectors`; a spec without `seed=` takes `default_seed`. Returns
+/// the stream and how it arrives.
+pub fn open(text: &str, default_seed: u64, capacity_sectors: u64) -> Result<(Box<dyn CmdSource>, Arrival)> {
+    let seeded = text.contains("seed=");
+    if is_delete(text) {
+        let mut spec = DeleteSpec::parse(text)?;
+        if !seeded {
+            spec.seed = default_seed;
+        }
+        return Ok((Box::new(DeleteWorkload::new(&spec, capacity_sectors)?), spec.arrival));
+    }
+    let mut spec = WorkloadSpec::parse(text)?;
+    if !seeded {
+        spec.seed = default_seed;
+    }
+    Ok((Box::new(generator(&spec, capacity_sectors)?), spec.arrival))
+}
 
 #[cfg(test)]
 mod tests;

@@ -202,7 +202,7 @@ pub(crate) fn parse_bytes(key: &str, v: &str) -> Result<u64> {
 }
 
 /// A size that commands can have: nonzero and a whole number of sectors.
-fn parse_block(key: &str, v: &str) -> Result<u64> {
+pub(crate) fn parse_block(key: &str, v: &str) -> Result<u64> {
     let b = parse_bytes(key, v)?;
     if b == 0 {
         return Err(err(key, "block size must be nonzero"));
@@ -221,7 +221,7 @@ fn parse_f64(key: &str, v: &str) -> Result<f64> {
     Ok(x)
 }
 
-fn parse_percent_int(key: &str, v: &str) -> Result<u32> {
+pub(crate) fn parse_percent_int(key: &str, v: &str) -> Result<u32> {
     let n: u32 = v.trim().parse().map_err(|_| err(key, format!("'{v}' is not an integer percentage")))?;
     if n > 100 {
         return Err(err(key, format!("{n} is more than 100 percent")));
@@ -287,7 +287,7 @@ fn parse_bssplit(key: &str, v: &str) -> Result<BlockSize> {
     Ok(BlockSize::Split(out))
 }
 
-fn parse_bs(key: &str, v: &str) -> Result<BlockSize> {
+pub(crate) fn parse_bs(key: &str, v: &str) -> Result<BlockSize> {
     match v.split_once('-') {
         None => Ok(BlockSize::Fixed(parse_block(key, v)?)),
         Some((lo, hi)) => {
@@ -339,7 +339,7 @@ fn parse_dist(key: &str, v: &str) -> Result<AccessDist> {
 }
 
 /// Parses `1000`, `1.5k`, `2m` as a rate in commands per second (decimal multiples).
-fn parse_rate(key: &str, v: &str) -> Result<f64> {
+pub(crate) fn parse_rate(key: &str, v: &str) -> Result<f64> {
     let v = v.trim();
     let (num, mult) = match v.char_indices().last() {
         Some((i, 'k' | 'K')) => (&v[..i], 1e3),
@@ -646,15 +646,22 @@ impl fmt::Display for WorkloadSpec {
         if self.rw.is_random() {
             write!(f, ",dist={}", self.dist)?;
         }
-        match self.arrival {
-            Arrival::Closed { queue_depth } => write!(f, ",iodepth={queue_depth}")?,
+        write!(f, ",{},seed={}", self.arrival, self.seed)
+    }
+}
+
+/// `iodepth=N`, or `rate=R` with `,arrival=poisson` when it is.
+impl fmt::Display for Arrival {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Arrival::Closed { queue_depth } => write!(f, "iodepth={queue_depth}"),
             Arrival::Open { iops, process } => {
-                write!(f, ",rate={iops}")?;
+                write!(f, "rate={iops}")?;
                 if process == ArrivalProcess::Poisson {
                     write!(f, ",arrival=poisson")?;
                 }
+                Ok(())
             }
         }
-        write!(f, ",seed={}", self.seed)
     }
 }

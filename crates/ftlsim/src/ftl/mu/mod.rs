@@ -662,6 +662,11 @@ impl Ftl for Mu {
         Ok(now)
     }
 
+    /// Without the tree walk [`stats`](Ftl::stats) makes for its extent counts.
+    fn ram_accesses(&self) -> u64 {
+        self.stats.ram_accesses
+    }
+
     fn stats(&self) -> FtlStats {
         let mut s = self.stats.clone();
         let t = &self.tree.stats;

@@ -1,0 +1,543 @@
+//! Son, Lee, Kim and Kim, "An Analysis on the Performance of TRIM Commands
+//! on SSDs and its Application to the Ext4 File System" (KIISE TCP 2015):
+//! what a TRIM costs, and file deletion with ext4's one range per command
+//! against batches of up to 64 ranges.
+//!
+//! (a) On a written drive, one TRIM at a time (the drive idle and settled
+//! before each), for `page`, `dftl`, `hat` and `fast`: latency and trimmed
+//! MB/s against range size (4 KiB to 1 GiB, ×4 steps), aligned and
+//! misaligned by one sector; 64 TRIMs of 64 KiB on contiguous against
+//! scattered addresses; and N ranges of 64 KiB in one command (N = 1..64).
+//!
+//! (b) A file-deletion workload (`rw=delete`, see `workload::delete`) at
+//! queue depth 32: the files are written (unmeasured), then every file is
+//! deleted, one TRIM per extent; the deletion time with one range per
+//! command against host-side batches of up to 64 (`trace::batch`), with
+//! queued and non-queued TRIM.
+//!
+//! The drive is the TRIM paper's K9LAG08U0M board (`k9lag08u0m-4ch`) cut to
+//! 512 blocks per plane (1.9 GiB logical; `quick`: 128, ranges to 64 MiB),
+//! and (b) also on `hat-table4` cut the same way, for a second device.
+
+use crate::config::Config;
+use crate::error::Result;
+use crate::ftl::Span;
+use crate::sim::{RunOptions, Simulation};
+use crate::trace::batch::TrimBatcher;
+use crate::trace::{CmdSource, HostCmd, Op};
+use crate::units::{Nanos, SECTOR_BYTES, Sector, SimTime};
+use crate::workload::{DeleteSpec, DeleteWorkload};
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// The FTLs of part (a) and (b).
+pub const FTLS: [&str; 4] = ["page", "dftl", "hat", "fast"];
+
+/// One measurement.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Row {
+    /// `size`, `size-misaligned`, `contiguity`, `ranges` (part a) or `delete` (part b).
+    pub series: String,
+    pub preset: String,
+    pub ftl: String,
+    /// Range bytes (`size`), `contiguous`/`scattered`, ranges per command,
+    /// or for `delete` the batch and queueing, e.g. `batch=64 non-queued`.
+    pub x: String,
+    /// Latency of the TRIM (or of all commands of the point), µs.
+    pub latency_us: f64,
+    /// Bytes trimmed per second of latency, MB/s.
+    pub mb_s: f64,
+    /// TRIM commands and ranges the point issued.
+    pub commands: u64,
+    pub ranges: u64,
+}
+
+/// The drive of the experiment: `preset` with fewer blocks per plane.
+pub fn config(preset: &str, ftl: &str, quick: bool, extra: &[&str]) -> Result<Config> {
+    let mut o =
+        vec![format!("ftl.name=\"{ftl}\""), format!("geometry.blocks_per_plane={}", if quick { 128 } else { 512 })];
+    o.extend(extra.iter().map(|s| s.to_string()));
+    Config::load(preset, &o)
+}
+
+fn cmd(op: Op, start: u64, sectors: u64) -> HostCmd {
+    HostCmd { time: SimTime::ZERO, op, start: Sector(start), sectors, continued: false }
+}
+
+/// Bytes written after the data to be trimmed and before the TRIM, at the
+/// end of the space: they push its map entries out of DFTL's and HAT's
+/// caches (128 KiB of 8 B entries map 32 MiB of 2 KiB pages), as for files
+/// written long before they are deleted.
+const COLD_BYTES: u64 = 64 << 20;
+
+/// Writes `[start, start + sectors)` in 256 KiB commands (unmeasured).
+fn write_region(sim: &mut Simulation, start: u64, sectors: u64) -> Result<()> {
+    let chunk = (256 << 10) / SECTOR_BYTES;
+    let mut now = SimTime::ZERO;
+    let mut s = start;
+    while s < start + sectors {
+        let n = chunk.min(start + sectors - s);
+        now = sim.submit(&cmd(Op::Write, s, n), now, None, None)?;
+        s += n;
+    }
+    Ok(())
+}
+
+/// A fresh drive with `regions` written, then the cold data, then settled,
+/// its cached map flushed and time restarted: every point of (a) starts
+/// from the same state.
+fn prepared(preset: &str, ftl: &str, quick: bool, regions: &[(u64, u64)]) -> Result<Simulation> {
+    let mut sim = Simulation::new(config(preset, ftl, quick, &[])?)?;
+    for &(start, sectors) in regions {
+        write_region(&mut sim, start, sectors)?;
+    }
+    let cold = COLD_BYTES / SECTOR_BYTES;
+    let end = sim.logical_sectors();
+    write_region(&mut sim, end - cold, cold)?;
+    sim.flush_unmeasured()?;
+    Ok(sim)
+}
+
+/// Part (a) for one FTL.
+fn micro(preset: &str, ftl: &str, quick: bool, rows: &mut Vec<Row>) -> Result<()> {
+    let cap = config(preset, ftl, quick, &[])?.logical_sectors();
+    let max_bytes: u64 = if quick { 64 << 20 } else { 1 << 30 };
+    let row = |series: &str, x: String, latency: Nanos, bytes: u64, commands: u64, ranges: u64| Row {
+        series: series.into(),
+        preset: preset.into(),
+        ftl: ftl.into(),
+        x,
+        latency_us: latency.as_us_f64(),
+        mb_s: if latency.0 > 0 { bytes as f64 / latency.as_secs_f64() / 1e6 } else { 0.0 },
+        commands,
+        ranges,
+    };
+    let mut bytes = 4096u64;
+    while bytes <= max_bytes {
+        let sectors = bytes / SECTOR_BYTES;
+        for (series, offset) in [("size", 0), ("size-misaligned", 1)] {
+            let mut sim = prepared(preset, ftl, quick, &[(0, sectors + 16)])?;
+            let done = sim.submit_trim(&[Span { start: Sector(8 + offset), sectors }], SimTime::ZERO)?;
+            rows.push(row(series, bytes.to_string(), done - SimTime::ZERO, bytes, 1, 1));
+        }
+        bytes *= 4;
+    }
+    // 64 TRIMs of 64 KiB, one after another, contiguous or scattered.
+    let piece = (64 << 10) / SECTOR_BYTES;
+    // Scattered over the space below the cold data.
+    let stride = ((cap - COLD_BYTES / SECTOR_BYTES) / 64) / piece * piece;
+    for (name, step) in [("contiguous", piece), ("scattered", stride)] {
+        let starts: Vec<u64> = (0..64).map(|i| i * step).collect();
+        let regions: Vec<(u64, u64)> = starts.iter().map(|&s| (s, piece)).collect();
+        let mut sim = prepared(preset, ftl, quick, &regions)?;
+        let mut now = SimTime::ZERO;
+        for &s in &starts {
+            now = sim.submit_trim(&[Span { start: Sector(s), sectors: piece }], now)?;
+        }
+        rows.push(row("contiguity", name.into(), now - SimTime::ZERO, 64 * piece * SECTOR_BYTES, 64, 64));
+    }
+    // N scattered ranges of 64 KiB in one command.
+    let mut n = 1u64;
+    while n <= 64 {
+        let ranges: Vec<Span> = (0..n).map(|i| Span { start: Sector(i * stride), sectors: piece }).collect();
+        let regions: Vec<(u64, u64)> = ranges.iter().map(|r| (r.start.0, r.sectors)).collect();
+        let mut sim = prepared(preset, ftl, quick, &regions)?;
+        let done = sim.submit_trim(&ranges, SimTime::ZERO)?;
+        rows.push(row("ranges", n.to_string(), done - SimTime::ZERO, n * piece * SECTOR_BYTES, 1, n));
+        n *= 2;
+    }
+    Ok(())
+}
+
+/// The file-deletion workload of part (b) on a drive of `cap` sectors.
+pub fn delete_spec(quick: bool) -> DeleteSpec {
+    let files = if quick { 400 } else { 2000 };
+    DeleteSpec::parse(&format!("rw=delete,files={files},filesize=16k-1m,frag=25,iodepth=32,seed=1"))
+        .expect("a valid spec")
+}
+
+/// Yields a source's commands up to (not including) its first TRIM; then,
+/// once `deleting` is set, that TRIM and the rest.
+struct Phases<S> {
+    inner: S,
+    held: Option<HostCmd>,
+    deleting: bool,
+}
+
+impl<S: CmdSource> CmdSource for Phases<S> {
+    fn next_cmd(&mut self) -> Result<Option<HostCmd>> {
+        if !self.deleting {
+            if self.held.is_some() {
+                return Ok(None);
+            }
+            let next = self.inner.next_cmd()?;
+            if let Some(c) = next.filter(|c| c.op == Op::Trim) {
+                self.held = Some(c);
+                return Ok(None);
+            }
+            return Ok(next);
+        }
+        match self.held.take() {
+            Some(c) => Ok(Some(c)),
+            None => self.inner.next_cmd(),
+        }
+    }
+
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+}
+
+/// Part (b): the deletion time (s) of `spec` on `cfg`, TRIMs batched up to
+/// `batch` ranges (1: ext4's one range per command).
+pub fn deletion_time(cfg: Config, spec: &DeleteSpec, batch: u32) -> Result<(f64, u64, u64)> {
+    let mut sim = Simulation::new(cfg)?;
+    let mut opts = RunOptions::from_config(sim.config());
+    opts.mode = crate::config::HostMode::Closed;
+    opts.queue_depth = match spec.arrival {
+        crate::workload::Arrival::Closed { queue_depth } => queue_depth,
+        crate::workload::Arrival::Open { .. } => 32,
+    };
+    let mut phases = Phases { inner: DeleteWorkload::new(spec, sim.logical_sectors())?, held: None, deleting: false };
+    sim.run(&mut phases, &opts, &mut |_, _| true)?;
+    sim.flush_unmeasured()?;
+    phases.deleting = true;
+    let report = if batch > 1 {
+        let spp = sim.config().geometry.page_size as u64 / SECTOR_BYTES;
+        // Closed loop: every command has time zero, so batches close on
+        // size, on an overlapping write, or at the end.
+        let mut batched = TrimBatcher::new(phases, batch, Nanos::ZERO, spp);
+        sim.run(&mut batched, &opts, &mut |_, _| true)?
+    } else {
+        sim.run(&mut phases, &opts, &mut |_, _| true)?
+    };
+    Ok((report.sim_time_s, report.trims, report.trim_ranges))
+}
+
+/// Presets of part (b).
+pub const DELETE_PRESETS: [&str; 2] = ["k9lag08u0m-4ch", "hat-table4"];
+
+fn deletion(quick: bool, rows: &mut Vec<Row>, progress: &mut dyn FnMut(&str)) -> Result<()> {
+    let spec = delete_spec(quick);
+    for preset in DELETE_PRESETS {
+        let ftls: &[&str] = if preset == "k9lag08u0m-4ch" { &FTLS } else { &["page", "fast"] };
+        for &ftl in ftls {
+            progress(&format!("deletion on {preset}, {ftl}"));
+            for queued in [true, false] {
+                for batch in [1u32, 64] {
+                    let q = format!("host.trim_queued={queued}");
+                    let (s, commands, ranges) = deletion_time(config(preset, ftl, quick, &[&q])?, &spec, batch)?;
+                    let x = format!("batch={batch} {}", if queued { "queued" } else { "non-queued" });
+                    let (latency_us, mb_s) = (s * 1e6, 0.0);
+                    rows.push(Row {
+                        series: "delete".into(),
+                        preset: preset.into(),
+                        ftl: ftl.into(),
+                        x,
+                        latency_us,
+                        mb_s,
+                        commands,
+                        ranges,
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs both parts; `progress` hears which step is running.
+pub fn run(quick: bool, progress: &mut dyn FnMut(&str)) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for ftl in FTLS {
+        progress(&format!("TRIM cost on k9lag08u0m-4ch, {ftl}"));
+        micro("k9lag08u0m-4ch", ftl, quick, &mut rows)?;
+    }
+    deletion(quick, &mut rows, progress)?;
+    Ok(rows)
+}
+
+/// Deletion time with batches of 64 against one range per command, as a
+/// reduction (0.25 = 25% less time), for one preset, FTL and queueing.
+pub fn batching_gain(rows: &[Row], preset: &str, ftl: &str, queued: bool) -> Option<f64> {
+    let q = if queued { "queued" } else { "non-queued" };
+    let t = |b: u32| {
+        rows.iter()
+            .find(|r| r.series == "delete" && r.preset == preset && r.ftl == ftl && r.x == format!("batch={b} {q}"))
+            .map(|r| r.latency_us)
+    };
+    Some(1.0 - t(64)? / t(1)?)
+}
+
+pub fn to_csv(rows: &[Row]) -> String {
+    let mut s = String::from("series,preset,ftl,x,latency_us,mb_s,commands,ranges\n");
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{:.3},{:.3},{},{}",
+            r.series, r.preset, r.ftl, r.x, r.latency_us, r.mb_s, r.commands, r.ranges
+        );
+    }
+    s
+}
+
+fn size_label(bytes: &str) -> String {
+    let b: u64 = bytes.parse().unwrap_or(0);
+    match b {
+        b if b >= 1 << 30 => format!("{} GiB", b >> 30),
+        b if b >= 1 << 20 => format!("{} MiB", b >> 20),
+        b => format!("{} KiB", b >> 10),
+    }
+}
+
+/// The tables: (a) latency and MB/s by range size, contiguity and ranges
+/// per command, one column per FTL; (b) deletion time and batching's gain.
+pub fn to_markdown(rows: &[Row]) -> String {
+    let mut s = String::new();
+    let head = |s: &mut String, first: &str| {
+        let _ = writeln!(s, "| {first} | {} |", FTLS.join(" | "));
+        let _ = writeln!(s, "|---|{}", "---:|".repeat(FTLS.len()));
+    };
+    let cell = |series: &str, x: &str, ftl: &str, f: &dyn Fn(&Row) -> String| {
+        rows.iter().find(|r| r.series == series && r.x == x && r.ftl == ftl).map_or("-".into(), f)
+    };
+    let xs = |series: &str| {
+        let mut v: Vec<String> = Vec::new();
+        for r in rows.iter().filter(|r| r.series == series) {
+            if !v.contains(&r.x) {
+                v.push(r.x.clone());
+            }
+        }
+        v
+    };
+    s.push_str(
+        "(a) One TRIM of one range on k9lag08u0m-4ch: latency µs (trimmed MB/s); misaligned: start + 1 sector\n\n",
+    );
+    head(&mut s, "range");
+    for x in xs("size") {
+        for (series, tag) in [("size", ""), ("size-misaligned", " +1")] {
+            let cells: Vec<String> =
+                FTLS.iter().map(|f| cell(series, &x, f, &|r| format!("{:.1} ({:.0})", r.latency_us, r.mb_s))).collect();
+            let _ = writeln!(s, "| {}{tag} | {} |", size_label(&x), cells.join(" | "));
+        }
+    }
+    s.push_str("\n64 TRIMs of 64 KiB one after another: total µs\n\n");
+    head(&mut s, "addresses");
+    for x in xs("contiguity") {
+        let cells: Vec<String> =
+            FTLS.iter().map(|f| cell("contiguity", &x, f, &|r| format!("{:.1}", r.latency_us))).collect();
+        let _ = writeln!(s, "| {x} | {} |", cells.join(" | "));
+    }
+    s.push_str("\nOne command of N scattered 64 KiB ranges: latency µs (µs per range)\n\n");
+    head(&mut s, "N");
+    for x in xs("ranges") {
+        let cells: Vec<String> = FTLS
+            .iter()
+            .map(|f| {
+                cell("ranges", &x, f, &|r| {
+                    format!("{:.1} ({:.1})", r.latency_us, r.latency_us / r.ranges.max(1) as f64)
+                })
+            })
+            .collect();
+        let _ = writeln!(s, "| {x} | {} |", cells.join(" | "));
+    }
+    s.push_str("\n(b) Deleting every file (rw=delete, queue depth 32): seconds; TRIM commands / ranges; gain of batches of 64\n\n");
+    s.push_str("| preset | FTL | TRIM | batch=1 s (cmds) | batch=64 s (cmds) | ranges | time saved |\n|---|---|---|---:|---:|---:|---:|\n");
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for r in rows.iter().filter(|r| r.series == "delete") {
+        let key = (r.preset.clone(), r.ftl.clone());
+        if seen.contains(&key) {
+            continue;
+        }
+        seen.push(key);
+        for queued in [true, false] {
+            let q = if queued { "queued" } else { "non-queued" };
+            let find = |b: u32| {
+                rows.iter().find(|o| {
+                    o.series == "delete" && o.preset == r.preset && o.ftl == r.ftl && o.x == format!("batch={b} {q}")
+                })
+            };
+            let (Some(one), Some(many)) = (find(1), find(64)) else { continue };
+            let gain = batching_gain(rows, &r.preset, &r.ftl, queued).unwrap_or(0.0);
+            let _ = writeln!(
+                s,
+                "| {} | {} | {q} | {:.4} ({}) | {:.4} ({}) | {} | {:.1}% |",
+                r.preset,
+                r.ftl,
+                one.latency_us / 1e6,
+                one.commands,
+                many.latency_us / 1e6,
+                many.commands,
+                one.ranges,
+                gain * 100.0
+            );
+        }
+    }
+    s
+}
+
+/// A plotted line: its FTL's colour index, dashed or not, its (x, y) points.
+type Line = (usize, bool, Vec<(f64, f64)>);
+
+const COLORS: [&str; 4] = ["#4c72b0", "#c44e52", "#55a868", "#8172b3"];
+
+/// Three panels: MB/s against range size (log-log, aligned solid,
+/// misaligned dashed), µs per range against ranges per command, and
+/// deletion time with and without batching.
+pub fn to_svg(rows: &[Row]) -> String {
+    let (pw, ph, left, top) = (330.0, 240.0, 70.0, 50.0);
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"11\">\n",
+        3.0 * (pw + left) + 20.0,
+        top + ph + 90.0
+    );
+    let pts = |series: &str, ftl: &str, y: &dyn Fn(&Row) -> f64| -> Vec<(f64, f64)> {
+        rows.iter()
+            .filter(|r| r.series == series && r.ftl == ftl)
+            .filter_map(|r| r.x.parse::<f64>().ok().map(|x| (x, y(r))))
+            .collect()
+    };
+    // Panel 1: MB/s vs range size.
+    let series1: Vec<Line> = FTLS
+        .iter()
+        .enumerate()
+        .flat_map(|(i, f)| [(i, false, pts("size", f, &|r| r.mb_s)), (i, true, pts("size-misaligned", f, &|r| r.mb_s))])
+        .collect();
+    log_panel(&mut s, left, top, pw, ph, "TRIM throughput (MB/s) vs range size (bytes)", &series1);
+    // Panel 2: µs per range vs ranges per command.
+    let series2: Vec<Line> = FTLS
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (i, false, pts("ranges", f, &|r| r.latency_us / r.ranges.max(1) as f64)))
+        .collect();
+    log_panel(&mut s, 2.0 * left + pw, top, pw, ph, "µs per range vs ranges per command", &series2);
+    // Panel 3: deletion bars.
+    let x0 = 3.0 * left + 2.0 * pw;
+    let del: Vec<&Row> = rows.iter().filter(|r| r.series == "delete").collect();
+    let max = del.iter().map(|r| r.latency_us / 1e6).fold(0.0f64, f64::max).max(1e-9) * 1.1;
+    let _ = writeln!(
+        s,
+        "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\" font-size=\"13\">deletion time (s): batch=1 / batch=64</text>",
+        x0 + pw / 2.0,
+        top - 20.0
+    );
+    axes(&mut s, x0, top, pw, ph);
+    for i in 0..=4 {
+        let v = max * i as f64 / 4.0;
+        let y = top + ph - v / max * ph;
+        let _ = writeln!(s, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{v:.3}</text>", x0 - 4.0, y + 4.0);
+    }
+    let bw = pw / del.len().max(1) as f64;
+    for (i, r) in del.iter().enumerate() {
+        let v = r.latency_us / 1e6;
+        let h = v / max * ph;
+        let x = x0 + i as f64 * bw;
+        let c = FTLS.iter().position(|f| *f == r.ftl).unwrap_or(0);
+        let opacity = if r.x.starts_with("batch=1 ") { "0.45" } else { "1" };
+        let _ = writeln!(
+            s,
+            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\" fill=\"{}\" fill-opacity=\"{opacity}\"><title>{} {} {}: {v:.4} s</title></rect>",
+            x + 1.0,
+            top + ph - h,
+            (bw - 2.0).max(1.0),
+            COLORS[c],
+            r.preset,
+            r.ftl,
+            r.x
+        );
+        if r.x.starts_with("batch=64") {
+            let gain = batching_gain(rows, &r.preset, &r.ftl, r.x.ends_with(" queued")).unwrap_or(0.0);
+            let _ = writeln!(
+                s,
+                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"9\">{:+.0}%</text>",
+                x + bw / 2.0,
+                top + ph - h - 3.0,
+                -gain * 100.0
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"10\">pairs: queued then non-queued, per preset and FTL (pale: batch=1)</text>",
+        x0 + pw / 2.0,
+        top + ph + 16.0
+    );
+    super::svg_legend(&mut s, &FTLS, &COLORS, left, top + ph + 50.0, 120.0);
+    let _ = writeln!(
+        s,
+        "<text x=\"{}\" y=\"{}\">solid: aligned, dashed: misaligned by one sector</text>",
+        left + 480.0,
+        top + ph + 60.0
+    );
+    s.push_str("</svg>\n");
+    s
+}
+
+fn axes(s: &mut String, x0: f64, top: f64, pw: f64, ph: f64) {
+    let _ = writeln!(
+        s,
+        "<line x1=\"{x0}\" x2=\"{x0}\" y1=\"{top}\" y2=\"{:.1}\" stroke=\"#000\"/><line x1=\"{x0}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#000\"/>",
+        top + ph,
+        x0 + pw,
+        y = top + ph
+    );
+}
+
+/// A log-log line panel with decade ticks labelled on both axes.
+fn log_panel(s: &mut String, x0: f64, top: f64, pw: f64, ph: f64, title: &str, series: &[Line]) {
+    let all = series.iter().flat_map(|(_, _, p)| p.iter()).filter(|(x, y)| *x > 0.0 && *y > 0.0);
+    let (mut xl, mut xh, mut yl, mut yh) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    for &(x, y) in all {
+        (xl, xh, yl, yh) = (xl.min(x.log10()), xh.max(x.log10()), yl.min(y.log10()), yh.max(y.log10()));
+    }
+    if xl > xh {
+        return;
+    }
+    let (xl, xh, yl, yh) = (xl.floor(), xh.ceil().max(xl.floor() + 1.0), yl.floor(), yh.ceil().max(yl.floor() + 1.0));
+    let px = |x: f64| x0 + (x.log10() - xl) / (xh - xl) * pw;
+    let py = |y: f64| top + ph - (y.log10() - yl) / (yh - yl) * ph;
+    let _ = writeln!(
+        s,
+        "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\" font-size=\"13\">{title}</text>",
+        x0 + pw / 2.0,
+        top - 20.0
+    );
+    axes(s, x0, top, pw, ph);
+    for d in xl as i32..=xh as i32 {
+        let x = px(10f64.powi(d));
+        let _ = writeln!(s, "<text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">1e{d}</text>", top + ph + 14.0);
+    }
+    for d in yl as i32..=yh as i32 {
+        let y = py(10f64.powi(d));
+        let _ = writeln!(
+            s,
+            "<line x1=\"{x0}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">1e{d}</text>",
+            x0 + pw,
+            x0 - 4.0,
+            y + 4.0
+        );
+    }
+    for (color, dashed, pts) in series {
+        let line: Vec<String> = pts
+            .iter()
+            .filter(|(x, y)| *x > 0.0 && *y > 0.0)
+            .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
+            .collect();
+        let dash = if *dashed { " stroke-dasharray=\"4 3\"" } else { "" };
+        let _ = writeln!(
+            s,
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{dash}/>",
+            line.join(" "),
+            COLORS[*color]
+        );
+        for &(x, y) in pts.iter().filter(|(x, y)| *x > 0.0 && *y > 0.0) {
+            let _ = writeln!(
+                s,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{}\"><title>{x}: {y:.3}</title></circle>",
+                px(x),
+                py(y),
+                COLORS[*color]
+            );
+        }
+    }
+}
