@@ -653,7 +653,7 @@ fn repro_trim_ftl(out: &Path, quick: bool, seed: u64) -> Result<(), Error> {
     write_file(&out.join("trim-ftl.csv"), trim_ftl::to_csv(&rows).as_bytes())?;
     write_file(&out.join("trim-ftl.json"), serde_json::to_string_pretty(&rows).expect("rows serialize").as_bytes())?;
     write_file(&out.join("trim-ftl.md"), table.as_bytes())?;
-    write_file(&out.join("trim-ftl.svg"), trim_ftl::to_svg(&rows).as_bytes())?;
+    write_file(&out.join("trim-ftl.svg"), trim_ftl::to_svg(&rows, quick).as_bytes())?;
     print!("{table}");
     eprintln!("ftlsim: wrote {}/trim-ftl.{{csv,json,md,svg}}", out.display());
     Ok(())
@@ -667,7 +667,7 @@ fn repro_mu_ftl(out: &Path, quick: bool, seed: u64) -> Result<(), Error> {
     write_file(&out.join("mu-ftl.csv"), mu_ftl::to_csv(&rows).as_bytes())?;
     write_file(&out.join("mu-ftl.json"), serde_json::to_string_pretty(&rows).expect("rows serialize").as_bytes())?;
     write_file(&out.join("mu-ftl.md"), table.as_bytes())?;
-    write_file(&out.join("mu-ftl.svg"), mu_ftl::to_svg(&rows).as_bytes())?;
+    write_file(&out.join("mu-ftl.svg"), mu_ftl::to_svg(&rows, quick).as_bytes())?;
     print!("{table}");
     eprintln!("ftlsim: wrote {}/mu-ftl.{{csv,json,md,svg}}", out.display());
     Ok(())

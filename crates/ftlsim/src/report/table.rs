@@ -20,11 +20,7 @@ fn rows(r: &Report, brief: bool) -> Vec<(&'static str, String)> {
         }
     };
     let split = |q: &super::LatencyStats, s: &super::LatencyStats| {
-        if q.count == 0 {
-            "-".to_string()
-        } else {
-            format!("{:.1}/{:.1} / {:.1}/{:.1}", q.mean, q.p99, s.mean, s.p99)
-        }
+        if q.count == 0 { "-".to_string() } else { format!("{:.1}/{:.1} / {:.1}/{:.1}", q.mean, q.p99, s.mean, s.p99) }
     };
     let causes = |c: &super::ByCause| {
         format!(
