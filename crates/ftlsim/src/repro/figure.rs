@@ -441,10 +441,9 @@ pub fn tick_label(v: f64) -> String {
     if v == 0.0 || !v.is_finite() {
         return if v.is_finite() { "0".into() } else { v.to_string() };
     }
-    for (div, suffix) in [(1e9, "G"), (1e6, "M"), (1e3, "k")] {
-        if v.abs() >= 10.0 * div {
-            return format!("{}{suffix}", tick_label(v / div));
-        }
+    if v.abs() >= 1e4 {
+        let (div, suffix) = [(1e9, "G"), (1e6, "M"), (1e3, "k")].into_iter().find(|(d, _)| v.abs() >= *d).expect("≥ 1e3");
+        return format!("{}{suffix}", tick_label(v / div));
     }
     let decimals = (3 - v.abs().log10().floor() as i32).clamp(0, 9) as usize;
     let s = format!("{v:.decimals$}");
@@ -640,7 +639,8 @@ mod tests {
             (2.5, "2.5"),
             (0.1 + 0.2, "0.3"),
             (100.00000000000004, "100"),
-            (1234.5, "1234.5"),
+            (1234.56, "1235"),
+            (12.345, "12.35"),
             (9999.0, "9999"),
             (25_000.0, "25k"),
             (1.5e6, "1.5M"),
@@ -696,6 +696,37 @@ mod tests {
         let many: Vec<f64> = (0..50).map(f64::from).collect();
         let a = line_x_axis(Scale::Auto, &many);
         assert!(!a.log && a.ticks.len() < 12, "{:?}", a.ticks);
+    }
+
+    #[test]
+    fn legend_order_matches_bar_order() {
+        let svg = Bars::new("group", "value (units)", ["a", "b"])
+            .series("first", [1.0, 2.0])
+            .series("second", [3.0, 4.0])
+            .series("third", [5.0, 6.0])
+            .svg("title");
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let num = |n: &roxmltree::Node, a: &str| n.attribute(a).unwrap().parse::<f64>().unwrap();
+        let rects: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("rect")).collect();
+        // Legend swatches are 14 × 12; bars are wider.
+        let swatches: Vec<&str> = rects
+            .iter()
+            .filter(|r| num(r, "width") == 14.0 && num(r, "height") == 12.0)
+            .map(|r| r.attribute("fill").unwrap())
+            .collect();
+        assert_eq!(swatches, ["#0072B2", "#E69F00", "#009E73"]);
+        let leftmost = |fill: &str| {
+            rects
+                .iter()
+                .filter(|r| r.attribute("fill") == Some(fill) && num(r, "width") > 14.0)
+                .map(|r| num(r, "x"))
+                .fold(f64::INFINITY, f64::min)
+        };
+        let xs: Vec<f64> = swatches.iter().map(|f| leftmost(f)).collect();
+        assert!(xs.is_sorted() && xs[0].is_finite(), "bars left to right in legend order: {xs:?}");
+        let texts: Vec<&str> = doc.descendants().filter(|n| n.has_tag_name("text")).filter_map(|n| n.text()).collect();
+        let legend: Vec<&str> = texts.iter().map(|t| t.trim()).filter(|t| t.ends_with("st") || t.ends_with("nd") || t.ends_with("rd")).collect();
+        assert_eq!(legend, ["first", "second", "third"]);
     }
 
     #[test]
