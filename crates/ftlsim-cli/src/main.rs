@@ -4,7 +4,7 @@
 mod progress;
 mod python;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgGroup, Args, Parser, Subcommand};
 use ftlsim::job::{Input, Job};
 use ftlsim::report::{render_comparison, render_table};
 use ftlsim::trace::{self, Format, OpenOptions};
@@ -168,10 +168,13 @@ impl DriveArgs {
     }
 }
 
+/// Exactly one input: a trace or a workload. The group, not a `required`
+/// on `--trace`, so that giving neither names both.
 #[derive(Args, Clone)]
+#[command(group(ArgGroup::new("input").args(["trace", "workload"]).required(true).multiple(false)))]
 struct InputArgs {
     /// Trace file to replay (.gz accepted).
-    #[arg(long, conflicts_with = "workload", required_unless_present = "workload")]
+    #[arg(long)]
     trace: Option<PathBuf>,
     /// Trace format (detected when omitted); see `ftlsim trace formats`.
     #[arg(long, requires = "trace")]
@@ -300,11 +303,15 @@ struct GenArgs {
 
 #[derive(Subcommand)]
 enum TraceCommand {
-    /// Summary statistics of a trace.
+    /// Summary statistics of a trace: the read/write/trim/flush mix, a
+    /// request-size histogram, working set, sequentiality, inter-arrival times.
     Stats {
+        /// Trace file (.gz accepted).
         path: PathBuf,
+        /// Trace format (detected when omitted); see `ftlsim trace formats`.
         #[arg(long)]
         format: Option<String>,
+        /// Skip and count malformed lines instead of stopping at the first.
         #[arg(long)]
         skip_bad_lines: bool,
         /// Print JSON instead of a table.
@@ -313,12 +320,17 @@ enum TraceCommand {
     },
     /// Rewrite a trace in another format.
     Convert {
+        /// Trace file to read (.gz accepted).
         input: PathBuf,
+        /// File to write (`-` for stdout; a .gz name is compressed).
         output: PathBuf,
+        /// Input format (detected when omitted).
         #[arg(long)]
         from: Option<String>,
+        /// Output format; see `ftlsim trace formats`.
         #[arg(long, default_value = "csv")]
         to: String,
+        /// Skip and count malformed lines instead of stopping at the first.
         #[arg(long)]
         skip_bad_lines: bool,
     },
@@ -592,16 +604,8 @@ fn trace_cmd(t: TraceCommand) -> Result<(), Error> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&stats).expect("stats serialize"));
             } else {
-                println!("format  {}{}", opened.format, if opened.detected { " (detected)" } else { "" });
-                let value = serde_json::to_value(&stats).expect("stats serialize");
-                if let serde_json::Value::Object(map) = value {
-                    for (k, v) in map {
-                        match v {
-                            serde_json::Value::String(s) => println!("{k}  {s}"),
-                            v => println!("{k}  {v}"),
-                        }
-                    }
-                }
+                let format = format!("{}{}", opened.format, if opened.detected { " (detected)" } else { "" });
+                print!("{}", trace::render_stats(&stats, &format));
             }
             Ok(())
         }

@@ -442,7 +442,8 @@ pub fn tick_label(v: f64) -> String {
         return if v.is_finite() { "0".into() } else { v.to_string() };
     }
     if v.abs() >= 1e4 {
-        let (div, suffix) = [(1e9, "G"), (1e6, "M"), (1e3, "k")].into_iter().find(|(d, _)| v.abs() >= *d).expect("≥ 1e3");
+        let (div, suffix) =
+            [(1e9, "G"), (1e6, "M"), (1e3, "k")].into_iter().find(|(d, _)| v.abs() >= *d).expect("≥ 1e3");
         return format!("{}{suffix}", tick_label(v / div));
     }
     let decimals = (3 - v.abs().log10().floor() as i32).clamp(0, 9) as usize;
@@ -725,7 +726,11 @@ mod tests {
         let xs: Vec<f64> = swatches.iter().map(|f| leftmost(f)).collect();
         assert!(xs.is_sorted() && xs[0].is_finite(), "bars left to right in legend order: {xs:?}");
         let texts: Vec<&str> = doc.descendants().filter(|n| n.has_tag_name("text")).filter_map(|n| n.text()).collect();
-        let legend: Vec<&str> = texts.iter().map(|t| t.trim()).filter(|t| t.ends_with("st") || t.ends_with("nd") || t.ends_with("rd")).collect();
+        let legend: Vec<&str> = texts
+            .iter()
+            .map(|t| t.trim())
+            .filter(|t| t.ends_with("st") || t.ends_with("nd") || t.ends_with("rd"))
+            .collect();
         assert_eq!(legend, ["first", "second", "third"]);
     }
 
