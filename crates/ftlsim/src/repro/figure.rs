@@ -33,8 +33,8 @@
 //! (a sweep reads off its own points); otherwise ticks are 1-2-5 steps
 //! (linear) or decades (log). Non-finite values are treated as missing.
 //!
-//! Layout is fixed in pixels (each panel 560 × 400), so a figure's size
-//! depends only on its number of panels and columns.
+//! Layout is in pixels: each panel 560 × 400, a bar chart wider when its
+//! groups' labels need it; rows of `columns` panels, each row centred.
 
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::coord::types::RangedCoordf64;
@@ -223,31 +223,59 @@ impl Figure {
     /// The figure as a standalone SVG document.
     pub fn to_svg(&self) -> String {
         let columns = self.columns.min(self.panels.len()).max(1);
-        let rows = self.panels.len().div_ceil(columns).max(1);
-        let width = PANEL_W * columns as u32;
+        let rows: Vec<&[Panel]> = self.panels.chunks(columns).collect();
+        let row_width = |row: &[Panel]| row.iter().map(Panel::width).sum::<u32>();
+        let width = rows.iter().map(|r| row_width(r)).max().unwrap_or(PANEL_W);
         let title_lines = wrap(&self.title, 16.0, width - 20);
         let title_h = ROW_H * title_lines.len() as u32 + 12;
-        let height = title_h + PANEL_H * rows as u32;
+        let height = title_h + PANEL_H * rows.len().max(1) as u32;
         let mut svg = String::new();
         {
             let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
             root.fill(&WHITE).expect(DRAWN);
-            let (top, body) = root.split_vertically(title_h);
             let style =
                 TextStyle::from((FONT, 16).into_font().style(FontStyle::Bold)).pos(Pos::new(HPos::Center, VPos::Top));
             for (i, line) in title_lines.iter().enumerate() {
-                top.draw_text(line, &style, ((width / 2) as i32, 8 + (ROW_H * i as u32) as i32)).expect(DRAWN);
+                root.draw_text(line, &style, ((width / 2) as i32, 8 + (ROW_H * i as u32) as i32)).expect(DRAWN);
             }
-            for (panel, area) in self.panels.iter().zip(body.split_evenly((rows, columns))) {
-                match panel {
-                    Panel::Bars(b) => draw_bars(b, &area),
-                    Panel::Lines(l) => draw_lines(l, &area),
+            for (r, row) in rows.iter().enumerate() {
+                // Each row centred; each panel as wide as its content needs.
+                let mut x = (width - row_width(row)) / 2;
+                for panel in *row {
+                    let y = title_h + PANEL_H * r as u32;
+                    let area = root.clone().shrink((x, y), (panel.width(), PANEL_H));
+                    match panel {
+                        Panel::Bars(b) => draw_bars(b, &area),
+                        Panel::Lines(l) => draw_lines(l, &area),
+                    }
+                    x += panel.width();
                 }
             }
             root.present().expect(DRAWN);
         }
         svg
     }
+}
+
+impl Panel {
+    /// Pixels: the standard width, or more for a bar chart whose groups
+    /// need room for their bars and labels.
+    fn width(&self) -> u32 {
+        match self {
+            Panel::Lines(_) => PANEL_W,
+            Panel::Bars(b) => {
+                let label = b.groups.iter().map(|g| text_width(g, 13.0)).fold(0.0, f64::max);
+                let group = (16.0 * b.series.len() as f64).max(label + 12.0);
+                PANEL_W.max((group * b.groups.len() as f64) as u32 + 120)
+            }
+        }
+    }
+}
+
+/// Estimated width of `text` at `size_px`: 0.55 em a character, the average
+/// advance of a sans-serif font.
+fn text_width(text: &str, size_px: f64) -> f64 {
+    0.55 * size_px * text.chars().count() as f64
 }
 
 /// Drawing into a `String` has no I/O to fail, and the built-in text
@@ -452,10 +480,9 @@ pub fn tick_label(v: f64) -> String {
     if s == "-0" { "0".into() } else { s.to_string() }
 }
 
-/// Greedy word wrap at an estimated width (0.55 em a character: the
-/// average advance of a sans-serif font).
+/// Greedy word wrap at an estimated width ([`text_width`]).
 fn wrap(text: &str, size_px: f64, width_px: u32) -> Vec<String> {
-    let per_line = ((width_px as f64) / (0.55 * size_px)).max(10.0) as usize;
+    let per_line = ((width_px as f64) / text_width("x", size_px)).max(10.0) as usize;
     let mut lines: Vec<String> = Vec::new();
     for word in text.split_whitespace() {
         match lines.last_mut() {
@@ -473,12 +500,12 @@ fn wrap(text: &str, size_px: f64, width_px: u32) -> Vec<String> {
 }
 
 /// The legend's rows: entries in series order, wrapped at the panel width.
-fn legend_rows(names: &[&str]) -> Vec<Vec<usize>> {
+fn legend_rows(names: &[&str], width: u32) -> Vec<Vec<usize>> {
     let mut rows: Vec<Vec<usize>> = vec![Vec::new()];
     let mut x = 0.0;
     for (i, name) in names.iter().enumerate() {
         let w = legend_entry_width(name);
-        if x + w > (PANEL_W - 60) as f64 && !rows.last().expect("one row").is_empty() {
+        if x + w > (width - 60) as f64 && !rows.last().expect("one row").is_empty() {
             rows.push(Vec::new());
             x = 0.0;
         }
@@ -489,7 +516,7 @@ fn legend_rows(names: &[&str]) -> Vec<Vec<usize>> {
 }
 
 fn legend_entry_width(name: &str) -> f64 {
-    40.0 + 7.5 * name.chars().count() as f64
+    40.0 + text_width(name, 13.0)
 }
 
 #[derive(Clone, Copy)]
@@ -500,14 +527,14 @@ enum Swatch {
 
 /// Splits a panel into its chart and the legend strip under it, and draws the legend.
 fn legend<'a>(area: &Area<'a>, names: &[&str], swatch: Swatch) -> Area<'a> {
-    let rows = legend_rows(names);
+    let (w, h) = area.dim_in_pixel();
+    let rows = legend_rows(names, w);
     let strip = ROW_H * rows.len() as u32 + 8;
-    let (_, h) = area.dim_in_pixel();
     let (chart, strip_area) = area.split_vertically(h - strip);
     let text = TextStyle::from((FONT, 13).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
     for (r, row) in rows.iter().enumerate() {
         let width: f64 = row.iter().map(|&i| legend_entry_width(names[i])).sum();
-        let mut x = ((PANEL_W as f64 - width) / 2.0).max(4.0) as i32;
+        let mut x = ((w as f64 - width) / 2.0).max(4.0) as i32;
         let y = (ROW_H * r as u32 + ROW_H / 2) as i32;
         for &i in row {
             let color = PALETTE[i % PALETTE.len()];
@@ -743,7 +770,7 @@ mod tests {
     fn legend_wraps_in_series_order() {
         let names: Vec<String> = (0..12).map(|i| format!("series number {i}")).collect();
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        let rows = legend_rows(&refs);
+        let rows = legend_rows(&refs, PANEL_W);
         assert!(rows.len() > 1);
         assert_eq!(rows.concat(), (0..12).collect::<Vec<_>>());
     }
