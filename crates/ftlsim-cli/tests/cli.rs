@@ -554,6 +554,13 @@ fn gen_to_stdout() {
     assert_eq!(out, "0 0 0 16 0\n0 0 16 16 0\n0 0 32 16 0\n");
 }
 
+/// Every one of `lines` is a whole line of `text`.
+fn has_lines(text: &str, lines: &[&str]) {
+    for line in lines {
+        assert!(text.lines().any(|l| l == *line), "{line:?} missing:\n{text}");
+    }
+}
+
 fn stats_json(path: &Path, extra: &[&str]) -> Value {
     let mut a = args(&["trace", "stats", "--json", path.to_str().unwrap()]);
     a.extend(args(extra));
@@ -567,15 +574,16 @@ fn stats_json(path: &Path, extra: &[&str]) -> Value {
 fn trace_stats_counts() {
     let msr = sample("msr_csv/msr-sample.csv");
     let table = ok(["trace", "stats", msr.to_str().unwrap()]);
-    for line in [
-        "format         msr (detected)",
-        "requests       6 (6 with data)",
-        "  read                  2    33.3%       12 KiB    19.8%",
-        "  write                 4    66.7%     48.5 KiB    80.2%",
-        "skipped lines  0 (zero-length requests: 0)",
-    ] {
-        assert!(table.lines().any(|l| l == line), "{line:?} missing:\n{table}");
-    }
+    has_lines(
+        &table,
+        &[
+            "format         msr (detected)",
+            "requests       6 (6 with data)",
+            "  read                  2    33.3%       12 KiB    19.8%",
+            "  write                 4    66.7%     48.5 KiB    80.2%",
+            "skipped lines  0 (zero-length requests: 0)",
+        ],
+    );
     let s = stats_json(&msr, &[]);
     assert_eq!((s["requests"].as_u64(), s["reads"].as_u64(), s["writes"].as_u64()), (Some(6), Some(2), Some(4)));
     // MSR timestamps are 100 ns ticks.
@@ -628,18 +636,19 @@ fn trace_stats_summarises_mix_sizes_working_set_sequentiality_and_gaps() {
     assert_eq!(buckets, [(4096, 0, 2, 0), (8192, 0, 0, 1), (16384, 0, 0, 0), (32768, 0, 0, 0), (65536, 1, 0, 0)]);
 
     let table = ok(["trace", "stats", t.to_str().unwrap()]);
-    for line in [
-        "format         csv (detected)",
-        "  read                  1    20.0%       64 KiB    80.0%",
-        "  flush                 1    20.0%          0 B        -",
-        "working set    16 pages of 4 KiB read or written (64 KiB), 2 written (8 KiB)",
-        "sequential     25.0% of data requests start where the previous of their op ended (reads 0.0%, writes 50.0%, trims 0.0%)",
-        "inter-arrival  mean 1.38 µs, p50 1.00 µs, p99 2.00 µs, max 2.00 µs",
-        "  2 KiB–4 KiB                0          2          0",
-        "  32 KiB–64 KiB              1          0          0",
-    ] {
-        assert!(table.lines().any(|l| l == line), "{line:?} missing:\n{table}");
-    }
+    has_lines(
+        &table,
+        &[
+            "format         csv (detected)",
+            "  read                  1    20.0%       64 KiB    80.0%",
+            "  flush                 1    20.0%          0 B        -",
+            "working set    16 pages of 4 KiB read or written (64 KiB), 2 written (8 KiB)",
+            "sequential     25.0% of data requests start where the previous of their op ended (reads 0.0%, writes 50.0%, trims 0.0%)",
+            "inter-arrival  mean 1.38 µs, p50 1.00 µs, p99 2.00 µs, max 2.00 µs",
+            "  2 KiB–4 KiB                0          2          0",
+            "  32 KiB–64 KiB              1          0          0",
+        ],
+    );
 }
 
 #[test]

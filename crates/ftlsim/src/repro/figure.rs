@@ -70,6 +70,29 @@ pub enum Scale {
     Log,
 }
 
+/// The builder methods bar and line charts share.
+macro_rules! shared_builders {
+    ($chart:ident) => {
+        impl $chart {
+            /// A heading over the panel (a figure of several panels needs one each).
+            pub fn caption(mut self, caption: &str) -> Self {
+                self.caption = caption.into();
+                self
+            }
+
+            pub fn y_scale(mut self, scale: Scale) -> Self {
+                self.y_scale = scale;
+                self
+            }
+
+            /// This chart alone as a figure.
+            pub fn svg(self, title: &str) -> String {
+                Figure::new(title).panel(self).to_svg()
+            }
+        }
+    };
+}
+
 /// A grouped bar chart: one group per category on the x axis, one bar per
 /// series in each group, in the order the series were added.
 #[derive(Clone, Debug)]
@@ -106,23 +129,9 @@ impl Bars {
         self.series.push((name.into(), values));
         self
     }
-
-    /// A heading over the panel (a figure of several panels needs one each).
-    pub fn caption(mut self, caption: &str) -> Self {
-        self.caption = caption.into();
-        self
-    }
-
-    pub fn y_scale(mut self, scale: Scale) -> Self {
-        self.y_scale = scale;
-        self
-    }
-
-    /// This chart alone as a figure.
-    pub fn svg(self, title: &str) -> String {
-        Figure::new(title).panel(self).to_svg()
-    }
 }
+
+shared_builders!(Bars);
 
 /// A line chart: each series a polyline through its (x, y) points, with a
 /// marker at each point.
@@ -157,25 +166,13 @@ impl Lines {
         self
     }
 
-    pub fn caption(mut self, caption: &str) -> Self {
-        self.caption = caption.into();
-        self
-    }
-
     pub fn x_scale(mut self, scale: Scale) -> Self {
         self.x_scale = scale;
         self
     }
-
-    pub fn y_scale(mut self, scale: Scale) -> Self {
-        self.y_scale = scale;
-        self
-    }
-
-    pub fn svg(self, title: &str) -> String {
-        Figure::new(title).panel(self).to_svg()
-    }
 }
+
+shared_builders!(Lines);
 
 /// One panel of a figure.
 #[derive(Clone, Debug)]
@@ -410,7 +407,7 @@ fn line_x_axis(scale: Scale, xs: &[f64]) -> AxisPlan {
     plan
 }
 
-/// 1-2-5 steps covering `lo..hi`, about five of them; the axis ends on ticks.
+/// 1-2-2.5-5 steps covering `lo..hi`, about five of them; the axis ends on ticks.
 fn linear_axis(lo: f64, hi: f64) -> AxisPlan {
     let (lo, hi) = if hi > lo { (lo, hi) } else { (lo - 1.0, hi + 1.0) };
     let step = nice_step((hi - lo) / 5.0);
@@ -433,10 +430,14 @@ fn log_axis(lo: f64, hi: f64) -> AxisPlan {
     AxisPlan { log: true, lo: a, hi: b, ticks }
 }
 
-/// The 1-2-5 step nearest above `raw`.
+/// The 1-2-2.5-5 step nearest above `raw`.
 fn nice_step(raw: f64) -> f64 {
     let decade = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * decade).find(|&s| s >= raw * (1.0 - 1e-9)).unwrap_or(10.0 * decade)
+    [1.0, 2.0, 2.5, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * decade)
+        .find(|&s| s >= raw * (1.0 - 1e-9))
+        .unwrap_or(10.0 * decade)
 }
 
 /// The largest 1-2-5 value ≤ `v` (`v` > 0).
