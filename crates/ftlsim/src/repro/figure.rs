@@ -379,7 +379,8 @@ fn line_y_axis(scale: Scale, values: &[f64]) -> AxisPlan {
     }
     let (min, max) = min_max(values);
     if wants_log(scale, values) {
-        log_axis(nice_below(min), nice_above(max))
+        // A 1-2-5 step of room each side keeps end markers off the frame.
+        log_axis(nice_below(min / 1.2), nice_above(max * 1.2))
     } else {
         headroom(min.min(0.0), max.max(0.0))
     }
@@ -705,6 +706,17 @@ mod tests {
         assert!(!a.log && a.lo == 0.0);
         // A zero or negative value forbids log.
         assert!(!bar_axis(Scale::Auto, &[0.0, 500.0]).log);
+    }
+
+    #[test]
+    fn line_axes_leave_room_past_the_extremes() {
+        // Figure 11's random writes: page mapping at 1.0, FAST down to 0.0017.
+        let a = line_y_axis(Scale::Auto, &[1.0, 0.0017, 0.2]);
+        assert!(a.log && a.hi > 0.0 && a.lo < 0.0017f64.log10(), "{a:?}");
+        let labels: Vec<String> = a.ticks.iter().map(|&t| a.label(t)).collect();
+        assert_eq!(labels, ["0.001", "0.01", "0.1", "1"]);
+        let a = line_y_axis(Scale::Auto, &[0.5, 1.0]);
+        assert!(!a.log && a.lo == 0.0 && a.hi > 1.0 && a.hi <= 1.25, "{a:?}");
     }
 
     #[test]
