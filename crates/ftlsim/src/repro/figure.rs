@@ -30,8 +30,10 @@
 //! axis starts at 0 (or below, for negative values); a bar of exactly 0 is
 //! drawn two pixels tall, so "zero" and "missing" differ. A line chart whose
 //! series share at most ten distinct x values puts a tick at each of them
-//! (a sweep reads off its own points); otherwise ticks are 1-2-5 steps
+//! (a sweep reads off its own points); otherwise ticks are 1-2-2.5-5 steps
 //! (linear) or decades (log). Non-finite values are treated as missing.
+//! [`Scale::Linear`] and [`Scale::Log`] force a scale; forcing log on a
+//! value ≤ 0 is a bug (it panics).
 //!
 //! Layout is in pixels: each panel 560 × 400, a bar chart wider when its
 //! groups' labels need it; rows of `columns` panels, each row centred.
