@@ -259,6 +259,11 @@ struct RunArgs {
     /// FTL scheme (ftl.name): see `ftlsim ftls`.
     #[arg(long)]
     ftl: Option<String>,
+    /// Cut the power at a simulated time (at=5ms; ns, us, ms, s) or after
+    /// N commands (after=1000), then recover and check that everything
+    /// flushed survived (repeatable; host.power_cuts; coftl only so far).
+    #[arg(long = "power-cut", value_name = "at=TIME|after=N")]
+    power_cut: Vec<String>,
     #[command(flatten)]
     input: InputArgs,
     #[command(flatten)]
@@ -482,6 +487,11 @@ fn run(a: RunArgs) -> Result<(), Error> {
     let mut extra = a.input.overrides();
     if let Some(f) = &a.ftl {
         extra.push(format!("ftl.name={f}"));
+    }
+    if !a.power_cut.is_empty() {
+        // The check after each cut compares program sequence numbers.
+        extra.push(format!("host.power_cuts={:?}", a.power_cut));
+        extra.push("nand.record_sequence=true".into());
     }
     let mut config = load_config(&a.drive, &extra)?;
     if a.output.timeseries.is_some() && config.report.window_ms == 0.0 {

@@ -14,7 +14,7 @@
 //! assert!(done > SimTime(0));
 //! ```
 
-use crate::config::{Config, HostMode, OutOfRange};
+use crate::config::{Config, HostMode, OutOfRange, PowerCutAt};
 use crate::controller::Controller;
 use crate::engine::host::{Arrivals, RangePolicy, fit_range};
 use crate::engine::{Device, FlashCounters};
@@ -114,6 +114,18 @@ pub struct Simulation {
     precondition: Option<Precondition>,
     latencies: Option<RequestLatencies>,
     last_queueing: Nanos,
+    /// `host.power_cuts` not yet made, and what survived the ones made.
+    cuts: Vec<PowerCutAt>,
+    durability: Option<Durability>,
+    recoveries: Vec<ftl::RecoveryReport>,
+}
+
+/// What must survive a power cut: per logical page, the program sequence
+/// number of its data as of the last completed FLUSH (0: nothing to keep),
+/// and the pages written or trimmed since.
+struct Durability {
+    flushed_seq: Vec<u64>,
+    pending: Vec<u32>,
 }
 
 impl Simulation {
@@ -130,7 +142,13 @@ impl Simulation {
         );
         let ftl = ftl::build(&cfg.ftl.name, &cfg, &dev)?;
         let ctrl = Controller::new(&cfg, &dev);
+        let cuts = cfg.host.power_cuts.iter().map(|c| c.parse()).collect::<Result<Vec<PowerCutAt>>>()?;
+        let durability = (!cuts.is_empty())
+            .then(|| Durability { flushed_seq: vec![0; cfg.logical_pages() as usize], pending: Vec::new() });
         Ok(Simulation {
+            cuts,
+            durability,
+            recoveries: Vec::new(),
             logical_sectors: cfg.logical_sectors(),
             cfg,
             dev,
@@ -180,10 +198,29 @@ impl Simulation {
     /// buffer; `None` when it reads as zeros.
     pub fn page_contents(&self, lpn: u32) -> Option<Cow<'_, [u8]>> {
         let flash = self.ftl.physical(crate::units::Lpn(lpn)).and_then(|ppn| self.dev.array.page_data(ppn));
-        let Some((held, bytes)) = self.ctrl.buffered(lpn) else { return flash.map(Cow::Borrowed) };
-        let mut page = flash.map_or_else(|| vec![0; bytes.len()], <[u8]>::to_vec);
-        crate::controller::buffer::overlay_held(held, bytes, 0, &mut page);
+        // Newer than flash: the FTL's own data cache, then the controller's buffer.
+        let held: Vec<_> =
+            [self.ftl.cached_page(crate::units::Lpn(lpn)), self.ctrl.buffered(lpn)].into_iter().flatten().collect();
+        if held.is_empty() {
+            return flash.map(Cow::Borrowed);
+        }
+        let mut page = flash.map_or_else(|| vec![0; self.cfg.geometry.page_size as usize], <[u8]>::to_vec);
+        for (mask, bytes) in held {
+            crate::controller::buffer::overlay_held(mask, bytes, 0, &mut page);
+        }
         Some(Cow::Owned(page))
+    }
+
+    /// Power fails at `at` (between commands): background work due before
+    /// it runs, then the write buffer and everything else volatile is lost
+    /// and the FTL recovers its tables from flash ([`Ftl::power_cut`]).
+    /// Refused, changing nothing, by an FTL without crash recovery.
+    pub fn power_cut(&mut self, at: SimTime) -> Result<ftl::RecoveryReport> {
+        let (ftl, dev, ctrl) = (self.ftl.as_mut(), &mut self.dev, &mut self.ctrl);
+        ctrl.run_until(ftl, dev, at)?;
+        let report = ftl.power_cut(dev, at)?;
+        ctrl.power_cut(report.recovered_at);
+        Ok(report)
     }
 
     /// Runs all pending background work (destaging, GC jobs) to its end, as
@@ -374,7 +411,8 @@ impl Simulation {
             let Some(cmd) = ahead.pop_front() else { break };
             let (cmd, moved) = fit_range(cmd, self.logical_sectors, opts.range, src.name(), index)?;
             adjusted += moved as u64;
-            let issue = arrivals.issue(&cmd);
+            let mut issue = arrivals.issue(&cmd);
+            issue = self.cut_if_due(issue, index)?;
             arrivals_span.add(issue);
             if issue.0 > MAX_ARRIVAL_NS {
                 // Leaves the 64-bit ns clock room for service times: a later
@@ -394,6 +432,7 @@ impl Simulation {
                 windows.roll(issue, &self.dev.counters);
             }
             let done = self.submit(&cmd, issue, None, None)?;
+            self.track_durability(&cmd);
             arrivals.complete(done);
             let latency = done - issue;
             let pages = self.pages_touched(&cmd);
@@ -427,6 +466,71 @@ impl Simulation {
         r.timeseries = windows.rows;
         r.warnings.extend(saturation_warning(opts.mode, &arrivals_span, metrics.last_completion));
         Ok(r)
+    }
+
+    /// Makes the configured power cuts due before a command issued at
+    /// `issue` after `index` commands; returns when the drive can take it.
+    fn cut_if_due(&mut self, issue: SimTime, index: u64) -> Result<SimTime> {
+        let mut issue = issue;
+        while let Some(i) = self.cuts.iter().position(|c| match *c {
+            PowerCutAt::Time(t) => issue >= t,
+            PowerCutAt::AfterCommands(n) => index >= n,
+        }) {
+            let at = match self.cuts.remove(i) {
+                PowerCutAt::Time(t) => t,
+                PowerCutAt::AfterCommands(_) => issue,
+            };
+            let mut r = self.power_cut(at)?;
+            r.after_commands = index;
+            r.pages_checked = self.check_durability()?;
+            issue = issue.max(r.recovered_at);
+            self.recoveries.push(r);
+        }
+        Ok(issue)
+    }
+
+    fn track_durability(&mut self, cmd: &HostCmd) {
+        let Some(d) = self.durability.as_mut() else { return };
+        let spp = self.cfg.geometry.page_size as u64 / SECTOR_BYTES;
+        match cmd.op {
+            Op::Write | Op::Trim if cmd.sectors > 0 => {
+                let (first, last) = (cmd.start.0 / spp, (cmd.end().0 - 1) / spp);
+                d.pending.extend(first as u32..=last as u32);
+            }
+            Op::Flush => {
+                for lpn in d.pending.drain(..) {
+                    let p = self.ftl.physical(crate::units::Lpn(lpn));
+                    d.flushed_seq[lpn as usize] = p.and_then(|p| self.dev.array.oob_seq(p)).unwrap_or(0);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// After a cut: every page flushed with data still maps to that data or
+    /// a newer copy (a program sequence at least as late). Returns the
+    /// pages checked.
+    fn check_durability(&mut self) -> Result<u64> {
+        let Some(d) = self.durability.as_mut() else { return Ok(0) };
+        d.pending.clear();
+        let mut checked = 0;
+        for (lpn, &seq) in d.flushed_seq.iter().enumerate().filter(|(_, s)| **s > 0) {
+            let p = self.ftl.physical(crate::units::Lpn(lpn as u32));
+            let got = p.and_then(|p| self.dev.array.oob_seq(p));
+            if got.is_none_or(|g| g < seq) {
+                return Err(Error::invariant(
+                    "power cut",
+                    format!("logical page {lpn}, flushed (program {seq}), recovered as {got:?} at {p:?}"),
+                ));
+            }
+            checked += 1;
+        }
+        // What recovery found is the durable state now.
+        for (lpn, seq) in d.flushed_seq.iter_mut().enumerate() {
+            let p = self.ftl.physical(crate::units::Lpn(lpn as u32));
+            *seq = p.and_then(|p| self.dev.array.oob_seq(p)).unwrap_or(0);
+        }
+        Ok(checked)
     }
 
     /// Logical pages a command touches, partial pages included (the unit
@@ -529,6 +633,8 @@ impl Simulation {
             host_link: share(busy.host_link, 1),
             pcm: share(busy.pcm, 1),
         };
+        r.coftl = stats.coftl.clone();
+        r.power_cuts = self.recoveries.clone();
         r.write_buffer = self.ctrl.buffer_stats().map(|b| report::BufferReport {
             capacity_pages: self.ctrl.buffer_capacity(),
             write_hits: b.write_hits,

@@ -31,8 +31,10 @@ enum Cmd {
     R(u64, u64),
     T(u64, u64),
     F,
+    /// Power cut (FTLs with crash recovery).
+    P,
 }
-use Cmd::{F, R, T, W};
+use Cmd::{F, P, R, T, W};
 
 /// A test case: optional preconditioning (sequential fill + random
 /// overwrites, which write zeros), then the commands.
@@ -83,8 +85,49 @@ fn pattern(seed: u64, len: usize) -> Vec<u8> {
         .collect()
 }
 
+/// What each sector may read after a power cut: its value at the last
+/// completed FLUSH, or any value written (or trimmed) since.
+struct Durability {
+    flushed: Vec<u8>,
+    since: Vec<Vec<Vec<u8>>>,
+}
+
+impl Durability {
+    fn new(reference: &[u8]) -> Durability {
+        Durability { flushed: reference.to_vec(), since: vec![Vec::new(); reference.len() / 512] }
+    }
+
+    fn changed(&mut self, reference: &[u8], bytes: std::ops::Range<usize>) {
+        for s in bytes.start / 512..bytes.end / 512 {
+            self.since[s].push(reference[s * 512..(s + 1) * 512].to_vec());
+        }
+    }
+
+    fn flushed(&mut self, reference: &[u8]) {
+        *self = Durability::new(reference);
+    }
+
+    /// Checks what the drive reads after a cut; it becomes the new state.
+    fn check(&mut self, i: usize, out: &[u8]) -> Result<(), String> {
+        for (s, got) in out.chunks(512).enumerate() {
+            let durable = &self.flushed[s * 512..(s + 1) * 512];
+            if got != durable && !self.since[s].iter().any(|v| v == got) {
+                let what = if self.since[s].is_empty() { "its flushed data" } else { "any of its versions" };
+                return Err(format!("power cut at command {i}: sector {s} reads neither {what}"));
+            }
+        }
+        self.flushed(out);
+        Ok(())
+    }
+}
+
 /// Runs one case against the reference device; `Err` describes the first divergence.
 fn run_case(cfg: &Config, case: &Case) -> Result<(), String> {
+    run_case_counting(cfg, case).map(|_| ())
+}
+
+/// As [`run_case`]; returns the power cuts it made.
+fn run_case_counting(cfg: &Config, case: &Case) -> Result<u64, String> {
     let trim = cfg.ftl.trim;
     let spp = cfg.geometry.page_size / 512;
     let page = cfg.geometry.page_size as usize;
@@ -95,12 +138,14 @@ fn run_case(cfg: &Config, case: &Case) -> Result<(), String> {
         sim.check_invariants().map_err(|e| format!("after precondition: {e}"))?;
     }
     let mut now = SimTime::ZERO;
+    let mut durability = Durability::new(&reference);
+    let mut cuts = 0;
     for (i, &cmd) in case.cmds.iter().enumerate() {
         let (op, start, sectors) = match cmd {
             W(s, n, _) => (Op::Write, s, n),
             R(s, n) => (Op::Read, s, n),
             T(s, n) => (Op::Trim, s, n),
-            F => (Op::Flush, 0, 0),
+            F | P => (Op::Flush, 0, 0),
         };
         let host = HostCmd { time: now, op, start: Sector(start), sectors };
         let bytes = (start * 512) as usize..((start + sectors) * 512) as usize;
@@ -109,7 +154,8 @@ fn run_case(cfg: &Config, case: &Case) -> Result<(), String> {
             W(_, _, seed) => {
                 let data = pattern(seed, bytes.len());
                 let done = sim.submit(&host, now, Some(&data), None).map_err(fail)?;
-                reference[bytes].copy_from_slice(&data);
+                reference[bytes.clone()].copy_from_slice(&data);
+                durability.changed(&reference, bytes);
                 done
             }
             R(..) => {
@@ -131,12 +177,30 @@ fn run_case(cfg: &Config, case: &Case) -> Result<(), String> {
                 let done = sim.submit(&host, now, None, None).map_err(fail)?;
                 if trim {
                     for lpn in whole_pages(Span { start: Sector(start), sectors }, spp) {
-                        reference[lpn as usize * page..(lpn as usize + 1) * page].fill(0);
+                        let range = lpn as usize * page..(lpn as usize + 1) * page;
+                        reference[range.clone()].fill(0);
+                        durability.changed(&reference, range);
                     }
                 }
                 done
             }
-            F => sim.submit(&host, now, None, None).map_err(fail)?,
+            F => {
+                let done = sim.submit(&host, now, None, None).map_err(fail)?;
+                durability.flushed(&reference);
+                done
+            }
+            P => {
+                let r = sim.power_cut(now).map_err(fail)?;
+                cuts += 1;
+                sim.check_invariants().map_err(|e| format!("after power cut {i}: {e}"))?;
+                let at = r.recovered_at.max(now);
+                let all = HostCmd { time: at, op: Op::Read, start: Sector(0), sectors: sim.logical_sectors() };
+                let mut out = vec![0xEEu8; reference.len()];
+                let done = sim.submit(&all, at, None, Some(&mut out)).map_err(fail)?;
+                durability.check(i, &out)?;
+                reference = out;
+                done
+            }
         };
         if done < now {
             return Err(format!("command {i} {cmd:?}: completes at {done:?}, before its issue at {now:?}"));
@@ -164,13 +228,14 @@ fn run_case(cfg: &Config, case: &Case) -> Result<(), String> {
         let at = out.iter().zip(&reference).position(|(a, b)| a != b).unwrap();
         return Err(format!("final read: byte {at} (sector {}) differs", at / 512));
     }
-    sim.check_invariants().map_err(|e| format!("after the final read: {e}"))
+    sim.check_invariants().map_err(|e| format!("after the final read: {e}"))?;
+    Ok(cuts)
 }
 
 /// Commands over a device of `cap` sectors with `spp` sectors per page:
 /// half the addresses fall in a hot region of 12 pages, lengths from one
 /// sector to 5 pages, writes dominate so GC keeps running.
-fn cmds(cap: u64, spp: u64) -> impl Strategy<Value = Vec<Cmd>> {
+fn cmds(cap: u64, spp: u64, cuts: bool) -> impl Strategy<Value = Vec<Cmd>> {
     let hot = 12 * spp;
     let addr = prop_oneof![0..hot, 0..cap];
     let len = prop_oneof![3 => 1..=spp, 3 => 1..=2 * spp, 1 => 1..=5 * spp];
@@ -183,6 +248,7 @@ fn cmds(cap: u64, spp: u64) -> impl Strategy<Value = Vec<Cmd>> {
         5 => span.clone().prop_map(|(s, n)| R(s, n)),
         3 => span.prop_map(|(s, n)| T(s, n)),
         1 => Just(F),
+        if cuts { 2 } else { 0 } => Just(P),
     ];
     prop::collection::vec(cmd, 100..400)
 }
@@ -193,15 +259,32 @@ pub fn check_ftl(ftl_name: &str, overrides: &[&str]) {
 }
 
 fn check_ftl_cases(ftl_name: &str, overrides: &[&str], cases: u32) {
+    check_cases(ftl_name, overrides, cases, false);
+}
+
+/// As [`check_ftl`], with power cuts among the commands (about one in ten):
+/// after each, every sector must read its data as of the last completed
+/// FLUSH or a version written since. Returns the cuts made.
+pub fn check_ftl_with_power_cuts(ftl_name: &str, overrides: &[&str]) -> u64 {
+    check_cases(ftl_name, overrides, 96, true)
+}
+
+fn check_cases(ftl_name: &str, overrides: &[&str], cases: u32, cuts: bool) -> u64 {
     let cfg = config(ftl_name, overrides);
     let cap = cfg.logical_sectors();
     let spp = (cfg.geometry.page_size / 512) as u64;
-    let strategy = (any::<bool>(), cmds(cap, spp)).prop_map(|(precondition, cmds)| Case { precondition, cmds });
+    let strategy = (any::<bool>(), cmds(cap, spp, cuts)).prop_map(|(precondition, cmds)| Case { precondition, cmds });
     let mut runner = TestRunner::new(PtConfig { cases, failure_persistence: None, ..PtConfig::default() });
-    let result = runner.run(&strategy, |case| run_case(&cfg, &case).map_err(TestCaseError::fail));
+    let made = std::sync::atomic::AtomicU64::new(0);
+    let result = runner.run(&strategy, |case| {
+        let n = run_case_counting(&cfg, &case).map_err(TestCaseError::fail)?;
+        made.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    });
     if let Err(e) = result {
         panic!("{ftl_name} {overrides:?}: {e:?}");
     }
+    made.into_inner()
 }
 
 /// Replays one case (regression tests of shrunk failures).
@@ -543,4 +626,69 @@ fn fast_with_write_buffer() {
 #[test]
 fn mu_with_write_buffer() {
     check_ftl("mu", &[&mu_ram(16, 2, 1024), "ftl.mu_bitmap_cache_bytes=16", "ftl.gc_until_free=5", "cache.bytes=8192"]);
+}
+
+// COFTL: 16-page blocks (two page sets go to summary and replacement pages)
+// and room for its spare and log sets. Two-block sets on the two planes,
+// a VPT cache of two tables (evictions commit summaries), and its data
+// cache of four virtual pages.
+const COFTL: [&str; 4] =
+    ["geometry.pages_per_block=16", "geometry.blocks_per_plane=32", "overprovisioning=0.6", "ftl.coftl_set_blocks=2"];
+const COFTL_TINY_VPT_CACHE: &str = "ftl.cache_bytes=112";
+const COFTL_DATA_CACHE: &str = "ftl.coftl_cache_bytes=8192";
+
+fn coftl(extra: &[&'static str]) -> Vec<&'static str> {
+    COFTL.iter().copied().chain(extra.iter().copied()).collect()
+}
+
+#[test]
+fn coftl_without_data_cache() {
+    check_ftl("coftl", &coftl(&[COFTL_TINY_VPT_CACHE]));
+}
+
+#[test]
+fn coftl_with_data_cache() {
+    check_ftl("coftl", &coftl(&[COFTL_TINY_VPT_CACHE, COFTL_DATA_CACHE]));
+}
+
+#[test]
+fn coftl_one_block_sets_one_replacement_without_trim() {
+    check_ftl(
+        "coftl",
+        &coftl(&["ftl.coftl_set_blocks=1", "ftl.coftl_replacements=1", "ftl.trim=false", "ftl.coftl_wl_erases=7"]),
+    );
+}
+
+#[test]
+fn coftl_with_controller_write_buffer() {
+    check_ftl("coftl", &coftl(&[COFTL_DATA_CACHE, "cache.bytes=4096"]));
+}
+
+#[test]
+fn coftl_power_cuts_without_data_cache() {
+    let cuts = check_ftl_with_power_cuts("coftl", &coftl(&[COFTL_TINY_VPT_CACHE, "ftl.coftl_log_free_sets=3"]));
+    assert!(cuts >= 1000, "{cuts} power cuts");
+}
+
+#[test]
+fn coftl_power_cuts_with_data_cache() {
+    let cuts = check_ftl_with_power_cuts(
+        "coftl",
+        &coftl(&[COFTL_TINY_VPT_CACHE, COFTL_DATA_CACHE, "ftl.coftl_wl_erases=5", "ftl.coftl_replacements=1"]),
+    );
+    assert!(cuts >= 1000, "{cuts} power cuts");
+}
+
+#[test]
+fn bl_is_block() {
+    check_ftl_cases("bl", &["geometry.channels=2"], 16);
+}
+
+#[test]
+fn ftls_without_recovery_refuse_a_power_cut() {
+    for name in ["page", "block", "dftl", "hat", "fast", "bast"] {
+        let mut sim = Simulation::new(config(name, &[])).unwrap();
+        let e = sim.power_cut(SimTime(5)).unwrap_err().to_string();
+        assert!(e.contains("power_cut") && e.contains(name) && e.contains("crash recovery"), "{e}");
+    }
 }

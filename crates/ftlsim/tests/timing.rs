@@ -122,25 +122,38 @@ fn the_buffer_drains_when_the_drive_is_left_idle() {
 #[test]
 fn preemptible_gc_cuts_the_write_tail_against_blocking_gc() {
     let spec = "rw=randwrite,bs=16k,ios=40000,iodepth=32,seed=9";
-    let base = ["geometry.blocks_per_plane=128"];
-    let mut blocking = base.to_vec();
-    blocking.extend(["gc.mode=\"blocking\"", "ftl.allocation=\"static\""]);
     let pre = Precondition { fill: 1.0, overwrite: 0.5 };
-    let b = run(preset("modern-tlc", &blocking), spec, pre);
-    let p = run(preset("modern-tlc", &base), spec, pre);
-    let (wa_b, wa_p) = (b.write_amplification.unwrap(), p.write_amplification.unwrap());
+    let with = |extra: &[&str]| {
+        let mut o = vec!["geometry.blocks_per_plane=128"];
+        o.extend(extra);
+        run(preset("modern-tlc", &o), spec, pre)
+    };
+    let b = with(&["gc.mode=\"blocking\"", "ftl.allocation=\"static\""]);
+    let p_static = with(&["ftl.allocation=\"static\""]);
+    let p = with(&[]);
+    let wa = |r: &Report| r.write_amplification.unwrap();
     eprintln!(
-        "p99 write: blocking {:.0} us, preemptible {:.0} us; WA {wa_b:.3} vs {wa_p:.3}",
-        b.latency_us.write.p99, p.latency_us.write.p99
-    );
-    assert!(
-        p.latency_us.write.p999 * 10.0 <= b.latency_us.write.p999,
-        "p99.9 {} vs {}",
+        "p99 / p99.9 write: blocking {:.0} / {:.0} us, preemptible {:.0} / {:.0} us (static allocation), \
+         {:.0} / {:.0} us (dynamic); WA {:.3}, {:.3}, {:.3}",
+        b.latency_us.write.p99,
+        b.latency_us.write.p999,
+        p_static.latency_us.write.p99,
+        p_static.latency_us.write.p999,
+        p.latency_us.write.p99,
         p.latency_us.write.p999,
-        b.latency_us.write.p999
+        wa(&b),
+        wa(&p_static),
+        wa(&p)
     );
-    assert!((wa_p / wa_b - 1.0).abs() < 0.02, "WA {wa_p:.3} vs {wa_b:.3}");
-    assert!(p.iops > b.iops);
+    // The GC mode alone (same allocation): a 10x shorter tail, the same WA within 1%.
+    for (name, r) in [("static", &p_static), ("dynamic", &p)] {
+        assert!(r.latency_us.write.p99 * 10.0 <= b.latency_us.write.p99, "{name}: p99 {:?}", r.latency_us.write);
+        assert!(r.latency_us.write.p999 * 10.0 <= b.latency_us.write.p999, "{name}: p99.9 {:?}", r.latency_us.write);
+        assert!(r.iops > b.iops, "{name}");
+    }
+    assert!((wa(&p_static) / wa(&b) - 1.0).abs() < 0.01, "WA {:.3} vs {:.3}", wa(&p_static), wa(&b));
+    // Dynamic allocation moves a little data between planes: within 2%.
+    assert!((wa(&p) / wa(&b) - 1.0).abs() < 0.02, "WA {:.3} vs {:.3}", wa(&p), wa(&b));
 }
 
 #[test]

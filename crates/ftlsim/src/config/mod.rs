@@ -148,6 +148,48 @@ pub struct HostConfig {
     pub out_of_range: OutOfRange,
     #[serde(default = "defaults::unwritten_reads")]
     pub unwritten_reads: UnwrittenReads,
+    /// Power cuts during a run, each `at=TIME` (simulated, with a unit:
+    /// ns, us, ms, s) or `after=N` (host commands served): the drive loses
+    /// everything volatile and its FTL recovers (`coftl` only so far).
+    #[serde(default)]
+    pub power_cuts: Vec<String>,
+}
+
+/// When a power cut falls (see `host.power_cuts`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PowerCutAt {
+    Time(crate::units::SimTime),
+    AfterCommands(u64),
+}
+
+impl std::str::FromStr for PowerCutAt {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<PowerCutAt> {
+        let bad = |why: String| Error::config("host.power_cuts", format!("'{s}': {why}"));
+        let (k, v) = s.split_once('=').ok_or_else(|| bad("expected at=TIME or after=N".into()))?;
+        match k.trim() {
+            "after" => v.trim().parse().map(PowerCutAt::AfterCommands).map_err(|_| bad("N is not a count".into())),
+            "at" => {
+                let v = v.trim();
+                let split =
+                    v.find(|c: char| c.is_ascii_alphabetic()).ok_or_else(|| bad("the time needs a unit".into()))?;
+                let (num, unit) = v.split_at(split);
+                let x: f64 = num.parse().map_err(|_| bad(format!("'{num}' is not a number")))?;
+                let ns = match unit {
+                    "ns" => 1.0,
+                    "us" => 1e3,
+                    "ms" => 1e6,
+                    "s" => 1e9,
+                    other => return Err(bad(format!("unknown unit '{other}'; use ns, us, ms or s"))),
+                };
+                if !(x.is_finite() && x >= 0.0) {
+                    return Err(bad("the time must be finite and non-negative".into()));
+                }
+                Ok(PowerCutAt::Time(crate::units::SimTime((x * ns).round() as u64)))
+            }
+            other => Err(bad(format!("unknown key '{other}'; expected at or after"))),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -305,6 +347,32 @@ pub struct FtlConfig {
     /// blocks before it must collect within itself.
     #[serde(default = "defaults::superblock_extra_blocks")]
     pub superblock_extra_blocks: u32,
+    /// COFTL: blocks per physical block set (the paper's "blocks per
+    /// virtual block"), each on its own plane, channels first; 0: one per
+    /// channel. A virtual page is that many physical pages.
+    #[serde(default)]
+    pub coftl_set_blocks: u32,
+    /// COFTL: replacement block sets a virtual block may chain behind its
+    /// primary (n_b; the chain holds at most n_b + 1 sets).
+    #[serde(default = "defaults::coftl_replacements")]
+    pub coftl_replacements: u32,
+    /// COFTL: its data cache (heap-based adaptive replacement), bytes of
+    /// whole virtual pages; 0: no data cache.
+    #[serde(default)]
+    pub coftl_cache_bytes: u64,
+    /// COFTL: the alpha of the replacement rule (evict the clean root when
+    /// its value is below alpha x the dirty root's); 0: page-set program
+    /// time / read time, as the paper sets it.
+    #[serde(default)]
+    pub coftl_alpha: f64,
+    /// COFTL: free block sets each log version lists for allocation; a new
+    /// version is written when they are used up.
+    #[serde(default = "defaults::coftl_log_free_sets")]
+    pub coftl_log_free_sets: u32,
+    /// COFTL: erases between two wear-levelling reclaims of a virtual block
+    /// the cleaner does not flag; 0: no wear levelling.
+    #[serde(default = "defaults::coftl_wl_erases")]
+    pub coftl_wl_erases: u32,
 }
 
 impl FtlConfig {
@@ -476,6 +544,15 @@ mod defaults {
     }
     pub fn superblock_extra_blocks() -> u32 {
         2
+    }
+    pub fn coftl_replacements() -> u32 {
+        3
+    }
+    pub fn coftl_log_free_sets() -> u32 {
+        256
+    }
+    pub fn coftl_wl_erases() -> u32 {
+        1024
     }
     pub fn pcm_read_us() -> f64 {
         0.115
@@ -717,6 +794,15 @@ impl Config {
             return Err(Error::config("report.window_ms", "must be a finite, non-negative duration"));
         }
         self.validate_mapping()?;
+        for cut in &self.host.power_cuts {
+            cut.parse::<PowerCutAt>()?;
+        }
+        if !self.host.power_cuts.is_empty() && !self.nand.records_sequence() {
+            return Err(Error::config(
+                "host.power_cuts",
+                "checking what survives a cut needs each page's program sequence: set nand.record_sequence = true",
+            ));
+        }
         let order = &self.ftl.stripe_order;
         let mut seen = order.clone();
         seen.sort_by_key(|u| *u as u8);

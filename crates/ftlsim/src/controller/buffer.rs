@@ -128,6 +128,14 @@ impl WriteBuffer {
         self.slots.len() as u32
     }
 
+    pub fn page_bytes(&self) -> usize {
+        self.page_bytes
+    }
+
+    pub fn policy(&self) -> CachePolicy {
+        self.policy
+    }
+
     pub fn dirty_pages(&self) -> u32 {
         self.dirty.len
     }

@@ -52,6 +52,7 @@ pub struct Controller {
     payloads: bool,
     /// How long the last host write waited for buffer space.
     pub last_stall: crate::units::Nanos,
+    destagers: u32,
 }
 
 impl Controller {
@@ -78,6 +79,7 @@ impl Controller {
             sectors_per_page: geo.sectors_per_page,
             payloads: dev.array.stores_payloads(),
             last_stall: crate::units::Nanos::ZERO,
+            destagers,
         }
     }
 
@@ -126,6 +128,20 @@ impl Controller {
             b.retire(SimTime(u64::MAX));
         }
         Ok(end)
+    }
+
+    /// Power fails: the buffer's contents (dirty pages not yet on flash
+    /// included) and every pending task are lost; counters stay.
+    pub fn power_cut(&mut self, at: SimTime) {
+        if let Some(b) = self.buffer.as_mut() {
+            let stats = std::mem::take(&mut b.stats);
+            *b = WriteBuffer::new(b.capacity(), b.page_bytes(), b.policy(), self.payloads);
+            b.stats = stats;
+        }
+        self.schedule.clear();
+        self.queued.fill(false);
+        self.idle_destagers = self.destagers;
+        self.now = self.now.max(at);
     }
 
     /// Forgets every pending task's time (the clock restarts at zero once

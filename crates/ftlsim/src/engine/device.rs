@@ -291,6 +291,16 @@ impl Device {
         Ok(reads_done)
     }
 
+    /// Reads a page that may be erased, as crash recovery does to find
+    /// where writing stopped: an erased page reads as all ones, which OOB
+    /// shows as no LPN. Timed and counted as a read either way.
+    pub fn probe(&mut self, ppn: Ppn, not_before: SimTime, cause: Cause) -> (Option<Lpn>, SimTime) {
+        let lpn = self.array.oob_lpn(ppn);
+        self.counters.reads[cause as usize] += 1;
+        let (ch, unit) = self.resources(self.geometry().block_of(ppn));
+        (lpn, self.time_read(ch, unit, not_before, cause))
+    }
+
     /// Erases a block; returns when the erase finishes.
     pub fn erase(&mut self, block: BlockId, not_before: SimTime, cause: Cause) -> Result<SimTime> {
         self.array.erase(block)?;

@@ -447,14 +447,14 @@ impl PageCore {
                 (dev.plane_free(plane), u32::MAX - self.pool.free_count(plane))
             };
             let (mut best, mut soonest) = (self.cursor, key(self.cursor));
-            for k in 1..n {
-                let i = (self.cursor + k) % n;
+            // From the cursor on, then wrapping: no division per plane.
+            for i in (self.cursor + 1..n).chain(0..self.cursor) {
                 let candidate = key(i);
                 if candidate < soonest {
                     (best, soonest) = (i, candidate);
                 }
             }
-            self.cursor = (best + 1) % n;
+            self.cursor = if best + 1 == n { 0 } else { best + 1 };
             let plane = self.stripe[best];
             if paced {
                 self.pay_gc_debt(map, dev, plane, now)?;

@@ -218,6 +218,13 @@ pub struct Report {
     pub utilization: Utilization,
     /// The write buffer's figures; `null` without a buffer (`cache.bytes` = 0).
     pub write_buffer: Option<BufferReport>,
+    /// COFTL's data cache, merges, summaries and log figures (`coftl` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coftl: Option<crate::ftl::coftl::CoftlStats>,
+    /// Each power cut of `host.power_cuts`: when, what recovery read and
+    /// how long it took, and how many flushed pages were checked after it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub power_cuts: Vec<crate::ftl::RecoveryReport>,
 }
 
 /// Busy time / (resources × simulated time), each in [0, 1].

@@ -127,6 +127,16 @@ fn rows(r: &Report, brief: bool) -> Vec<(&'static str, String)> {
                 r.energy_j.flash, r.energy_j.dram, r.energy_j.pcm, r.energy_j.total
             ),
         ),
+        (
+            "power cuts / recovery µs max / pages read",
+            if r.power_cuts.is_empty() {
+                "none".to_string()
+            } else {
+                let max = r.power_cuts.iter().map(|c| c.recovery_us).fold(0.0, f64::max);
+                let read: u64 = r.power_cuts.iter().map(|c| c.pages_read).sum();
+                format!("{} / {max:.1} / {read}", r.power_cuts.len())
+            },
+        ),
         ("simulated time", format!("{:.3} s", r.sim_time_s)),
         ("wall time", format!("{:.3} s", r.wall_time_s)),
     ]

@@ -17,7 +17,8 @@
 //! Simplification: the hash table is an ordered map, so which block a flush
 //! picks among equals is the lowest-numbered (deterministic).
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Bytes of one cached invalid extent.
 pub const EXTENT_BYTES: u64 = 4;
@@ -32,12 +33,21 @@ pub struct BitmapCache {
     len: u64,
     /// Per block: disjoint, non-touching runs (first page, pages), sorted.
     buckets: BTreeMap<u32, Vec<(u32, u32)>>,
+    /// (runs, block) of every bucket, so the fullest is found without a
+    /// scan (a scan of every bucket per flush was a fifth of `mu`'s time).
+    by_size: BTreeSet<(usize, Reverse<u32>)>,
     pub stats: BitmapStats,
 }
 
 impl BitmapCache {
     pub fn new(bytes: u64) -> BitmapCache {
-        BitmapCache { capacity: bytes / EXTENT_BYTES, len: 0, buckets: BTreeMap::new(), stats: BitmapStats::default() }
+        BitmapCache {
+            capacity: bytes / EXTENT_BYTES,
+            len: 0,
+            buckets: BTreeMap::new(),
+            by_size: BTreeSet::new(),
+            stats: BitmapStats::default(),
+        }
     }
 
     /// Cached invalid extents.
@@ -55,6 +65,9 @@ impl BitmapCache {
         let runs = self.buckets.entry(block).or_default();
         let (mut lo, mut hi) = (first, first + n);
         let before = runs.len();
+        if before > 0 {
+            self.by_size.remove(&(before, Reverse(block)));
+        }
         runs.retain(|&(s, len)| {
             let touches = s <= hi && lo <= s + len;
             if touches {
@@ -65,17 +78,19 @@ impl BitmapCache {
         });
         let at = runs.partition_point(|&(s, _)| s < lo);
         runs.insert(at, (lo, hi - lo));
+        self.by_size.insert((runs.len(), Reverse(block)));
         self.len = self.len + runs.len() as u64 - before as u64;
     }
 
     /// The block whose flush frees the most entries.
     pub fn fullest(&self) -> Option<u32> {
-        self.buckets.iter().max_by_key(|&(&b, r)| (r.len(), std::cmp::Reverse(b))).map(|(&b, _)| b)
+        self.by_size.last().map(|&(_, Reverse(b))| b)
     }
 
     /// Removes a block's runs (to flush them or hand them to GC).
     pub fn take(&mut self, block: u32) -> Vec<(u32, u32)> {
         let runs = self.buckets.remove(&block).unwrap_or_default();
+        self.by_size.remove(&(runs.len(), Reverse(block)));
         self.len -= runs.len() as u64;
         runs
     }
@@ -104,6 +119,14 @@ mod tests {
         assert_eq!(c.fullest(), Some(3));
         assert_eq!(c.take(3), vec![(0, 1), (4, 7)]);
         assert_eq!(c.extents(), 1);
+        assert_eq!(c.fullest(), Some(5));
+        c.insert(7, 0, 1);
+        assert_eq!(c.fullest(), Some(5), "among equals, the lowest-numbered block");
+        c.insert(7, 4, 1);
+        assert_eq!(c.fullest(), Some(7));
+        c.take(7);
+        c.take(5);
+        assert_eq!(c.fullest(), None);
     }
 
     #[test]

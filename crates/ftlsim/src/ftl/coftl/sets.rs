@@ -1,0 +1,194 @@
+//! COFTL's physical block sets, virtual addresses and OOB tags.
+//!
+//! Lanes are the planes in channel-first order (lane j is on channel
+//! j mod channels). Lanes are grouped `k` at a time; a block set is block
+//! `b` of each plane of one group, so its `k` blocks lie on `k` different
+//! planes, on different channels whenever `k` ≤ channels. Set `s` is block
+//! `s / groups` of group `s mod groups`, so consecutive sets rotate over
+//! the groups. A page set is the pages at one offset of a set's blocks.
+//!
+//! Logical page `l` is lane `l mod k` of virtual page `l / k`; virtual page
+//! `p` is virtual page address (VPA) `p mod V` of virtual block (VBA)
+//! `p / V`, where V is a set's data page sets (pages per block − 2: the
+//! last two page sets hold summary and replacement pages).
+
+use crate::nand::Geometry;
+use crate::units::{BlockId, Ppn};
+
+/// OOB words: data pages hold their LPN; COFTL's own pages set bit 31 and
+/// say what they are in bits 30..29, with an LPN or a VBA below.
+pub const TAG: u32 = 1 << 31;
+const KIND: u32 = 29;
+pub const LOW: u32 = (1 << KIND) - 1;
+pub const PAD: u32 = TAG;
+pub const SUMMARY: u32 = TAG | 1 << KIND;
+pub const LINK: u32 = TAG | 2 << KIND;
+pub const LOG: u32 = TAG | 3 << KIND;
+
+/// What a page's OOB says it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Oob {
+    Data(u32),
+    /// Padding at a logical page's place (no data: reads as zeros).
+    Pad(u32),
+    /// A virtual page table snapshot of a virtual block.
+    Summary(u32),
+    /// The replacement page naming the next set of a virtual block's chain.
+    Link(u32),
+    Log,
+}
+
+pub fn decode(word: u32) -> Oob {
+    if word & TAG == 0 {
+        return Oob::Data(word);
+    }
+    match word & !LOW {
+        PAD => Oob::Pad(word & LOW),
+        SUMMARY => Oob::Summary(word & LOW),
+        LINK => Oob::Link(word & LOW),
+        _ => Oob::Log,
+    }
+}
+
+/// Set geometry and address arithmetic.
+#[derive(Clone, Debug)]
+pub struct Sets {
+    /// Blocks (lanes) per set.
+    pub k: u32,
+    pub pages_per_block: u32,
+    pub blocks_per_plane: u32,
+    groups: u32,
+    /// Plane of each lane, channel-first.
+    lane_plane: Vec<u32>,
+    /// All sets; the last two are the log's dual buffer.
+    pub sets: u32,
+    /// Data page sets per set (V): the virtual pages of a virtual block.
+    pub v: u32,
+    pub vbs: u32,
+    pub logical_pages: u32,
+}
+
+impl Sets {
+    pub fn new(geo: &Geometry, k: u32, logical_pages: u32) -> Sets {
+        let per_channel = geo.planes / geo.channels;
+        let lane_plane = (0..geo.planes).map(|j| (j % geo.channels) * per_channel + j / geo.channels).collect();
+        let groups = geo.planes / k;
+        let v = geo.pages_per_block - 2;
+        Sets {
+            k,
+            pages_per_block: geo.pages_per_block,
+            blocks_per_plane: geo.blocks_per_plane,
+            groups,
+            lane_plane,
+            sets: groups * geo.blocks_per_plane,
+            v,
+            vbs: logical_pages.div_ceil(v * k),
+            logical_pages,
+        }
+    }
+
+    /// Sets that hold data (all but the log's two).
+    pub fn data_sets(&self) -> u32 {
+        self.sets - 2
+    }
+
+    pub fn log_set(&self, which: usize) -> u32 {
+        self.sets - 2 + which as u32
+    }
+
+    #[inline]
+    pub fn block(&self, set: u32, lane: u32) -> BlockId {
+        let (b, g) = (set / self.groups, set % self.groups);
+        BlockId(self.lane_plane[(g * self.k + lane) as usize] * self.blocks_per_plane + b)
+    }
+
+    #[inline]
+    pub fn ppn(&self, set: u32, lane: u32, off: u32) -> Ppn {
+        Ppn(self.block(set, lane).0 * self.pages_per_block + off)
+    }
+
+    /// (VBA, VPA, lane) of a logical page.
+    #[inline]
+    pub fn locate(&self, lpn: u32) -> (u32, u32, u32) {
+        let vpn = lpn / self.k;
+        (vpn / self.v, vpn % self.v, lpn % self.k)
+    }
+
+    #[inline]
+    pub fn lpn(&self, vb: u32, vpa: u32, lane: u32) -> u32 {
+        (vb * self.v + vpa) * self.k + lane
+    }
+
+    /// The lane whose OOB a scan reads at page set `off`: every lane of a
+    /// data or mid-set summary page set names the same virtual page or
+    /// block, so scans rotate over the lanes (and channels) rather than
+    /// queue on one; the summary and replacement pages at the end of a set
+    /// are on lane 0 only.
+    #[inline]
+    pub fn scan_lane(&self, off: u32) -> u32 {
+        if off < self.v { off % self.k } else { 0 }
+    }
+
+    /// The VBA of a page whose OOB names an LPN.
+    pub fn vb_of_lpn(&self, lpn: u32) -> u32 {
+        lpn / self.k / self.v
+    }
+}
+
+/// A VPT entry's location: chain position and page-set offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Loc(pub u32);
+
+impl Loc {
+    pub const NONE: Loc = Loc(u32::MAX);
+
+    pub fn new(idx: u32, off: u32) -> Loc {
+        Loc(idx << 16 | off)
+    }
+
+    pub fn is_none(self) -> bool {
+        self == Loc::NONE
+    }
+
+    pub fn idx(self) -> u32 {
+        self.0 >> 16
+    }
+
+    pub fn off(self) -> u32 {
+        self.0 & 0xffff
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::GeometryConfig;
+
+    #[test]
+    fn a_set_spans_channels_first_and_addresses_round_trip() {
+        let geo = Geometry::new(&GeometryConfig {
+            channels: 4,
+            chips_per_channel: 1,
+            dies_per_chip: 1,
+            planes_per_die: 2,
+            blocks_per_plane: 8,
+            pages_per_block: 16,
+            page_size: 4096,
+        });
+        let s = Sets::new(&geo, 4, 1000);
+        let channels: Vec<u32> = (0..4).map(|l| geo.channel_of(geo.plane_of(s.block(5, l)))).collect();
+        assert_eq!(channels, [0, 1, 2, 3], "one block per channel");
+        assert_eq!((s.sets, s.v, s.vbs), (16, 14, 18));
+        for lpn in [0, 3, 4, 57, 999] {
+            let (vb, vpa, lane) = s.locate(lpn);
+            assert_eq!(s.lpn(vb, vpa, lane), lpn);
+            assert_eq!(s.vb_of_lpn(lpn), vb);
+        }
+        for w in [7, PAD | 7, SUMMARY | 3, LINK | 3, LOG | 9] {
+            assert!(matches!(
+                (w, decode(w)),
+                (7, Oob::Data(7)) | (_, Oob::Pad(7)) | (_, Oob::Summary(3)) | (_, Oob::Link(3)) | (_, Oob::Log)
+            ));
+        }
+    }
+}

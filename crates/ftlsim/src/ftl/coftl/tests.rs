@@ -1,0 +1,168 @@
+use super::*;
+use crate::config::Config;
+use crate::nand::{Geometry, NandArray, Timing};
+use crate::units::Sector;
+
+/// One channel, two planes × 16 blocks × 8 pages of 512 B: V = 6 virtual
+/// pages per virtual block.
+fn drive(overrides: &[&str]) -> (Coftl, Device) {
+    let text = r#"
+name = "tiny"
+overprovisioning = 1.0
+[geometry]
+channels = 1
+planes_per_die = 2
+blocks_per_plane = 16
+pages_per_block = 8
+page_size = 512
+[timing]
+read_us = 20.0
+program_us = 200.0
+erase_us = 1500.0
+bus_ns_per_byte = 1.0
+[ftl]
+name = "coftl"
+coftl_set_blocks = 1
+"#;
+    let all: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    let cfg = Config::from_toml_str(text, "tiny", &all).unwrap();
+    let geo = Geometry::new(&cfg.geometry);
+    let timing = Timing::new(&cfg.timing, geo.page_size, cfg.host.link_ns_per_byte);
+    let dev = Device::new(NandArray::new(geo, 1000, false, false), timing);
+    (Coftl::new(&cfg, &dev).unwrap(), dev)
+}
+
+fn write(f: &mut Coftl, d: &mut Device, lpn: u64) {
+    f.write(d, Span { start: Sector(lpn), sectors: 1 }, SimTime::ZERO, SimTime::ZERO, None).unwrap();
+}
+
+#[test]
+fn a_chain_never_exceeds_n_b_plus_one_sets() {
+    let (mut f, mut d) = drive(&["ftl.coftl_replacements=2"]);
+    let mut longest = 0;
+    for i in 0..60 {
+        write(&mut f, &mut d, i % 2); // two virtual pages of virtual block 0, over and over
+        longest = longest.max(f.t.chains[0].len());
+        f.check_invariants(&d).unwrap();
+    }
+    assert_eq!(longest, 3, "the chain grew to its bound of n_b + 1 = 3 sets");
+    assert!(f.co.merges > 0 && f.co.replacement_sets > 0, "{:?}", f.co);
+    // Each full set got its summary before the next was linked to it.
+    assert!(f.co.summaries >= f.co.replacement_sets);
+}
+
+#[test]
+fn the_cleaner_resumes_its_scan_where_it_stopped() {
+    let (mut f, mut d) = drive(&["ftl.coftl_wl_erases=0"]);
+    let vbs = f.s.vbs;
+    // Give virtual blocks 0..5 two sets each (7 writes to one virtual page:
+    // 6 fill the primary, the 7th opens a replacement).
+    let v = f.s.v as u64;
+    for vb in 0..5u64 {
+        for _ in 0..7 {
+            write(&mut f, &mut d, vb * v);
+        }
+    }
+    let flagged = |f: &Coftl| (0..vbs).filter(|&vb| f.t.chains[vb as usize].len() > 1).collect::<Vec<_>>();
+    assert_eq!(flagged(&f), [0, 1, 2, 3, 4]);
+    f.t.cursor = 3;
+    let mut order = Vec::new();
+    for _ in 0..5 {
+        let before = flagged(&f);
+        f.reserve = f.t.free.len(); // one merge brings the free sets above it
+        f.clean(&mut d, SimTime::ZERO, u32::MAX).unwrap();
+        let after = flagged(&f);
+        let merged: Vec<u32> = before.into_iter().filter(|vb| !after.contains(vb)).collect();
+        assert_eq!(merged.len(), 1);
+        order.push(merged[0]);
+    }
+    assert_eq!(order, [3, 4, 0, 1, 2], "circular, from the cursor on");
+    f.check_invariants(&d).unwrap();
+}
+
+#[test]
+fn recovery_reads_only_the_log_listed_free_sets_replacement_pages_and_last_sets() {
+    let (mut f, mut d) = drive(&["ftl.coftl_log_free_sets=4", "ftl.cache_bytes=24"]);
+    let mut x = 7u64;
+    let pages = f.s.logical_pages as u64;
+    for _ in 0..300 {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        write(&mut f, &mut d, (x >> 33) % pages);
+    }
+    f.flush(&mut d, SimTime::ZERO).unwrap();
+    let (chains, locs) = (f.t.chains.clone(), f.t.locs.clone());
+    // Expected reads, step by step, from the state before the cut.
+    let version = &f.flash.log[f.t.log_current].versions;
+    let log = 2 + (version.len() as u64 - 1) + (version.last().unwrap().pages as u64 - 1);
+    let listed = version.last().unwrap().listed as u64;
+    let links: u64 = chains.iter().map(|c| c.len() as u64).sum();
+    let mut scanned = 0;
+    for (vb, c) in chains.iter().enumerate().filter(|(_, c)| !c.is_empty()) {
+        // A full last set: its summary only; else the end, each page set
+        // written, and the first erased one.
+        let programmed = d.array.written_pages(f.s.block(*c.last().unwrap(), 0)) as u64;
+        let last = if programmed > f.s.v as u64 { 1 } else { 1 + programmed + 1 };
+        scanned += (c.len() > 1) as u64 + last;
+        assert!(f.t.next_off[vb] <= f.s.v);
+    }
+    let reads_before = d.counters.reads.iter().sum::<u64>();
+    let r = f.power_cut(&mut d, SimTime(1_000_000_000)).unwrap();
+    assert_eq!(r.log_pages_read, log);
+    assert_eq!(r.free_sets_probed, listed);
+    assert_eq!(r.pages_scanned, scanned);
+    assert_eq!(r.pages_read, log + listed + links + scanned, "nothing else: no orphans after a flush");
+    assert_eq!(d.counters.reads.iter().sum::<u64>() - reads_before, r.pages_read);
+    let written: u64 = (0..f.s.sets).map(|s| d.array.written_pages(f.s.block(s, 0)) as u64).sum();
+    assert!(r.pages_read < written, "{} of {written} programmed pages read: fewer than a full scan", r.pages_read);
+    assert!(r.recovery_us > 0.0 && r.recovered_at > SimTime(1_000_000_000));
+    // The tables are back as they were.
+    assert_eq!(f.t.chains, chains);
+    assert_eq!(f.t.locs, locs);
+    f.check_invariants(&d).unwrap();
+}
+
+#[test]
+fn a_power_cut_loses_what_the_data_cache_held_unflushed() {
+    // Two-page virtual pages: a one-page write is cached dirty.
+    let (mut f, mut d) = drive(&["ftl.coftl_set_blocks=2", "ftl.coftl_replacements=1", "ftl.coftl_cache_bytes=2048"]);
+    write(&mut f, &mut d, 3);
+    assert!(f.physical(Lpn(3)).is_none() && f.cached_page(Lpn(3)).is_some(), "held in the cache only");
+    f.flush(&mut d, SimTime::ZERO).unwrap();
+    let flushed = f.physical(Lpn(3)).expect("written back by FLUSH");
+    write(&mut f, &mut d, 3);
+    assert_eq!(f.physical(Lpn(3)), Some(flushed), "the rewrite sits in the cache");
+    f.power_cut(&mut d, SimTime(10)).unwrap();
+    assert_eq!(f.physical(Lpn(3)), Some(flushed), "the unflushed rewrite is lost, the flushed write is not");
+    assert!(f.cached_page(Lpn(3)).is_none(), "the cache is empty after the cut");
+}
+
+#[test]
+fn bad_knobs_are_refused_with_their_key() {
+    let geo_err = |o: &[&str], key: &str| {
+        let text = r#"
+name = "t"
+[geometry]
+channels = 2
+blocks_per_plane = 8
+pages_per_block = 8
+page_size = 512
+[timing]
+read_us = 20.0
+program_us = 200.0
+erase_us = 1500.0
+bus_ns_per_byte = 1.0
+"#;
+        let all: Vec<String> = o.iter().map(|s| s.to_string()).collect();
+        let cfg = Config::from_toml_str(text, "t", &all).unwrap();
+        let geo = Geometry::new(&cfg.geometry);
+        let dev = Device::new(NandArray::new(geo, 10, false, false), Timing::new(&cfg.timing, 512, 1.0));
+        let e = Coftl::new(&cfg, &dev).err().expect("refused").to_string();
+        assert!(e.contains(key), "{e}");
+    };
+    geo_err(&["ftl.coftl_set_blocks=3"], "ftl.coftl_set_blocks");
+    geo_err(&["ftl.coftl_replacements=0"], "ftl.coftl_replacements");
+    geo_err(&[], "overprovisioning"); // 7% spare on 16 sets leaves no room
+    let fits = ["overprovisioning=3.0", "ftl.coftl_replacements=1"];
+    geo_err(&[fits[0], fits[1], "ftl.coftl_cache_bytes=100"], "ftl.coftl_cache_bytes");
+    geo_err(&[fits[0], fits[1], "ftl.coftl_alpha=-1"], "ftl.coftl_alpha");
+}
