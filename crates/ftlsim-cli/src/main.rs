@@ -4,7 +4,7 @@
 mod progress;
 mod python;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgGroup, Args, Parser, Subcommand};
 use ftlsim::job::{Input, Job};
 use ftlsim::report::{render_comparison, render_table};
 use ftlsim::trace::{self, Format, OpenOptions};
@@ -179,10 +179,13 @@ impl DriveArgs {
     }
 }
 
+/// Exactly one input: a trace or a workload. The group, not a `required`
+/// on `--trace`, so that giving neither names both.
 #[derive(Args, Clone)]
+#[command(group(ArgGroup::new("input").args(["trace", "workload"]).required(true).multiple(false)))]
 struct InputArgs {
     /// Trace file to replay (.gz accepted).
-    #[arg(long, conflicts_with = "workload", required_unless_present = "workload")]
+    #[arg(long)]
     trace: Option<PathBuf>,
     /// Trace format (detected when omitted); see `ftlsim trace formats`.
     #[arg(long, requires = "trace")]
@@ -328,11 +331,15 @@ struct GenArgs {
 
 #[derive(Subcommand)]
 enum TraceCommand {
-    /// Summary statistics of a trace.
+    /// Summary statistics of a trace: the read/write/trim/flush mix, a
+    /// request-size histogram, working set, sequentiality, inter-arrival times.
     Stats {
+        /// Trace file (.gz accepted).
         path: PathBuf,
+        /// Trace format (detected when omitted); see `ftlsim trace formats`.
         #[arg(long)]
         format: Option<String>,
+        /// Skip and count malformed lines instead of stopping at the first.
         #[arg(long)]
         skip_bad_lines: bool,
         /// Print JSON instead of a table.
@@ -341,12 +348,17 @@ enum TraceCommand {
     },
     /// Rewrite a trace in another format.
     Convert {
+        /// Trace file to read (.gz accepted).
         input: PathBuf,
+        /// File to write (`-` for stdout; a .gz name is compressed).
         output: PathBuf,
+        /// Input format (detected when omitted).
         #[arg(long)]
         from: Option<String>,
+        /// Output format; see `ftlsim trace formats`.
         #[arg(long, default_value = "csv")]
         to: String,
+        /// Skip and count malformed lines instead of stopping at the first.
         #[arg(long)]
         skip_bad_lines: bool,
         /// Coalesce TRIMs into commands of up to N ranges (host-side batching).
@@ -634,16 +646,8 @@ fn trace_cmd(t: TraceCommand) -> Result<(), Error> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&stats).expect("stats serialize"));
             } else {
-                println!("format  {}{}", opened.format, if opened.detected { " (detected)" } else { "" });
-                let value = serde_json::to_value(&stats).expect("stats serialize");
-                if let serde_json::Value::Object(map) = value {
-                    for (k, v) in map {
-                        match v {
-                            serde_json::Value::String(s) => println!("{k}  {s}"),
-                            v => println!("{k}  {v}"),
-                        }
-                    }
-                }
+                let format = format!("{}{}", opened.format, if opened.detected { " (detected)" } else { "" });
+                print!("{}", trace::render_stats(&stats, &format));
             }
             Ok(())
         }
@@ -723,7 +727,7 @@ fn write_repro(out: &Path, name: &str, json: String, csv: String, table: String,
 fn repro_trim_ftl(out: &Path, quick: bool, seed: u64) -> Result<(), Error> {
     use ftlsim::repro::trim_ftl;
     let rows = trim_ftl::run(quick, seed)?;
-    let (csv, md, svg) = (trim_ftl::to_csv(&rows), trim_ftl::to_markdown(&rows), trim_ftl::to_svg(&rows));
+    let (csv, md, svg) = (trim_ftl::to_csv(&rows), trim_ftl::to_markdown(&rows), trim_ftl::to_svg(&rows, quick));
     write_repro(out, "trim-ftl", serde_json::to_string_pretty(&rows).expect("rows serialize"), csv, md, svg)
 }
 
@@ -737,7 +741,7 @@ fn repro_trim_cost(out: &Path, quick: bool) -> Result<(), Error> {
 fn repro_mu_ftl(out: &Path, quick: bool, seed: u64) -> Result<(), Error> {
     use ftlsim::repro::mu_ftl;
     let rows = mu_ftl::run(quick, seed, &mut |what| eprintln!("ftlsim: repro mu-ftl: {what}"))?;
-    let (csv, md, svg) = (mu_ftl::to_csv(&rows), mu_ftl::to_markdown(&rows), mu_ftl::to_svg(&rows));
+    let (csv, md, svg) = (mu_ftl::to_csv(&rows), mu_ftl::to_markdown(&rows), mu_ftl::to_svg(&rows, quick));
     write_repro(out, "mu-ftl", serde_json::to_string_pretty(&rows).expect("rows serialize"), csv, md, svg)
 }
 

@@ -441,8 +441,9 @@ fn bad_workloads_and_preconditions_name_the_key() {
 
 #[test]
 fn argument_errors_exit_nonzero_without_panicking() {
-    // No input at all.
-    fails(small(&[]));
+    // No input at all: the error names both ways to give one.
+    let err = fails(small(&[]));
+    assert!(err.contains("required arguments were not provided:\n  <--trace <TRACE>|--workload <WORKLOAD>>"), "{err}");
     // Trace and workload together.
     fails(small(&["--trace", "x", "--workload", "rw=write,ios=1"]));
     // Host-mode flags belong to trace replay; a workload sets iodepth= instead.
@@ -553,6 +554,13 @@ fn gen_to_stdout() {
     assert_eq!(out, "0 0 0 16 0\n0 0 16 16 0\n0 0 32 16 0\n");
 }
 
+/// Every one of `lines` is a whole line of `text`.
+fn has_lines(text: &str, lines: &[&str]) {
+    for line in lines {
+        assert!(text.lines().any(|l| l == *line), "{line:?} missing:\n{text}");
+    }
+}
+
 fn stats_json(path: &Path, extra: &[&str]) -> Value {
     let mut a = args(&["trace", "stats", "--json", path.to_str().unwrap()]);
     a.extend(args(extra));
@@ -566,19 +574,92 @@ fn stats_json(path: &Path, extra: &[&str]) -> Value {
 fn trace_stats_counts() {
     let msr = sample("msr_csv/msr-sample.csv");
     let table = ok(["trace", "stats", msr.to_str().unwrap()]);
-    assert!(table.contains("format  msr (detected)"), "{table}");
-    for line in ["requests  6", "reads  2", "writes  4", "skipped_lines  0"] {
-        assert!(table.lines().any(|l| l == line), "{line:?} missing:\n{table}");
-    }
+    has_lines(
+        &table,
+        &[
+            "format         msr (detected)",
+            "requests       6 (6 with data)",
+            "  read                  2    33.3%       12 KiB    19.8%",
+            "  write                 4    66.7%     48.5 KiB    80.2%",
+            "skipped lines  0 (zero-length requests: 0)",
+        ],
+    );
     let s = stats_json(&msr, &[]);
     assert_eq!((s["requests"].as_u64(), s["reads"].as_u64(), s["writes"].as_u64()), (Some(6), Some(2), Some(4)));
     // MSR timestamps are 100 ns ticks.
     assert_eq!(s["span_ns"].as_u64(), Some(4_941_200));
+    // Offsets are bytes: each request's 4 KiB pages, the 512 B write's one included.
+    assert_eq!((s["working_set_pages"].as_u64(), s["written_pages"].as_u64()), (Some(16), Some(13)));
+    assert_eq!(s["interarrival_ns"]["max"].as_u64(), Some(1_634_500));
+    assert_eq!(s["interarrival_ns"]["mean"].as_f64(), Some(4_941_200.0 / 5.0));
 
     let mkfs = sample("wiscsee_events/wiscsee-mkfs-sample.txt");
     fails_with(["trace", "stats", mkfs.to_str().unwrap()], &["mkfs-sample.txt:3:"]);
     let s = stats_json(&mkfs, &["--skip-bad-lines"]);
     assert_eq!((s["requests"].as_u64(), s["skipped_lines"].as_u64()), (Some(3), Some(1)));
+}
+
+#[test]
+fn trace_stats_summarises_mix_sizes_working_set_sequentiality_and_gaps() {
+    let dir = TempDir::new().unwrap();
+    let t = dir.path().join("hand.csv");
+    // Two sequential 4 KiB writes, a 64 KiB read over them, a trim, a flush.
+    std::fs::write(&t, "time_ns,op,sector,sectors\n0,W,0,8\n1000,W,8,8\n3000,R,0,128\n4000,T,0,16\n5500,F,0,0\n")
+        .unwrap();
+    let s = stats_json(&t, &[]);
+    let bytes = |k: &str| s[k].as_u64().unwrap();
+    assert_eq!(
+        [bytes("read_bytes"), bytes("write_bytes"), bytes("trim_bytes"), bytes("flushes")],
+        [65536, 8192, 8192, 1]
+    );
+    // The read covers 16 pages, two of them written; TRIMs touch nothing.
+    assert_eq!((bytes("working_set_pages"), bytes("written_pages")), (16, 2));
+    assert_eq!(s["working_set_exact"], Value::Bool(true));
+    // The second write starts where the first ended: 1 of 4 data requests.
+    assert_eq!((bytes("sequential_writes"), bytes("sequential_reads")), (1, 0));
+    assert_eq!(s["sequential_share"].as_f64(), Some(0.25));
+    // Gaps 1000, 2000, 1000, 1500 ns.
+    assert_eq!(s["interarrival_ns"], serde_json::json!({"mean": 1375.0, "p50": 1000, "p99": 2000, "max": 2000}));
+    let buckets: Vec<(u64, u64, u64, u64)> = s["size_histogram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["le_bytes"].as_u64().unwrap(),
+                b["reads"].as_u64().unwrap(),
+                b["writes"].as_u64().unwrap(),
+                b["trims"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(buckets, [(4096, 0, 2, 0), (8192, 0, 0, 1), (16384, 0, 0, 0), (32768, 0, 0, 0), (65536, 1, 0, 0)]);
+
+    let table = ok(["trace", "stats", t.to_str().unwrap()]);
+    has_lines(
+        &table,
+        &[
+            "format         csv (detected)",
+            "  read                  1    20.0%       64 KiB    80.0%",
+            "  flush                 1    20.0%          0 B        -",
+            "working set    16 pages of 4 KiB read or written (64 KiB), 2 written (8 KiB)",
+            "sequential     25.0% of data requests start where the previous of their op ended (reads 0.0%, writes 50.0%, trims 0.0%)",
+            "inter-arrival  mean 1.38 µs, p50 1.00 µs, p99 2.00 µs, max 2.00 µs",
+            "  2 KiB–4 KiB                0          2          0",
+            "  32 KiB–64 KiB              1          0          0",
+        ],
+    );
+}
+
+#[test]
+fn trace_stats_options_all_have_help() {
+    let help = ok(["trace", "stats", "--help"]);
+    for opt in ["<PATH>", "--format <FORMAT>", "--skip-bad-lines", "--json"] {
+        let line =
+            help.lines().find(|l| l.trim_start().starts_with(opt)).unwrap_or_else(|| panic!("{opt} missing:\n{help}"));
+        let text = line.trim_start()[opt.len()..].trim();
+        assert!(text.len() > 10, "{opt} has no help: {line:?}");
+    }
 }
 
 #[test]

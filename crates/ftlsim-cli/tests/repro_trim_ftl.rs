@@ -24,6 +24,8 @@ fn repro_trim_ftl_quick_writes_table_and_files() {
     assert_eq!(csv.lines().count(), 1 + 2 * (1 + 3) * 2, "header + per config per phase");
     let svg = std::fs::read_to_string(dir.path().join("trim-ftl.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>") && svg.matches("<rect").count() >= 16);
+    // The figure says what ran (its drawing is checked in crates/ftlsim/tests/figures.rs).
+    assert!(svg.contains("repro trim-ftl on k9lag08u0m-4ch (quick)"), "{svg}");
     // Page mapping programs fewer blocks than FAST on every workload, with or without TRIM.
     for w in ["os-install", "iozone"] {
         for trim in [true, false] {

@@ -26,6 +26,7 @@ use crate::error::{Error, Result};
 use crate::ftl::FTL_NAMES;
 use crate::job::{Input, Job};
 use crate::report::{EnergyReport, Report};
+use crate::repro::figure::{Bars, Figure, Lines, distinct};
 use crate::sim::{Precondition, Simulation};
 use serde::Serialize;
 use std::fmt::Write;
@@ -381,77 +382,33 @@ pub fn to_markdown(r: &HatResults) -> String {
     s
 }
 
-/// Mean response time normalized to page mapping, one group of bars per
-/// workload (log scale when any FTL is 10× off), as a standalone SVG.
+/// The figure: mean response time over page mapping's, one group of bars
+/// per workload (log scale when an FTL is more than 10× off), and Figure
+/// 11's micro-benchmark, IOPS over page mapping's against request size.
 pub fn to_svg(r: &HatResults) -> String {
-    const COLORS: [&str; 5] = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3"];
-    let names: Vec<&str> = {
-        let mut v: Vec<&str> = r.workloads.iter().map(|w| w.workload.as_str()).collect();
-        v.dedup();
-        v
+    let names = distinct(r.workloads.iter().map(|w| w.workload.as_str()));
+    let ratio = |wl: &str, ftl: &str| {
+        let w = r.workloads.iter().find(|w| w.workload == wl && w.ftl == ftl)?;
+        Some(1.0 + w.vs_page_pct? / 100.0)
     };
-    let ratio = |w: &WorkloadRow| 1.0 + w.vs_page_pct.unwrap_or(0.0) / 100.0;
-    let max = r.workloads.iter().map(ratio).fold(1.0, f64::max);
-    let log = max > 10.0;
-    let top = if log { 10f64.powf(max.log10().ceil()) } else { (max * 1.1).max(1.2) };
-    let (w, h, left, bottom, plot_h) = (140.0 * names.len().max(1) as f64 + 120.0, 360.0, 60.0, 60.0, 260.0);
-    let y = |v: f64| {
-        let f = if log { v.max(1e-3).log10() / top.log10() } else { v / top };
-        h - bottom - f.clamp(0.0, 1.0) * plot_h
-    };
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
-         <text x=\"{}\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">Mean response time / page mapping ({}{})</text>\n",
-        w / 2.0,
+    let response =
+        r.ftls.iter().fold(Bars::new("workload", "mean response time / page mapping's (×)", &names), |b, ftl| {
+            b.series(ftl, names.iter().map(|wl| ratio(wl, ftl)))
+        });
+    let mut fig = Figure::new(&format!(
+        "repro hat on {}{}: {} workloads after a sequential fill; micro-benchmark at QD 32",
         r.config,
-        if log { ", log scale" } else { "" }
-    );
-    let ticks: Vec<f64> = if log {
-        (0..=top.log10() as i32).map(|e| 10f64.powi(e)).collect()
-    } else {
-        (0..=4).map(|i| top * i as f64 / 4.0).collect()
-    };
-    for t in ticks {
-        let _ = writeln!(
-            s,
-            "<line x1=\"{left}\" x2=\"{}\" y1=\"{y0:.1}\" y2=\"{y0:.1}\" stroke=\"#ddd\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{t:.2}</text>",
-            w - 20.0,
-            left - 5.0,
-            y(t) + 4.0,
-            y0 = y(t)
-        );
+        if r.quick { " (quick)" } else { "" },
+        names.join(", ")
+    ))
+    .columns(3)
+    .panel(response.caption("Mean response time, normalized to page mapping"));
+    for (op, what) in [("randread", "random reads"), ("randwrite", "random writes")] {
+        let micro = r.ftls.iter().fold(Lines::new("request size (KiB)", "IOPS / page mapping's (×)"), |l, ftl| {
+            let points = r.micro.iter().filter(|m| m.op == op && &m.ftl == ftl);
+            l.series(ftl, points.filter_map(|m| Some((m.sectors as f64 / 2.0, m.vs_page?))))
+        });
+        fig = fig.panel(micro.caption(&format!("Figure 11: {what}, normalized to page mapping")));
     }
-    let bar = 100.0 / r.ftls.len().max(1) as f64;
-    for (i, wl) in names.iter().enumerate() {
-        let x0 = left + 20.0 + 140.0 * i as f64;
-        for (j, ftl) in r.ftls.iter().enumerate() {
-            if let Some(row) = r.workloads.iter().find(|x| x.workload == *wl && &x.ftl == ftl) {
-                let v = ratio(row);
-                let _ = writeln!(
-                    s,
-                    "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{}\"><title>{wl} {ftl}: {v:.4}</title></rect>",
-                    x0 + bar * j as f64,
-                    y(v),
-                    bar - 2.0,
-                    (h - bottom - y(v)).max(0.0),
-                    COLORS[j % COLORS.len()]
-                );
-            }
-        }
-        let _ =
-            writeln!(s, "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{wl}</text>", x0 + 50.0, h - bottom + 16.0);
-    }
-    for (j, ftl) in r.ftls.iter().enumerate() {
-        let x = left + 90.0 * j as f64;
-        let _ = writeln!(
-            s,
-            "<rect x=\"{x}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{ftl}</text>",
-            h - 28.0,
-            COLORS[j % COLORS.len()],
-            x + 16.0,
-            h - 18.0
-        );
-    }
-    s.push_str("</svg>\n");
-    s
+    fig.to_svg()
 }

@@ -33,6 +33,7 @@
 use crate::config::{Config, HostMode};
 use crate::error::Result;
 use crate::report::Report;
+use crate::repro::figure::{Bars, Figure, Lines, distinct};
 use crate::rng::SimRng;
 use crate::sim::{Precondition, RunOptions, Simulation};
 use crate::trace::list::CmdList;
@@ -305,70 +306,39 @@ pub fn to_markdown(rows: &[Row]) -> String {
     s
 }
 
-/// Fig. 8 as line charts, one panel per workload: management overhead (s)
-/// against extra blocks (%), one line per FTL, axes with values.
-pub fn to_svg(rows: &[Row]) -> String {
-    const COLORS: [&str; 4] = ["#c44e52", "#8172b3", "#55a868", "#4c72b0"];
-    let (pw, ph, left, top) = (360.0, 240.0, 60.0, 40.0);
-    let w = left + WORKLOADS.len() as f64 * (pw + left) + 20.0;
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"11\">\n",
-        top + ph + 80.0
-    );
-    for (k, wl) in WORKLOADS.iter().enumerate() {
-        let x0 = left + k as f64 * (pw + left);
-        let pts: Vec<&Row> = rows.iter().filter(|r| r.figure == "fig8" && r.workload == *wl).collect();
-        let max = pts.iter().map(|r| r.overhead_s).fold(0.0f64, f64::max).max(1e-9) * 1.1;
-        let px = |x: f64| x0 + (x - 1.0) / 4.0 * pw;
-        let py = |v: f64| top + ph - v / max * ph;
-        let _ = writeln!(
-            s,
-            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\" font-size=\"13\">{wl}: management overhead (s) vs extra blocks (%)</text>",
-            x0 + pw / 2.0,
-            top - 15.0
-        );
-        for i in 0..=4 {
-            let v = max * i as f64 / 4.0;
-            let _ = writeln!(
-                s,
-                "<line x1=\"{x0}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{v:.1}</text>",
-                x0 + pw,
-                x0 - 4.0,
-                py(v) + 4.0,
-                y = py(v)
-            );
-            let xv = 1.0 + i as f64;
-            let _ = writeln!(
-                s,
-                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{xv}%</text>",
-                px(xv),
-                top + ph + 16.0
-            );
-        }
-        let _ = writeln!(
-            s,
-            "<line x1=\"{x0}\" x2=\"{x0}\" y1=\"{top}\" y2=\"{:.1}\" stroke=\"#000\"/><line x1=\"{x0}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#000\"/>",
-            top + ph,
-            x0 + pw,
-            y = top + ph
-        );
-        for (j, ftl) in FIG8_FTLS.iter().enumerate() {
-            let line: Vec<String> = pts
-                .iter()
-                .filter(|r| r.ftl == *ftl)
-                .map(|r| format!("{:.1},{:.1}", px(r.x), py(r.overhead_s)))
-                .collect();
-            let _ = writeln!(
-                s,
-                "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>",
-                line.join(" "),
-                COLORS[j]
-            );
-        }
+/// The figure: Fig. 8 as line charts, one panel per workload (management
+/// overhead against extra blocks, one line per FTL); Fig. 9 (μ-FTL's
+/// overhead against its bitmap cache) as lines, one per workload; Fig. 10
+/// (against partition size) as bars, one per workload.
+pub fn to_svg(rows: &[Row], quick: bool) -> String {
+    const Y: &str = "management overhead (s)";
+    let points = |fig: &str, wl: &str, ftl: &str| -> Vec<(f64, f64)> {
+        let of = rows.iter().filter(|r| r.figure == fig && r.workload == wl && r.ftl == ftl);
+        of.map(|r| (r.x, r.overhead_s)).collect()
+    };
+    let mut fig = Figure::new(&format!(
+        "repro mu-ftl on {PRESET}{}: {} workloads at QD 1",
+        if quick { " (quick)" } else { "" },
+        WORKLOADS.join(" and ")
+    ));
+    for wl in WORKLOADS {
+        let lines = FIG8_FTLS
+            .iter()
+            .fold(Lines::new("extra blocks (% of the drive)", Y), |l, ftl| l.series(ftl, points("fig8", wl, ftl)));
+        fig = fig.panel(lines.caption(&format!("Fig. 8, {wl}: overhead against extra blocks")));
     }
-    super::svg_legend(&mut s, &FIG8_FTLS, &COLORS, left, top + ph + 40.0, 110.0);
-    s.push_str("</svg>\n");
-    s
+    let fig9 =
+        WORKLOADS.iter().fold(Lines::new("bitmap cache (KiB)", Y), |l, wl| l.series(wl, points("fig9", wl, "mu")));
+    let sizes = distinct(rows.iter().filter(|r| r.figure == "fig10").map(|r| r.x));
+    let labels: Vec<String> =
+        sizes.iter().map(|&m| if m == 0.0 { "whole space".into() } else { format!("{m} MiB") }).collect();
+    let fig10 = WORKLOADS.iter().fold(Bars::new("partition size", Y, &labels), |b, wl| {
+        let at = |x: f64| rows.iter().find(|r| r.figure == "fig10" && r.workload == *wl && r.x == x);
+        b.series(wl, sizes.iter().map(|&x| at(x).map(|r| r.overhead_s)))
+    });
+    fig.panel(fig9.caption("Fig. 9: μ-FTL against its bitmap cache (3% extra)"))
+        .panel(fig10.caption("Fig. 10: μ-FTL against partition size (3% extra)"))
+        .to_svg()
 }
 
 #[cfg(test)]

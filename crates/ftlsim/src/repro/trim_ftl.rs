@@ -23,6 +23,7 @@
 
 use crate::config::{Config, HostMode};
 use crate::error::Result;
+use crate::repro::figure::{Bars, Figure, distinct};
 use crate::rng::SimRng;
 use crate::sim::{Precondition, RunOptions, Simulation};
 use crate::trace::list::CmdList;
@@ -267,68 +268,34 @@ pub fn gain(rows: &[Row], with: &Row) -> Option<f64> {
     Some(total(without) / total(with) - 1.0)
 }
 
-/// A bar chart of N_pb and E_ftl per configuration (hand-written SVG).
-pub fn to_svg(rows: &[Row]) -> String {
-    let (w, bar, gap, h) = (760.0, 22.0, 8.0, 150.0);
-    let max_pb = rows.iter().map(|r| r.n_pb).max().unwrap_or(1).max(1) as f64;
-    let max_e = rows.iter().filter_map(|r| r.e_ftl).fold(0.0f64, f64::max).max(1e-12);
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"11\">\n",
-        2.0 * h + 120.0
+/// The figure: per workload and FTL, N_pb, E_ftl and the measured time,
+/// with TRIM and without, side by side.
+pub fn to_svg(rows: &[Row], quick: bool) -> String {
+    let groups = distinct(rows.iter().map(|r| (r.workload, r.ftl.as_str())));
+    let labels: Vec<String> = groups.iter().map(|(w, f)| format!("{w} {f}")).collect();
+    let panel = |y_label: &str, caption: &str, f: &dyn Fn(&Row) -> Option<f64>| {
+        [true, false]
+            .into_iter()
+            .fold(Bars::new("workload, FTL", y_label, &labels), |b, trim| {
+                let values = groups.iter().map(|(w, ftl)| {
+                    rows.iter().find(|r| r.workload == *w && r.ftl == *ftl && r.trim == trim).and_then(f)
+                });
+                b.series(if trim { "TRIM on" } else { "TRIM off" }, values)
+            })
+            .caption(caption)
+    };
+    let title = format!(
+        "repro trim-ftl on {PRESET}{}: os-install and iozone at QD 1, FAST and page mapping, with and without TRIM",
+        if quick { " (quick)" } else { "" }
     );
-    // Bar heights as fractions of the panel.
-    let panels = [
-        ("N_pb: blocks programmed", 20.0, rows.iter().map(|r| r.n_pb as f64 / max_pb).collect::<Vec<_>>()),
-        (
-            "E_ftl = N_vb / (N_pb x N_eb), log scale",
-            h + 80.0,
-            rows.iter().map(|r| log_fraction(r.e_ftl, max_e)).collect(),
-        ),
-    ];
-    for (title, top, values) in &panels {
-        s.push_str(&format!("<text x=\"10\" y=\"{}\" font-weight=\"bold\">{title}</text>\n", top));
-        for (i, r) in rows.iter().enumerate() {
-            let x = 10.0 + i as f64 * (bar + gap) + (i / 4) as f64 * 30.0;
-            let bh = values[i] * h;
-            let fill = match (r.ftl.as_str(), r.trim) {
-                ("page", true) => "#1f77b4",
-                ("page", false) => "#aec7e8",
-                (_, true) => "#d62728",
-                _ => "#ff9896",
-            };
-            s.push_str(&format!(
-                "<rect x=\"{x}\" y=\"{:.1}\" width=\"{bar}\" height=\"{bh:.1}\" fill=\"{fill}\"><title>{} {} TRIM {}</title></rect>\n",
-                top + 10.0 + h - bh,
-                r.workload,
-                r.ftl,
-                if r.trim { "on" } else { "off" }
-            ));
-        }
-    }
-    let mut legend_x = 10.0;
-    for (label, fill) in [("page+TRIM", "#1f77b4"), ("page", "#aec7e8"), ("FAST+TRIM", "#d62728"), ("FAST", "#ff9896")]
-    {
-        s.push_str(&format!(
-            "<rect x=\"{legend_x}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{fill}\"/><text x=\"{}\" y=\"{}\">{label}</text>\n",
-            2.0 * h + 100.0,
-            legend_x + 14.0,
-            2.0 * h + 109.0,
-        ));
-        legend_x += 110.0;
-    }
-    s.push_str(&format!(
-        "<text x=\"{legend_x}\" y=\"{}\">left group: {}, right group: {}</text>\n</svg>\n",
-        2.0 * h + 109.0,
-        rows.first().map_or("", |r| r.workload),
-        rows.last().map_or("", |r| r.workload)
-    ));
-    s
-}
-
-/// A bar height for a value spanning decades: log10 over four decades below the maximum.
-fn log_fraction(v: Option<f64>, max: f64) -> f64 {
-    let Some(v) = v.filter(|&v| v > 0.0) else { return 0.0 };
-    ((v / max).log10() / 4.0 + 1.0).clamp(0.0, 1.0)
+    Figure::new(&title)
+        .columns(3)
+        .panel(panel("blocks programmed (N_pb)", "N_pb: blocks programmed", &|r| Some(r.n_pb as f64)))
+        .panel(panel("E_ftl (ratio)", "E_ftl = N_vb / (N_pb × N_eb)", &|r| r.e_ftl))
+        .panel(panel("measured time (s)", "Time of the measured phases", &|r| {
+            Some(r.phases.iter().map(|p| p.seconds).sum())
+        }))
+        .to_svg()
 }
 
 #[cfg(test)]

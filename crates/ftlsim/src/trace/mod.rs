@@ -51,7 +51,7 @@ mod samples;
 pub use csv::{CsvSpec, Header, NATIVE_HEADER, Sep, TimeUnit};
 pub use detect::detect;
 pub use format::{Format, formats};
-pub use stats::{TraceStats, stats};
+pub use stats::{TraceStats, render_table as render_stats, stats};
 pub use writer::{write_native_line, write_trace};
 
 use crate::error::Result;
