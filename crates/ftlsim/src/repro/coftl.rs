@@ -109,7 +109,15 @@ pub fn scale(quick: bool) -> Scale {
 /// The preset with the repro's settings: `ftl` ("coftl" or "bl"), blocks
 /// per virtual block, COFTL cache MiB, channels (capacity kept: blocks per
 /// plane × 16 / channels), then `more`.
-pub fn config(ftl: &str, k: u32, cache_mib: u64, channels: u32, blocks: u32, seed: u64, more: &[String]) -> Result<Config> {
+pub fn config(
+    ftl: &str,
+    k: u32,
+    cache_mib: u64,
+    channels: u32,
+    blocks: u32,
+    seed: u64,
+    more: &[String],
+) -> Result<Config> {
     let mut o = vec![
         format!("ftl.name=\"{ftl}\""),
         format!("seed={seed}"),
@@ -229,7 +237,10 @@ fn recovery(mut cfg: Config, after: u64) -> Result<Vec<Row>> {
 /// larger of the two bounds.
 pub fn oob_scan_s(cfg: &Config) -> f64 {
     let g = &cfg.geometry;
-    let units = g.channels * g.chips_per_channel * g.dies_per_chip * if cfg.timing.plane_parallel { g.planes_per_die } else { 1 };
+    let units = g.channels
+        * g.chips_per_channel
+        * g.dies_per_chip
+        * if cfg.timing.plane_parallel { g.planes_per_die } else { 1 };
     let pages = cfg.physical_pages() as f64;
     let array_s = pages * cfg.timing.read_us * 1e-6 / units as f64;
     let bus_s = pages * OOB_BYTES * cfg.timing.bus_ns_per_byte * 1e-9 / g.channels as f64;
@@ -249,7 +260,15 @@ pub fn desktop(capacity: u64, requests: u64, seed: u64) -> Result<Vec<HostCmd>> 
     let mut out = Vec::with_capacity(requests as usize);
     while (out.len() as u64) < requests {
         let mut draw = rng.below(100);
-        let i = STREAMS.iter().position(|&(share, _, _)| draw < share || { draw -= share; false }).expect("shares sum to 100");
+        let i = STREAMS
+            .iter()
+            .position(|&(share, _, _)| {
+                draw < share || {
+                    draw -= share;
+                    false
+                }
+            })
+            .expect("shares sum to 100");
         let mut cmd = streams[i].next_cmd()?.expect("each stream has as many commands as the mix");
         cmd.time = SimTime::ZERO;
         out.push(cmd);
@@ -306,14 +325,8 @@ pub fn to_markdown(rows: &[Row]) -> String {
     }
     let _ = writeln!(s, "\nrecovery\n\n| FTL | drive GiB | recovery s | pages read |\n|---|---:|---:|---:|");
     for r in rows.iter().filter(|r| r.figure == "recovery") {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} |",
-            r.ftl,
-            r.x,
-            opt(r.recovery_s, 4),
-            r.recovery_pages_read.unwrap_or(0)
-        );
+        let _ =
+            writeln!(s, "| {} | {} | {} | {} |", r.ftl, r.x, opt(r.recovery_s, 4), r.recovery_pages_read.unwrap_or(0));
     }
     s
 }
@@ -422,10 +435,17 @@ fn svg_panel(s: &mut String, p: &Panel, x0: f64, y0: f64, pw: f64, ph: f64) {
     let py = |y: f64| y0 + ph - (scale(y) - lo) / (hi - lo) * ph;
     let n = p.ticks.len().max(2) as f64;
     let px = |i: usize| x0 + (i as f64 + 0.5) / n * pw;
-    let _ = writeln!(s, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"13\">{}</text>", x0 + pw / 2.0, y0 - 20.0, p.title);
+    let _ = writeln!(
+        s,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"13\">{}</text>",
+        x0 + pw / 2.0,
+        y0 - 20.0,
+        p.title
+    );
     for j in 0..=4 {
         let v = lo + (hi - lo) * j as f64 / 4.0;
-        let (y, label) = if p.log_y { (py(10f64.powf(v)), format!("{:.0e}", 10f64.powf(v))) } else { (py(v), format!("{v:.0}")) };
+        let (y, label) =
+            if p.log_y { (py(10f64.powf(v)), format!("{:.0e}", 10f64.powf(v))) } else { (py(v), format!("{v:.0}")) };
         let _ = writeln!(
             s,
             "<line x1=\"{x0}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{label}</text>",
@@ -443,7 +463,13 @@ fn svg_panel(s: &mut String, p: &Panel, x0: f64, y0: f64, pw: f64, ph: f64) {
         x0 + pw,
         b = y0 + ph
     );
-    let _ = writeln!(s, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>", x0 + pw / 2.0, y0 + ph + 34.0, p.x_label);
+    let _ = writeln!(
+        s,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+        x0 + pw / 2.0,
+        y0 + ph + 34.0,
+        p.x_label
+    );
     let _ = writeln!(
         s,
         "<text transform=\"translate({:.1},{:.1}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
@@ -454,7 +480,8 @@ fn svg_panel(s: &mut String, p: &Panel, x0: f64, y0: f64, pw: f64, ph: f64) {
     for (j, (name, pts)) in p.series.iter().enumerate() {
         let c = COLORS[j % COLORS.len()];
         let line: Vec<String> = pts.iter().map(|&(i, y)| format!("{:.1},{:.1}", px(i), py(y))).collect();
-        let _ = writeln!(s, "<polyline points=\"{}\" fill=\"none\" stroke=\"{c}\" stroke-width=\"2\"/>", line.join(" "));
+        let _ =
+            writeln!(s, "<polyline points=\"{}\" fill=\"none\" stroke=\"{c}\" stroke-width=\"2\"/>", line.join(" "));
         for &(i, y) in pts {
             let _ = writeln!(s, "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{c}\"/>", px(i), py(y));
         }
