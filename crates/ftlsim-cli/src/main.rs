@@ -672,42 +672,39 @@ fn config_cmd(c: ConfigCommand) -> Result<(), Error> {
 fn repro_trim_ftl(out: &Path, quick: bool, seed: u64) -> Result<(), Error> {
     use ftlsim::repro::trim_ftl;
     let rows = trim_ftl::run(quick, seed)?;
-    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
-    let table = trim_ftl::to_markdown(&rows);
-    write_file(&out.join("trim-ftl.csv"), trim_ftl::to_csv(&rows).as_bytes())?;
-    write_file(&out.join("trim-ftl.json"), serde_json::to_string_pretty(&rows).expect("rows serialize").as_bytes())?;
-    write_file(&out.join("trim-ftl.md"), table.as_bytes())?;
-    write_file(&out.join("trim-ftl.svg"), trim_ftl::to_svg(&rows).as_bytes())?;
-    print!("{table}");
-    eprintln!("ftlsim: wrote {}/trim-ftl.{{csv,json,md,svg}}", out.display());
-    Ok(())
+    let json = serde_json::to_string_pretty(&rows).expect("rows serialize");
+    write_repro(
+        out,
+        "trim-ftl",
+        &trim_ftl::to_csv(&rows),
+        &json,
+        &trim_ftl::to_markdown(&rows),
+        &trim_ftl::to_svg(&rows),
+    )
 }
 
 fn repro_mu_ftl(out: &Path, quick: bool, seed: u64) -> Result<(), Error> {
     use ftlsim::repro::mu_ftl;
     let rows = mu_ftl::run(quick, seed, &mut |what| eprintln!("ftlsim: repro mu-ftl: {what}"))?;
-    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
-    let table = mu_ftl::to_markdown(&rows);
-    write_file(&out.join("mu-ftl.csv"), mu_ftl::to_csv(&rows).as_bytes())?;
-    write_file(&out.join("mu-ftl.json"), serde_json::to_string_pretty(&rows).expect("rows serialize").as_bytes())?;
-    write_file(&out.join("mu-ftl.md"), table.as_bytes())?;
-    write_file(&out.join("mu-ftl.svg"), mu_ftl::to_svg(&rows).as_bytes())?;
-    print!("{table}");
-    eprintln!("ftlsim: wrote {}/mu-ftl.{{csv,json,md,svg}}", out.display());
-    Ok(())
+    let json = serde_json::to_string_pretty(&rows).expect("rows serialize");
+    write_repro(out, "mu-ftl", &mu_ftl::to_csv(&rows), &json, &mu_ftl::to_markdown(&rows), &mu_ftl::to_svg(&rows))
 }
 
 fn repro_coftl(out: &Path, quick: bool, seed: u64) -> Result<(), Error> {
     use ftlsim::repro::coftl;
     let rows = coftl::run(quick, seed, &mut |what| eprintln!("ftlsim: repro coftl: {what}"))?;
+    let json = serde_json::to_string_pretty(&rows).expect("rows serialize");
+    write_repro(out, "coftl", &coftl::to_csv(&rows), &json, &coftl::to_markdown(&rows), &coftl::to_svg(&rows))
+}
+
+/// Writes a repro's `OUT/NAME.{csv,json,md,svg}` and prints its table.
+fn write_repro(out: &Path, name: &str, csv: &str, json: &str, table: &str, svg: &str) -> Result<(), Error> {
     std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
-    let table = coftl::to_markdown(&rows);
-    write_file(&out.join("coftl.csv"), coftl::to_csv(&rows).as_bytes())?;
-    write_file(&out.join("coftl.json"), serde_json::to_string_pretty(&rows).expect("rows serialize").as_bytes())?;
-    write_file(&out.join("coftl.md"), table.as_bytes())?;
-    write_file(&out.join("coftl.svg"), coftl::to_svg(&rows).as_bytes())?;
+    for (ext, text) in [("csv", csv), ("json", json), ("md", table), ("svg", svg)] {
+        write_file(&out.join(format!("{name}.{ext}")), text.as_bytes())?;
+    }
     print!("{table}");
-    eprintln!("ftlsim: wrote {}/coftl.{{csv,json,md,svg}}", out.display());
+    eprintln!("ftlsim: wrote {}/{name}.{{csv,json,md,svg}}", out.display());
     Ok(())
 }
 
