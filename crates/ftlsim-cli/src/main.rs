@@ -141,6 +141,19 @@ enum ReproCommand {
         #[arg(long)]
         quick: bool,
     },
+    /// Chang et al., multi-chipped caching FTL, Figs. 7-9 and crash recovery:
+    /// COFTL and BL on a desktop-like workload at 97% full against blocks per
+    /// virtual block, data-cache size, channels; recovery time against drive size.
+    Coftl {
+        /// Directory for coftl.{csv,json,md,svg}.
+        #[arg(long, default_value = "repro-out")]
+        out: PathBuf,
+        /// A 1 GiB drive and 1,500 requests a run: seconds.
+        #[arg(long)]
+        quick: bool,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
     /// Kim et al., "FTL Design for TRIM Command", Tables 2-4: FAST and page
     /// mapping with and without TRIM on an OS install and IOZone phases.
     TrimFtl {
@@ -435,6 +448,7 @@ fn dispatch(cmd: Command) -> Result<(), Error> {
         Command::Repro(ReproCommand::TrimFtl { out, quick, seed }) => repro_trim_ftl(&out, quick, seed),
         Command::Repro(ReproCommand::TrimCost { out, quick }) => repro_trim_cost(&out, quick),
         Command::Repro(ReproCommand::MuFtl { out, quick, seed }) => repro_mu_ftl(&out, quick, seed),
+        Command::Repro(ReproCommand::Coftl { out, quick, seed }) => repro_coftl(&out, quick, seed),
         Command::Repro(ReproCommand::Hat { trace, out, quick, set }) => repro_hat(trace, &out, quick, set),
         Command::Ftls => {
             let width = ftlsim::ftl::FTL_NAMES.iter().map(|n| n.len()).max().unwrap_or(0);
@@ -743,6 +757,13 @@ fn repro_mu_ftl(out: &Path, quick: bool, seed: u64) -> Result<(), Error> {
     let rows = mu_ftl::run(quick, seed, &mut |what| eprintln!("ftlsim: repro mu-ftl: {what}"))?;
     let (csv, md, svg) = (mu_ftl::to_csv(&rows), mu_ftl::to_markdown(&rows), mu_ftl::to_svg(&rows, quick));
     write_repro(out, "mu-ftl", serde_json::to_string_pretty(&rows).expect("rows serialize"), csv, md, svg)
+}
+
+fn repro_coftl(out: &Path, quick: bool, seed: u64) -> Result<(), Error> {
+    use ftlsim::repro::coftl;
+    let rows = coftl::run(quick, seed, &mut |what| eprintln!("ftlsim: repro coftl: {what}"))?;
+    let (csv, md, svg) = (coftl::to_csv(&rows), coftl::to_markdown(&rows), coftl::to_svg(&rows));
+    write_repro(out, "coftl", serde_json::to_string_pretty(&rows).expect("rows serialize"), csv, md, svg)
 }
 
 fn load_config(drive: &DriveArgs, extra: &[String]) -> Result<Config, Error> {

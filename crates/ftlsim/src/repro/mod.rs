@@ -4,6 +4,7 @@
 //! (CLI, Python) writes the same files, which are the interface for plotting
 //! layers.
 
+pub mod coftl;
 pub mod figure;
 pub mod hat;
 pub mod mu_ftl;

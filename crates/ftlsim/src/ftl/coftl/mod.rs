@@ -363,9 +363,9 @@ impl Coftl {
 
     /// Writes `vb`'s VPT as a summary page set at the end of its chain.
     fn commit(&mut self, dev: &mut Device, vb: u32, t: SimTime) -> Result<SimTime> {
-        self.t.vpt_dirty[vb as usize] = false;
-        self.t.trim_pending.remove(&vb);
         if self.t.chains[vb as usize].is_empty() {
+            self.t.vpt_dirty[vb as usize] = false;
+            self.t.trim_pending.remove(&vb);
             return Ok(t); // nothing mapped: the VBT says so
         }
         let t = self.ensure_room(dev, vb, t)?;
@@ -398,6 +398,11 @@ impl Coftl {
         let snap = (off, self.t.locs[range.clone()].into(), self.t.masks[range].into());
         self.flash.summaries[set as usize].push(snap);
         self.t.summary_at[vb as usize] = Some((self.t.chains[vb as usize].len() as u32 - 1, off));
+        // The summary is the VPT as it is now: a later eviction has nothing
+        // to commit (else a full set's table, evicted, would take a whole
+        // replacement set for a summary equal to the one just written).
+        self.t.vpt_dirty[vb as usize] = false;
+        self.t.trim_pending.remove(&vb);
         self.co.summaries += 1;
         Ok(done)
     }

@@ -166,3 +166,17 @@ bus_ns_per_byte = 1.0
     geo_err(&[fits[0], fits[1], "ftl.coftl_cache_bytes=100"], "ftl.coftl_cache_bytes");
     geo_err(&[fits[0], fits[1], "ftl.coftl_alpha=-1"], "ftl.coftl_alpha");
 }
+
+#[test]
+fn a_full_sets_summary_leaves_its_table_clean() {
+    // VPT cache of one table (4 B x V = 24 B): filling virtual block 1 evicts block 0's.
+    let (mut f, mut d) = drive(&["ftl.cache_bytes=24"]);
+    let v = f.s.v as u64;
+    for lpn in 0..2 * v {
+        write(&mut f, &mut d, lpn);
+    }
+    assert_eq!(f.co.summaries, 2, "one summary per filled set, none at eviction: {:?}", f.co);
+    assert_eq!(f.co.replacement_sets, 0, "no set opened for a summary of an unchanged table");
+    assert!(f.t.chains.iter().all(|c| c.len() <= 1));
+    f.check_invariants(&d).unwrap();
+}
