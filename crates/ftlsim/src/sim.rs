@@ -20,6 +20,7 @@ use crate::engine::host::{Arrivals, RangePolicy, fit_range};
 use crate::engine::{Device, FlashCounters};
 use crate::error::{Error, Result};
 use crate::ftl::{self, Ftl, Span};
+use crate::limits;
 use crate::nand::{Geometry, NandArray, Timing};
 use crate::report::{self, EraseMap, EraseStats, InputReport, Metrics, Report, RequestLatencies, Window};
 use crate::rng::SimRng;
@@ -47,18 +48,35 @@ pub struct Precondition {
 impl std::str::FromStr for Precondition {
     type Err = Error;
     fn from_str(s: &str) -> Result<Precondition> {
-        let bad = |key: &str, reason: String| Error::Workload { key: format!("precondition.{key}"), reason };
+        let bad = |key: &str, reason: String| {
+            let key = if key.is_empty() { "precondition".into() } else { format!("precondition.{key}") };
+            Error::Workload { key, reason }
+        };
         let mut p = Precondition { fill: 1.0, overwrite: 0.0 };
-        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let parts = crate::workload::split_fields(s)
+            .map_err(|why| bad("", format!("'{s}' {why}; give fill=F[,overwrite=X], e.g. fill=1.0,overwrite=1.0")))?;
+        let mut seen = Vec::new();
+        for part in parts {
             let (k, v) = part.split_once('=').ok_or_else(|| bad(part, "expected KEY=VALUE".into()))?;
+            let k = k.trim();
+            if seen.contains(&k) {
+                return Err(bad(k, "given twice".into()));
+            }
+            seen.push(k);
             let x: f64 = v.trim().parse().map_err(|_| bad(k, format!("'{v}' is not a number")))?;
             if !x.is_finite() || x < 0.0 {
                 return Err(bad(k, format!("{x} must be a finite, non-negative number")));
             }
-            match k.trim() {
+            match k {
                 "fill" if x <= 1.0 => p.fill = x,
                 "fill" => return Err(bad(k, format!("{x} is more than the whole logical space (1.0)"))),
-                "overwrite" => p.overwrite = x,
+                "overwrite" if x <= limits::MAX_OVERWRITE => p.overwrite = x,
+                "overwrite" => {
+                    return Err(bad(
+                        k,
+                        format!("{x} is more than the {} times the filled space allowed", limits::MAX_OVERWRITE),
+                    ));
+                }
                 other => return Err(bad(other, "unknown key; expected fill or overwrite".into())),
             }
         }
@@ -453,7 +471,8 @@ impl Simulation {
         windows.finish(&self.dev.counters);
         let mut input = opts.input.clone();
         input.skipped_lines = src.skipped_lines();
-        input.clamped_timestamps = arrivals.clamped;
+        input.clamped_timestamps = arrivals.clamped + src.clamped_timestamps();
+        input.zero_length_requests = src.zero_length();
         input.out_of_range_adjusted = adjusted;
         input.host_mode = match opts.mode {
             HostMode::Open => "open".into(),

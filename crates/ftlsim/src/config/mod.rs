@@ -12,6 +12,7 @@ mod presets;
 pub use presets::{preset_names, preset_source};
 
 use crate::error::{Error, Result};
+use crate::limits;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -683,6 +684,42 @@ impl Config {
             .product()
     }
 
+    /// Physical pages, refusing a geometry whose product overflows 64 bits
+    /// (naming the factor where it does) or has more planes than
+    /// [`limits::MAX_ARRAY_UNITS`], and one whose tables (and payloads) do
+    /// not fit this machine's memory.
+    fn checked_physical_pages(&self) -> Result<u64> {
+        let g = &self.geometry;
+        let mut product = 1u64;
+        for (key, v) in [
+            ("channels", g.channels),
+            ("chips_per_channel", g.chips_per_channel),
+            ("dies_per_chip", g.dies_per_chip),
+            ("planes_per_die", g.planes_per_die),
+            ("blocks_per_plane", g.blocks_per_plane),
+            ("pages_per_block", g.pages_per_block),
+        ] {
+            product = product.checked_mul(v as u64).ok_or_else(|| {
+                Error::config(format!("geometry.{key}"), format!("{v}: the drive's page count overflows 64 bits"))
+            })?;
+            if key == "planes_per_die" && product > limits::MAX_ARRAY_UNITS {
+                return Err(Error::config(
+                    "geometry",
+                    format!(
+                        "channels × chips_per_channel × dies_per_chip × planes_per_die = {product} planes; at most {}",
+                        limits::MAX_ARRAY_UNITS
+                    ),
+                ));
+            }
+        }
+        if product < u32::MAX as u64 {
+            let payload = self.nand.store_payloads.then(|| product.saturating_mul(g.page_size as u64));
+            let blocks = product / g.pages_per_block as u64;
+            limits::check_memory(product, blocks, payload, limits::machine_bytes())?;
+        }
+        Ok(product)
+    }
+
     /// Logical pages exported to the host: physical / (1 + overprovisioning).
     pub fn logical_pages(&self) -> u64 {
         (self.physical_pages() as f64 / (1.0 + self.overprovisioning)).floor() as u64
@@ -722,7 +759,7 @@ impl Config {
                 format!("{} is not a positive multiple of 512 bytes", g.page_size),
             ));
         }
-        let pages = self.physical_pages();
+        let pages = self.checked_physical_pages()?;
         if pages >= u32::MAX as u64 {
             return Err(Error::config(
                 "geometry",
@@ -751,8 +788,11 @@ impl Config {
         if !(self.host.time_scale.is_finite() && self.host.time_scale >= 0.0) {
             return Err(Error::config("host.time_scale", "must be a finite, non-negative factor"));
         }
-        if self.host.queue_depth == 0 {
-            return Err(Error::config("host.queue_depth", "must be at least 1"));
+        if !(1..=limits::MAX_QUEUE_DEPTH).contains(&self.host.queue_depth) {
+            return Err(Error::config(
+                "host.queue_depth",
+                format!("{} must be in 1..={}", self.host.queue_depth, limits::MAX_QUEUE_DEPTH),
+            ));
         }
         if !(self.gc.threshold.is_finite() && (0.0..=1.0).contains(&self.gc.threshold)) {
             return Err(Error::config("gc.threshold", format!("{} must be a fraction in [0, 1]", self.gc.threshold)));

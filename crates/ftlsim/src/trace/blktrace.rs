@@ -212,6 +212,10 @@ impl CmdSource for BlktraceSource {
         self.tally.zero_length
     }
 
+    fn clamped_timestamps(&self) -> u64 {
+        self.rebase.clamped
+    }
+
     fn progress(&self) -> Progress {
         self.counter.progress()
     }
@@ -315,6 +319,10 @@ impl CmdSource for MergedSource {
 
     fn zero_length(&self) -> u64 {
         self.parts.iter().map(|p| p.tally.zero_length).sum()
+    }
+
+    fn clamped_timestamps(&self) -> u64 {
+        self.rebase.clamped
     }
 
     fn progress(&self) -> Progress {

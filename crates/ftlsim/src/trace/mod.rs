@@ -10,8 +10,14 @@
 //!
 //! Policies common to every reader:
 //! - times are converted to ns and made relative to the first command; a
-//!   timestamp earlier than its predecessor is kept as-is (one earlier than
-//!   the first command becomes zero): the host layer clamps and counts;
+//!   timestamp earlier than its predecessor is kept as-is (the host layer
+//!   clamps and counts), except one earlier than the first command, which
+//!   the reader replays at its predecessor's time and counts
+//!   ([`CmdSource::clamped_timestamps`]);
+//! - a line longer than [`MAX_LINE_BYTES`](crate::limits::MAX_LINE_BYTES)
+//!   is bad, refused before it is held; a UTF-8 byte order mark is ignored;
+//! - a text trace that yields no command is an error (unless bad lines were
+//!   skipped);
 //! - byte offsets and sizes are widened to whole 512 B sectors;
 //! - zero-length reads, writes and trims are skipped and counted apart
 //!   ([`CmdSource::zero_length`]), not treated as errors: they move no data
@@ -110,6 +116,12 @@ pub trait CmdSource: Send {
 
     /// Zero-length reads, writes and trims skipped (they are not errors).
     fn zero_length(&self) -> u64 {
+        0
+    }
+
+    /// Timestamps earlier than the first command's, replayed at their
+    /// predecessor's time (later ones going backwards are the host's).
+    fn clamped_timestamps(&self) -> u64 {
         0
     }
 

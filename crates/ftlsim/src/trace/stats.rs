@@ -61,6 +61,7 @@ pub fn stats(src: &mut dyn CmdSource) -> Result<TraceStats> {
     }
     s.skipped_lines = src.skipped_lines();
     s.zero_length = src.zero_length();
+    s.backwards_timestamps += src.clamped_timestamps();
     Ok(s)
 }
 

@@ -2,14 +2,16 @@
 //!
 //! A format only says how one line becomes a command ([`LineParser`]); this
 //! module owns the rest so every format behaves the same: one reused line
-//! buffer, 1-based line numbers in errors, blank lines ignored, bad lines
+//! buffer, lines of at most [`MAX_LINE_BYTES`], 1-based line numbers in
+//! errors, blank lines ignored, a trace without a command refused, bad lines
 //! either reported or skipped and counted, zero-length requests skipped and
 //! counted (they move no data, and some real traces contain them), and times
 //! rebased so the first command arrives at zero.
 
-use super::input::{ByteCounter, Input};
+use super::input::{ByteCounter, Input, LineRead, read_line_bounded, skip_line};
 use super::{CmdSource, HostCmd, Op, Progress};
 use crate::error::{Error, Result};
+use crate::limits::MAX_LINE_BYTES;
 use crate::units::{Sector, SimTime};
 use std::io::BufRead;
 
@@ -39,15 +41,23 @@ pub(crate) trait LineParser: Send {
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Rebase {
     first: Option<u64>,
+    last: SimTime,
+    /// Times earlier than the first command's (see [`Rebase::apply`]).
+    pub clamped: u64,
 }
 
 impl Rebase {
-    /// Times earlier than the first command's saturate to zero: the host
-    /// layer, not the reader, deals with time going backwards.
+    /// A time earlier than the first command's cannot be made relative to
+    /// it: it is replayed at its predecessor's time and counted here. Other
+    /// times going backwards are the host layer's to clamp and count.
     #[inline]
     pub fn apply(&mut self, t: u64) -> SimTime {
         let first = *self.first.get_or_insert(t);
-        SimTime(t.saturating_sub(first))
+        match t.checked_sub(first) {
+            Some(rel) => self.last = SimTime(rel),
+            None => self.clamped += 1,
+        }
+        self.last
     }
 }
 
@@ -68,6 +78,8 @@ pub(crate) struct TextSource<P> {
     parser: P,
     tally: Tally,
     rebase: Rebase,
+    /// Commands returned so far.
+    yielded: u64,
 }
 
 impl<P: LineParser> TextSource<P> {
@@ -81,7 +93,23 @@ impl<P: LineParser> TextSource<P> {
             parser,
             tally: Tally { skip_bad, ..Tally::default() },
             rebase: Rebase::default(),
+            yielded: 0,
         }
+    }
+
+    /// A trace that ends without a single command is refused (unless bad
+    /// lines were skipped, which the report counts): an empty file, a
+    /// header alone or a wrong `--format` would otherwise report nothing.
+    fn no_requests(&self) -> Error {
+        let zero = match self.tally.zero_length {
+            0 => String::new(),
+            n => format!(", only {n} zero-length"),
+        };
+        let lines = match self.line.saturating_sub(1) {
+            1 => "1 line".to_string(),
+            n => format!("{n} lines"),
+        };
+        Error::Trace { file: self.name.clone(), line: 0, reason: format!("no requests ({lines} read{zero})") }
     }
 }
 
@@ -98,7 +126,10 @@ impl<P: LineParser> TextSource<P> {
     /// when it lies whole inside it (the common case: no copy), else
     /// assembled in `self.buf`. `Ok(None)` at the end of the input.
     #[inline]
-    fn with_next_line<T>(&mut self, f: impl FnOnce(&mut P, &[u8]) -> T) -> Result<Option<T>> {
+    fn with_next_line(
+        &mut self,
+        f: impl FnOnce(&mut P, &[u8]) -> std::result::Result<Parsed, String>,
+    ) -> Result<Option<std::result::Result<Parsed, String>>> {
         self.line += 1;
         let avail = self.reader.fill_buf().map_err(|e| Error::io(&self.name, e))?;
         if let Some(pos) = memchr::memchr(b'\n', avail) {
@@ -107,12 +138,15 @@ impl<P: LineParser> TextSource<P> {
             return Ok(Some(out));
         }
         // The line straddles buffer refills (or is the last, unterminated one).
-        self.buf.clear();
-        let n = self.reader.read_until(b'\n', &mut self.buf).map_err(|e| Error::io(&self.name, e))?;
-        if n == 0 {
-            return Ok(None);
+        let io = |e| Error::io(&self.name, e);
+        match read_line_bounded(self.reader.as_mut(), &mut self.buf, MAX_LINE_BYTES).map_err(io)? {
+            LineRead::End => Ok(None),
+            LineRead::Line => Ok(Some(f(&mut self.parser, &self.buf))),
+            LineRead::TooLong => {
+                skip_line(self.reader.as_mut()).map_err(|e| Error::io(&self.name, e))?;
+                Ok(Some(Err(format!("line longer than {MAX_LINE_BYTES} bytes: not a trace line"))))
+            }
         }
-        Ok(Some(f(&mut self.parser, &self.buf)))
     }
 }
 
@@ -127,6 +161,7 @@ impl<P: LineParser> CmdSource for TextSource<P> {
                 parser.parse(line)
             })?;
             match parsed {
+                None if self.yielded == 0 && self.tally.skipped == 0 => return Err(self.no_requests()),
                 None => return Ok(None),
                 Some(Ok(Parsed::Ignore)) => {}
                 Some(Ok(Parsed::Cmd(raw))) => {
@@ -135,6 +170,7 @@ impl<P: LineParser> CmdSource for TextSource<P> {
                         continue;
                     }
                     let time = self.rebase.apply(raw.time_ns);
+                    self.yielded += 1;
                     return Ok(Some(HostCmd { time, op: raw.op, start: Sector(raw.start), sectors: raw.sectors }));
                 }
                 Some(Err(reason)) => {
@@ -158,6 +194,10 @@ impl<P: LineParser> CmdSource for TextSource<P> {
 
     fn zero_length(&self) -> u64 {
         self.tally.zero_length
+    }
+
+    fn clamped_timestamps(&self) -> u64 {
+        self.rebase.clamped
     }
 
     fn progress(&self) -> Progress {

@@ -36,6 +36,7 @@ mod generate;
 mod spec;
 
 pub use generate::{Workload, generator};
+pub(crate) use spec::split_fields;
 pub use spec::{AccessDist, Amount, Arrival, ArrivalProcess, BlockSize, Extent, RwMode, WorkloadSpec};
 
 #[cfg(test)]
