@@ -72,9 +72,10 @@ impl std::str::FromStr for Precondition {
                 "fill" => return Err(bad(k, format!("{x} is more than the whole logical space (1.0)"))),
                 "overwrite" if x <= limits::MAX_OVERWRITE => p.overwrite = x,
                 "overwrite" => {
+                    let most = limits::MAX_OVERWRITE;
                     return Err(bad(
                         k,
-                        format!("{x} is more than the {} times the filled space allowed", limits::MAX_OVERWRITE),
+                        format!("{} is more than {most} (times the filled space), the most accepted", v.trim()),
                     ));
                 }
                 other => return Err(bad(other, "unknown key; expected fill or overwrite".into())),
@@ -783,6 +784,24 @@ mod tests {
     fn span(count: u64, first_s: f64, last_s: f64) -> ArrivalSpan {
         let t = |s: f64| SimTime((s * 1e9) as u64);
         ArrivalSpan { first: Some(t(first_s)), last: t(last_s), count }
+    }
+
+    #[test]
+    fn precondition_specs_are_bounded_and_complete() {
+        let p: Precondition = "fill=0.5,overwrite=2,".parse().unwrap();
+        assert_eq!((p.fill, p.overwrite), (0.5, 2.0));
+        for (spec, want) in [
+            ("", "precondition: '' is empty"),
+            (" ", "precondition: ' ' is empty"),
+            ("fill=1,fill=0.5", "precondition.fill: given twice"),
+            ("fill=0.5,,overwrite=1", "precondition: 'fill=0.5,,overwrite=1' has an empty field"),
+            ("fill=0.5,overwrite=1e30", "precondition.overwrite: 1e30 is more than 100"),
+            ("fill=0.5,overwrite=100.5", "precondition.overwrite: 100.5 is more than 100"),
+        ] {
+            let err = spec.parse::<Precondition>().unwrap_err().to_string();
+            assert!(err.contains(want), "{spec}: {err}");
+        }
+        assert_eq!("overwrite=100".parse::<Precondition>().unwrap().overwrite, limits::MAX_OVERWRITE);
     }
 
     #[test]

@@ -1001,6 +1001,40 @@ mod tests {
     }
 
     #[test]
+    fn geometry_products_and_queue_depth_are_bounded() {
+        let geo = |dims: [u64; 6]| {
+            let keys = ["channels", "chips_per_channel", "dies_per_chip", "planes_per_die", "blocks_per_plane"];
+            let mut o: Vec<String> = keys.iter().zip(dims).map(|(k, v)| format!("geometry.{k}={v}")).collect();
+            o.push(format!("geometry.pages_per_block={}", dims[5]));
+            Config::load("hat-table4", &o).unwrap_err().to_string()
+        };
+        // 2^64 pages wrapped to zero; six 2^32 - 1 factors to about 2^190.
+        let err = geo([1 << 16, 1 << 16, 1 << 16, 1 << 16, 1, 1]);
+        assert!(err.contains("geometry.planes_per_die: 65536: the drive's page count overflows 64 bits"), "{err}");
+        let max = u32::MAX as u64;
+        let err = geo([max, max, max, max, max, 65280]);
+        assert!(err.contains("overflows 64 bits"), "{err}");
+        let err = geo([1 << 31, 1, 1, 1, 1, 1]);
+        assert!(err.contains("config: geometry: ") && err.contains("2147483648 planes; at most 1048576"), "{err}");
+        let err = geo([1, 1, 1, 1, 1 << 30, 8]);
+        assert!(err.contains("exceed the 2^32 - 1"), "{err}");
+        let q = |d: &str| Config::load("hat-table4", &[format!("host.queue_depth={d}")]);
+        let err = q("4294967295").unwrap_err().to_string();
+        assert!(err.contains("host.queue_depth: 4294967295 must be in 1..=65536"), "{err}");
+        q("65536").unwrap();
+    }
+
+    #[test]
+    fn payloads_larger_than_the_machine_are_refused() {
+        let err =
+            Config::load("hat-table4", &["geometry.page_size=2147483648".into(), "nand.store_payloads=true".into()])
+                .unwrap_err()
+                .to_string();
+        assert!(err.starts_with("config: nand.store_payloads: storing the drive's"), "{err}");
+        Config::load("hat-table4", &["geometry.page_size=2147483648".into()]).unwrap();
+    }
+
+    #[test]
     fn shown_config_round_trips() {
         let cfg = Config::load("hat-table4", &[]).unwrap();
         let again = Config::from_toml_str(&cfg.to_toml(), "shown", &[]).unwrap();

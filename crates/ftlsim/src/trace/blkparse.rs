@@ -190,6 +190,33 @@ Skips: 0 forward (0 -   0.0%)
     }
 
     #[test]
+    fn truncated_ranges_are_bad_lines_and_rangeless_data_events_are_counted() {
+        for (line, why) in [
+            (&b"  8,0 3 2 0.6 697 D W 16 +"[..], "truncated sector range '16 +'"),
+            (b"  8,0 3 2 0.6 697 D W 16", "truncated sector range '16'"),
+            (b"  8,0 3 2 0.6 697 D W 16 8 [a]", "truncated sector range '16 8 [a]'"),
+            (b"  8,0 3 2 0.6 697 D W", "truncated event line: nothing after RWBS"),
+        ] {
+            let mut data = b"  8,0 3 1 0.5 697 D W 8 + 8 [a]\n".to_vec();
+            data.extend_from_slice(line);
+            data.extend_from_slice(b"\n  8,0 3 3 0.7 697 D W 24 + 8 [a]\n");
+            let err = read_all("blkparse", &data, false).unwrap_err().to_string();
+            assert!(err.contains(":2: ") && err.contains(why), "{err}");
+            assert_eq!(read_all("blkparse", &data, true).unwrap().1, 1);
+        }
+        let data =
+            b"  8,0 3 1 0.5 697 D W 8 + 8 [a]\n  8,0 3 2 0.6 697 D W [a]\n  8,0 3 3 0.7 697 D WS 0 (2a 00 ..) [sg]\n";
+        let t = super::super::input::testutil::write_file("b", data);
+        let opts = super::super::OpenOptions { format: Some("blkparse".parse().unwrap()), skip_bad_lines: false };
+        let mut o = super::super::open(&t.path, &opts).unwrap();
+        let mut n = 0;
+        while o.source.next_cmd().unwrap().is_some() {
+            n += 1;
+        }
+        assert_eq!((n, o.source.zero_length()), (1, 2));
+    }
+
+    #[test]
     fn bad_lines() {
         let data = b"  8,0 3 1 0.5 697 D W 8 + 8 [a]\nhello world\n  8,0 3 1 x 697 D W 8 + 8 [a]\n  8,0 3 1 0.9 697 D R -8 + 8 [a]\n  8,0 3\n";
         let err = read_all("blkparse", data, false).unwrap_err().to_string();

@@ -208,7 +208,7 @@ impl<P: LineParser> CmdSource for TextSource<P> {
 #[cfg(test)]
 mod tests {
     use super::super::formats;
-    use super::super::input::testutil::read_all;
+    use super::super::input::testutil::{gzip, read_all, write_file};
     use proptest::prelude::*;
 
     /// Lines made of the characters trace fields are built from, so random
@@ -236,6 +236,55 @@ mod tests {
             ],
             0..300,
         )
+    }
+
+    #[test]
+    fn a_trace_without_requests_is_an_error_unless_lines_were_skipped() {
+        for data in [&b""[..], b"\n\n", b"time_ns,op,sector,sectors\n", b"time_ns,op,sector,sectors\n0,W,8,0\n"] {
+            let err = read_all("csv", data, false).unwrap_err().to_string();
+            assert!(err.contains(": no requests ("), "{err}");
+        }
+        let err = read_all("csv", b"0,W,8,0\n", false).unwrap_err().to_string();
+        assert!(err.ends_with("no requests (1 line read, only 1 zero-length)"), "{err}");
+        let (cmds, skipped) = read_all("csv", b"time_ns,op,sector,sectors\nbad\n", true).unwrap();
+        assert_eq!((cmds.len(), skipped), (0, 1));
+    }
+
+    #[test]
+    fn a_line_beyond_the_limit_is_refused_before_it_is_held() {
+        let long = crate::limits::MAX_LINE_BYTES + 10;
+        let mut data = b"0,W,0,8\n".to_vec();
+        data.extend(std::iter::repeat_n(b'1', long));
+        data.extend_from_slice(b"\n10,W,8,8\n");
+        for input in [data.clone(), gzip(&data)] {
+            let err = read_all("csv", &input, false).unwrap_err().to_string();
+            assert!(err.contains(":2: line longer than 1048576 bytes"), "{err}");
+            let (cmds, skipped) = read_all("csv", &input, true).unwrap();
+            assert_eq!((cmds.len(), skipped), (2, 1), "the rest of the long line is skipped with it");
+        }
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_not_part_of_the_first_field() {
+        let data = b"\xef\xbb\xbftime_ns,op,sector,sectors\n5,W,8,8\n";
+        for input in [data.to_vec(), gzip(data)] {
+            let (cmds, _) = read_all("csv", &input, false).unwrap();
+            assert_eq!(cmds.len(), 1);
+        }
+        let t = write_file("bom.csv", data);
+        assert!(matches!(crate::trace::detect(&t.path).unwrap(), crate::trace::Format::Csv(_)));
+    }
+
+    #[test]
+    fn timestamps_before_the_first_are_replayed_at_their_predecessors_time_and_counted() {
+        let t = write_file("t.csv", b"100,W,0,8\n300,W,8,8\n50,W,16,8\n400,W,24,8\n");
+        let opts = crate::trace::OpenOptions { format: Some("csv".parse().unwrap()), skip_bad_lines: false };
+        let mut o = crate::trace::open(&t.path, &opts).unwrap();
+        let mut times = Vec::new();
+        while let Some(c) = o.source.next_cmd().unwrap() {
+            times.push(c.time.0);
+        }
+        assert_eq!((times, o.source.clamped_timestamps()), (vec![0, 200, 200, 300], 1));
     }
 
     proptest! {
