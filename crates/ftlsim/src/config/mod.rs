@@ -805,6 +805,13 @@ impl Config {
                     format!("{} holds no whole {page}-byte page; use 0 for no buffer", self.cache.bytes),
                 ));
             }
+            let drive = self.logical_pages().saturating_mul(page);
+            if self.cache.bytes > drive {
+                return Err(Error::config(
+                    "cache.bytes",
+                    format!("{} is more than the drive's {drive} logical bytes, the most accepted", self.cache.bytes),
+                ));
+            }
             if self.cache.bytes / page > u32::MAX as u64 / 2 {
                 return Err(Error::config(
                     "cache.bytes",
@@ -1018,6 +1025,8 @@ mod tests {
         assert!(err.contains("config: geometry: ") && err.contains("2147483648 planes; at most 1048576"), "{err}");
         let err = geo([1, 1, 1, 1, 1 << 30, 8]);
         assert!(err.contains("exceed the 2^32 - 1"), "{err}");
+        let err = Config::load("hat-table4", &["cache.bytes=1000000000000".into()]).unwrap_err().to_string();
+        assert!(err.contains("cache.bytes: 1000000000000 is more than the drive's"), "{err}");
         let q = |d: &str| Config::load("hat-table4", &[format!("host.queue_depth={d}")]);
         let err = q("4294967295").unwrap_err().to_string();
         assert!(err.contains("host.queue_depth: 4294967295 must be in 1..=65536"), "{err}");
