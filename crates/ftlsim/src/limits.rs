@@ -11,6 +11,7 @@
 //! | `host.queue_depth`, `--qd`, a workload's `iodepth=` | [`MAX_QUEUE_DEPTH`] |
 //! | `--precondition overwrite=` | [`MAX_OVERWRITE`] × the filled space |
 //! | one trace line (after gzip decompression) | [`MAX_LINE_BYTES`] |
+//! | `cache.bytes` | the drive's logical capacity |
 //! | `geometry.*` | a page count that fits 32 bits, at most [`MAX_ARRAY_UNITS`] planes, and tables (and payloads, when stored) that fit this machine's memory ([`check_memory`]) |
 
 use crate::error::{Error, Result};
