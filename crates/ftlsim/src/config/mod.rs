@@ -623,6 +623,21 @@ macro_rules! default_from_serde {
 }
 default_from_serde!(NandConfig, HostConfig, GcConfig, FtlConfig, ReportConfig, PcmConfig, EnergyConfig, CacheConfig);
 
+impl GeometryConfig {
+    /// The six counts whose product is the page count, by config key,
+    /// outermost first.
+    fn dimensions(&self) -> [(&'static str, u32); 6] {
+        [
+            ("geometry.channels", self.channels),
+            ("geometry.chips_per_channel", self.chips_per_channel),
+            ("geometry.dies_per_chip", self.dies_per_chip),
+            ("geometry.planes_per_die", self.planes_per_die),
+            ("geometry.blocks_per_plane", self.blocks_per_plane),
+            ("geometry.pages_per_block", self.pages_per_block),
+        ]
+    }
+}
+
 impl NandConfig {
     pub fn records_sequence(&self) -> bool {
         self.record_sequence.unwrap_or(self.store_payloads)
@@ -677,11 +692,7 @@ impl Config {
 
     /// Physical pages of the device.
     pub fn physical_pages(&self) -> u64 {
-        let g = &self.geometry;
-        [g.channels, g.chips_per_channel, g.dies_per_chip, g.planes_per_die, g.blocks_per_plane, g.pages_per_block]
-            .iter()
-            .map(|&v| v as u64)
-            .product()
+        self.geometry.dimensions().iter().map(|&(_, v)| v as u64).product()
     }
 
     /// Physical pages, refusing a geometry whose product overflows 64 bits
@@ -691,18 +702,11 @@ impl Config {
     fn checked_physical_pages(&self) -> Result<u64> {
         let g = &self.geometry;
         let mut product = 1u64;
-        for (key, v) in [
-            ("channels", g.channels),
-            ("chips_per_channel", g.chips_per_channel),
-            ("dies_per_chip", g.dies_per_chip),
-            ("planes_per_die", g.planes_per_die),
-            ("blocks_per_plane", g.blocks_per_plane),
-            ("pages_per_block", g.pages_per_block),
-        ] {
-            product = product.checked_mul(v as u64).ok_or_else(|| {
-                Error::config(format!("geometry.{key}"), format!("{v}: the drive's page count overflows 64 bits"))
-            })?;
-            if key == "planes_per_die" && product > limits::MAX_ARRAY_UNITS {
+        for (key, v) in g.dimensions() {
+            product = product
+                .checked_mul(v as u64)
+                .ok_or_else(|| Error::config(key, format!("{v}: the drive's page count overflows 64 bits")))?;
+            if key == "geometry.planes_per_die" && product > limits::MAX_ARRAY_UNITS {
                 return Err(Error::config(
                     "geometry",
                     format!(
@@ -738,14 +742,7 @@ impl Config {
     /// Checks every value for range and consistency, naming the bad key.
     pub fn validate(&self) -> Result<()> {
         let g = &self.geometry;
-        for (key, v) in [
-            ("geometry.channels", g.channels),
-            ("geometry.chips_per_channel", g.chips_per_channel),
-            ("geometry.dies_per_chip", g.dies_per_chip),
-            ("geometry.planes_per_die", g.planes_per_die),
-            ("geometry.blocks_per_plane", g.blocks_per_plane),
-            ("geometry.pages_per_block", g.pages_per_block),
-        ] {
+        for (key, v) in g.dimensions() {
             if v == 0 {
                 return Err(Error::config(key, "must be at least 1"));
             }
