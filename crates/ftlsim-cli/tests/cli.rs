@@ -971,7 +971,7 @@ fn empty_truncated_and_odd_traces_are_refused_or_counted() {
     };
     for (name, data) in [("empty.csv", &b""[..]), ("header.csv", b"time_ns,op,sector,sectors\n")] {
         let p = file(name, data);
-        fails_with(small(&["--trace", &p, "--format", "csv"]), &[&p, "no requests ("]);
+        fails_with(small(&["--trace", &p, "--format", "csv"]), &[&p, "no requests"]);
     }
     fails_with(small(&["--trace", "/dev/null", "--format", "csv"]), &["/dev/null: no requests"]);
     let blk = file(

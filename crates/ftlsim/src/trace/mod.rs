@@ -157,7 +157,7 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Opened> {
     };
     let skip = opts.skip_bad_lines;
     fn text<P: text::LineParser + 'static>(i: input::Input, p: P, skip: bool) -> Box<dyn CmdSource> {
-        Box::new(text::TextSource::new(i, p, skip))
+        Box::new(NonEmpty::new(text::TextSource::new(i, p, skip)))
     }
     let i = || input::open_input(path);
     let source: Box<dyn CmdSource> = match &format {
@@ -180,4 +180,54 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Opened> {
     };
     let warnings = if detected { detect::doubts(path, &format)? } else { Vec::new() };
     Ok(Opened { source, format, detected, warnings })
+}
+
+/// A trace that ends without a single command is refused (unless bad lines
+/// were skipped, which the report counts): an empty file, a header alone or
+/// a wrong `--format` would otherwise report nothing.
+pub(crate) struct NonEmpty<S> {
+    inner: S,
+    yielded: bool,
+}
+
+impl<S: CmdSource> NonEmpty<S> {
+    pub(crate) fn new(inner: S) -> Self {
+        NonEmpty { inner, yielded: false }
+    }
+}
+
+impl<S: CmdSource> CmdSource for NonEmpty<S> {
+    fn next_cmd(&mut self) -> Result<Option<HostCmd>> {
+        let next = self.inner.next_cmd()?;
+        if next.is_none() && !self.yielded && self.inner.skipped_lines() == 0 {
+            let zero = match self.inner.zero_length() {
+                0 => String::new(),
+                n => format!(": only {n} zero-length"),
+            };
+            let file = self.inner.name().to_string();
+            return Err(crate::Error::Trace { file, line: 0, reason: format!("no requests{zero}") });
+        }
+        self.yielded |= next.is_some();
+        Ok(next)
+    }
+
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn skipped_lines(&self) -> u64 {
+        self.inner.skipped_lines()
+    }
+
+    fn zero_length(&self) -> u64 {
+        self.inner.zero_length()
+    }
+
+    fn clamped_timestamps(&self) -> u64 {
+        self.inner.clamped_timestamps()
+    }
+
+    fn progress(&self) -> Progress {
+        self.inner.progress()
+    }
 }

@@ -3,7 +3,7 @@
 //! A format only says how one line becomes a command ([`LineParser`]); this
 //! module owns the rest so every format behaves the same: one reused line
 //! buffer, lines of at most [`MAX_LINE_BYTES`], 1-based line numbers in
-//! errors, blank lines ignored, a trace without a command refused, bad lines
+//! errors, blank lines ignored, bad lines
 //! either reported or skipped and counted, zero-length requests skipped and
 //! counted (they move no data, and some real traces contain them), and times
 //! rebased so the first command arrives at zero.
@@ -78,8 +78,6 @@ pub(crate) struct TextSource<P> {
     parser: P,
     tally: Tally,
     rebase: Rebase,
-    /// Commands returned so far.
-    yielded: u64,
 }
 
 impl<P: LineParser> TextSource<P> {
@@ -93,23 +91,7 @@ impl<P: LineParser> TextSource<P> {
             parser,
             tally: Tally { skip_bad, ..Tally::default() },
             rebase: Rebase::default(),
-            yielded: 0,
         }
-    }
-
-    /// A trace that ends without a single command is refused (unless bad
-    /// lines were skipped, which the report counts): an empty file, a
-    /// header alone or a wrong `--format` would otherwise report nothing.
-    fn no_requests(&self) -> Error {
-        let zero = match self.tally.zero_length {
-            0 => String::new(),
-            n => format!(", only {n} zero-length"),
-        };
-        let lines = match self.line.saturating_sub(1) {
-            1 => "1 line".to_string(),
-            n => format!("{n} lines"),
-        };
-        Error::Trace { file: self.name.clone(), line: 0, reason: format!("no requests ({lines} read{zero})") }
     }
 }
 
@@ -161,7 +143,6 @@ impl<P: LineParser> CmdSource for TextSource<P> {
                 parser.parse(line)
             })?;
             match parsed {
-                None if self.yielded == 0 && self.tally.skipped == 0 => return Err(self.no_requests()),
                 None => return Ok(None),
                 Some(Ok(Parsed::Ignore)) => {}
                 Some(Ok(Parsed::Cmd(raw))) => {
@@ -170,7 +151,6 @@ impl<P: LineParser> CmdSource for TextSource<P> {
                         continue;
                     }
                     let time = self.rebase.apply(raw.time_ns);
-                    self.yielded += 1;
                     return Ok(Some(HostCmd { time, op: raw.op, start: Sector(raw.start), sectors: raw.sectors }));
                 }
                 Some(Err(reason)) => {
@@ -242,10 +222,12 @@ mod tests {
     fn a_trace_without_requests_is_an_error_unless_lines_were_skipped() {
         for data in [&b""[..], b"\n\n", b"time_ns,op,sector,sectors\n", b"time_ns,op,sector,sectors\n0,W,8,0\n"] {
             let err = read_all("csv", data, false).unwrap_err().to_string();
-            assert!(err.contains(": no requests ("), "{err}");
+            assert!(err.contains(": no requests"), "{err}");
         }
         let err = read_all("csv", b"0,W,8,0\n", false).unwrap_err().to_string();
-        assert!(err.ends_with("no requests (1 line read, only 1 zero-length)"), "{err}");
+        assert!(err.ends_with(": no requests: only 1 zero-length"), "{err}");
+        let err = read_all("blktrace", b"", false).unwrap_err().to_string();
+        assert!(err.ends_with(": no requests"), "{err}");
         let (cmds, skipped) = read_all("csv", b"time_ns,op,sector,sectors\nbad\n", true).unwrap();
         assert_eq!((cmds.len(), skipped), (0, 1));
     }
