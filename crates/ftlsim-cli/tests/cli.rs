@@ -1007,3 +1007,70 @@ fn printing_into_a_closed_pipe_is_not_a_panic() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// Every probe of issue 17's hostile-input list: a one-line error naming
+/// the key, file or line (never an abort, a hang or a silent report).
+#[test]
+fn hostile_counts_and_sizes_are_one_line_errors() {
+    let msr = sample("msr_csv/msr-sample.csv");
+    let msr = msr.to_str().unwrap();
+    fails_with(small(&["--trace", msr, "--mode", "closed", "--qd", "4294967295"]), &["host.queue_depth", "1..=65536"]);
+    fails_with(small(&["--workload", "rw=randwrite,iodepth=4294967295,ios=10"]), &["iodepth", "1..=65536"]);
+    fails_with(small(&["--workload", "rw=randwrite,iodepth=268435456,ios=10"]), &["iodepth", "1..=65536"]);
+    fails_with(small(&["--workload", "rw=randwrite,,ios=10"]), &["workload", "empty field"]);
+    let w = ["--workload", "rw=randwrite,ios=10", "--precondition"];
+    for (p, want) in [
+        ("", "precondition: '' is empty"),
+        ("fill=1,fill=0.5", "precondition.fill: given twice"),
+        ("fill=0.5,overwrite=1e30", "precondition.overwrite: 1e30 is more than 100"),
+    ] {
+        fails_with(small(&[&w[..], &[p]].concat()), &[want]);
+    }
+    let six = |dims: [u64; 6]| {
+        let keys = ["channels", "chips_per_channel", "dies_per_chip", "planes_per_die", "blocks_per_plane"];
+        let mut v = args(&["config", "show", "hat-table4"]);
+        for (k, d) in keys.iter().zip(dims).chain([(&"pages_per_block", dims[5])]) {
+            v.extend(args(&["--set", &format!("geometry.{k}={d}")]));
+        }
+        v
+    };
+    fails_with(six([1 << 31, 1, 1, 1, 1, 1]), &["config: geometry:", "2147483648 planes; at most 1048576"]);
+    let max = u32::MAX as u64;
+    fails_with(six([max, max, max, max, max, 65280]), &["geometry.", "overflows 64 bits"]);
+    let payloads = ["--set", "geometry.page_size=2147483648", "--set", "nand.store_payloads=true"];
+    fails_with(small(&[&payloads[..], &["--workload", "rw=randwrite,ios=10"]].concat()), &["nand.store_payloads"]);
+}
+
+/// Inputs that used to read as nothing, or lose data without a count.
+#[test]
+fn empty_truncated_and_odd_traces_are_refused_or_counted() {
+    let dir = TempDir::new().unwrap();
+    let file = |name: &str, data: &[u8]| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, data).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    for (name, data) in [("empty.csv", &b""[..]), ("header.csv", b"time_ns,op,sector,sectors\n")] {
+        let p = file(name, data);
+        fails_with(small(&["--trace", &p, "--format", "csv"]), &[&p, "no requests"]);
+    }
+    fails_with(small(&["--trace", "/dev/null", "--format", "csv"]), &["/dev/null: no requests"]);
+    let blk = file(
+        "cut.blk",
+        b"  8,0 3 1 0.5 697 D W 8 + 8 [a]\n  8,0 3 2 0.6 697 D W 16 +\n  8,0 3 3 0.7 697 D W 24 + 8 [a]\n",
+    );
+    fails_with(small(&["--trace", &blk]), &["cut.blk:2: malformed or truncated sector range '16 +'"]);
+    let json = dir.path().join("r.json");
+    let json_s = json.to_str().unwrap();
+    ok(small(&["--trace", &blk, "--skip-bad-lines", "--json", json_s]));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r["input"]["skipped_lines"], 1);
+    let csv = file("odd.csv", b"\xef\xbb\xbftime_ns,op,sector,sectors\n100,W,0,8\n50,W,8,8\n200,W,16,0\n300,R,0,8\n");
+    let out = ok(small(&["--trace", &csv, "--json", json_s]));
+    assert!(out.contains("csv (detected)"), "a BOM must not defeat detection:\n{out}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(
+        (r["input"]["clamped_timestamps"].as_u64(), r["input"]["zero_length_requests"].as_u64()),
+        (Some(1), Some(1))
+    );
+}

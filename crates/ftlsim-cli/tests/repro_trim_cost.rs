@@ -22,7 +22,10 @@ fn repro_trim_cost_quick_writes_tables_files_and_the_papers_shapes() {
     assert_eq!(csv.lines().count(), 1 + rows.len());
     let svg = std::fs::read_to_string(dir.path().join("trim-cost.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
-    assert!(svg.matches("<polyline").count() >= 12 && svg.contains("1e3") && svg.contains("deletion time"));
+    assert!(svg.matches("<polyline").count() >= 12, "a line per FTL (aligned and misaligned) and per FTL");
+    for label in ["repro trim-cost", "range size (bytes)", "TRIM throughput (MB/s)", "1000", "deletion time (s)"] {
+        assert!(svg.contains(label), "{label}");
+    }
     let get = |series: &str, ftl: &str, x: &str| {
         rows.iter().find(|r| r["series"] == series && r["ftl"] == ftl && r["x"] == x).unwrap_or_else(|| {
             panic!("no row {series} {ftl} {x}");

@@ -19,6 +19,7 @@ pub mod engine;
 pub mod error;
 pub mod ftl;
 pub mod job;
+pub mod limits;
 mod mem;
 pub mod nand;
 pub mod report;

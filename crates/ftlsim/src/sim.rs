@@ -20,6 +20,7 @@ use crate::engine::host::{Arrivals, RangePolicy, fit_range};
 use crate::engine::{Device, FlashCounters};
 use crate::error::{Error, Result};
 use crate::ftl::{self, Ftl, Span};
+use crate::limits;
 use crate::nand::{Geometry, NandArray, Timing};
 use crate::report::{self, EraseMap, EraseStats, InputReport, Metrics, Report, RequestLatencies, Window};
 use crate::rng::SimRng;
@@ -48,18 +49,36 @@ pub struct Precondition {
 impl std::str::FromStr for Precondition {
     type Err = Error;
     fn from_str(s: &str) -> Result<Precondition> {
-        let bad = |key: &str, reason: String| Error::Workload { key: format!("precondition.{key}"), reason };
+        let bad = |key: &str, reason: String| {
+            let key = if key.is_empty() { "precondition".into() } else { format!("precondition.{key}") };
+            Error::Workload { key, reason }
+        };
         let mut p = Precondition { fill: 1.0, overwrite: 0.0 };
-        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let parts = crate::workload::split_fields(s)
+            .map_err(|why| bad("", format!("'{s}' {why}; give fill=F[,overwrite=X], e.g. fill=1.0,overwrite=1.0")))?;
+        let mut seen = Vec::new();
+        for part in parts {
             let (k, v) = part.split_once('=').ok_or_else(|| bad(part, "expected KEY=VALUE".into()))?;
+            let k = k.trim();
+            if seen.contains(&k) {
+                return Err(bad(k, "given twice".into()));
+            }
+            seen.push(k);
             let x: f64 = v.trim().parse().map_err(|_| bad(k, format!("'{v}' is not a number")))?;
             if !x.is_finite() || x < 0.0 {
                 return Err(bad(k, format!("{x} must be a finite, non-negative number")));
             }
-            match k.trim() {
+            match k {
                 "fill" if x <= 1.0 => p.fill = x,
                 "fill" => return Err(bad(k, format!("{x} is more than the whole logical space (1.0)"))),
-                "overwrite" => p.overwrite = x,
+                "overwrite" if x <= limits::MAX_OVERWRITE => p.overwrite = x,
+                "overwrite" => {
+                    let most = limits::MAX_OVERWRITE;
+                    return Err(bad(
+                        k,
+                        format!("{} is more than {most} (times the filled space), the most accepted", v.trim()),
+                    ));
+                }
                 other => return Err(bad(other, "unknown key; expected fill or overwrite".into())),
             }
         }
@@ -518,7 +537,8 @@ impl Simulation {
         windows.finish(&self.dev.counters);
         let mut input = opts.input.clone();
         input.skipped_lines = src.skipped_lines();
-        input.clamped_timestamps = arrivals.clamped;
+        input.clamped_timestamps = arrivals.clamped + src.clamped_timestamps();
+        input.zero_length_requests = src.zero_length();
         input.out_of_range_adjusted = adjusted;
         input.host_mode = match opts.mode {
             HostMode::Open => "open".into(),
@@ -875,6 +895,24 @@ mod tests {
     fn span(count: u64, first_s: f64, last_s: f64) -> ArrivalSpan {
         let t = |s: f64| SimTime((s * 1e9) as u64);
         ArrivalSpan { first: Some(t(first_s)), last: t(last_s), count }
+    }
+
+    #[test]
+    fn precondition_specs_are_bounded_and_complete() {
+        let p: Precondition = "fill=0.5,overwrite=2,".parse().unwrap();
+        assert_eq!((p.fill, p.overwrite), (0.5, 2.0));
+        for (spec, want) in [
+            ("", "precondition: '' is empty"),
+            (" ", "precondition: ' ' is empty"),
+            ("fill=1,fill=0.5", "precondition.fill: given twice"),
+            ("fill=0.5,,overwrite=1", "precondition: 'fill=0.5,,overwrite=1' has an empty field"),
+            ("fill=0.5,overwrite=1e30", "precondition.overwrite: 1e30 is more than 100"),
+            ("fill=0.5,overwrite=100.5", "precondition.overwrite: 100.5 is more than 100"),
+        ] {
+            let err = spec.parse::<Precondition>().unwrap_err().to_string();
+            assert!(err.contains(want), "{spec}: {err}");
+        }
+        assert_eq!("overwrite=100".parse::<Precondition>().unwrap().overwrite, limits::MAX_OVERWRITE);
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod presets;
 pub use presets::{preset_names, preset_source};
 
 use crate::error::{Error, Result};
+use crate::limits;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -698,6 +699,21 @@ default_from_serde!(
     TrimConfig
 );
 
+impl GeometryConfig {
+    /// The six counts whose product is the page count, by config key,
+    /// outermost first.
+    fn dimensions(&self) -> [(&'static str, u32); 6] {
+        [
+            ("geometry.channels", self.channels),
+            ("geometry.chips_per_channel", self.chips_per_channel),
+            ("geometry.dies_per_chip", self.dies_per_chip),
+            ("geometry.planes_per_die", self.planes_per_die),
+            ("geometry.blocks_per_plane", self.blocks_per_plane),
+            ("geometry.pages_per_block", self.pages_per_block),
+        ]
+    }
+}
+
 impl NandConfig {
     pub fn records_sequence(&self) -> bool {
         self.record_sequence.unwrap_or(self.store_payloads)
@@ -752,11 +768,36 @@ impl Config {
 
     /// Physical pages of the device.
     pub fn physical_pages(&self) -> u64 {
+        self.geometry.dimensions().iter().map(|&(_, v)| v as u64).product()
+    }
+
+    /// Physical pages, refusing a geometry whose product overflows 64 bits
+    /// (naming the factor where it does) or has more planes than
+    /// [`limits::MAX_ARRAY_UNITS`], and one whose tables (and payloads) do
+    /// not fit this machine's memory.
+    fn checked_physical_pages(&self) -> Result<u64> {
         let g = &self.geometry;
-        [g.channels, g.chips_per_channel, g.dies_per_chip, g.planes_per_die, g.blocks_per_plane, g.pages_per_block]
-            .iter()
-            .map(|&v| v as u64)
-            .product()
+        let mut product = 1u64;
+        for (key, v) in g.dimensions() {
+            product = product
+                .checked_mul(v as u64)
+                .ok_or_else(|| Error::config(key, format!("{v}: the drive's page count overflows 64 bits")))?;
+            if key == "geometry.planes_per_die" && product > limits::MAX_ARRAY_UNITS {
+                return Err(Error::config(
+                    "geometry",
+                    format!(
+                        "channels × chips_per_channel × dies_per_chip × planes_per_die = {product} planes; at most {}",
+                        limits::MAX_ARRAY_UNITS
+                    ),
+                ));
+            }
+        }
+        if product < u32::MAX as u64 {
+            let payload = self.nand.store_payloads.then(|| product.saturating_mul(g.page_size as u64));
+            let blocks = product / g.pages_per_block as u64;
+            limits::check_memory(product, blocks, payload, limits::machine_bytes())?;
+        }
+        Ok(product)
     }
 
     /// Logical pages exported to the host: physical / (1 + overprovisioning).
@@ -777,14 +818,7 @@ impl Config {
     /// Checks every value for range and consistency, naming the bad key.
     pub fn validate(&self) -> Result<()> {
         let g = &self.geometry;
-        for (key, v) in [
-            ("geometry.channels", g.channels),
-            ("geometry.chips_per_channel", g.chips_per_channel),
-            ("geometry.dies_per_chip", g.dies_per_chip),
-            ("geometry.planes_per_die", g.planes_per_die),
-            ("geometry.blocks_per_plane", g.blocks_per_plane),
-            ("geometry.pages_per_block", g.pages_per_block),
-        ] {
+        for (key, v) in g.dimensions() {
             if v == 0 {
                 return Err(Error::config(key, "must be at least 1"));
             }
@@ -798,7 +832,7 @@ impl Config {
                 format!("{} is not a positive multiple of 512 bytes", g.page_size),
             ));
         }
-        let pages = self.physical_pages();
+        let pages = self.checked_physical_pages()?;
         if pages >= u32::MAX as u64 {
             return Err(Error::config(
                 "geometry",
@@ -827,8 +861,11 @@ impl Config {
         if !(self.host.time_scale.is_finite() && self.host.time_scale >= 0.0) {
             return Err(Error::config("host.time_scale", "must be a finite, non-negative factor"));
         }
-        if self.host.queue_depth == 0 {
-            return Err(Error::config("host.queue_depth", "must be at least 1"));
+        if !(1..=limits::MAX_QUEUE_DEPTH).contains(&self.host.queue_depth) {
+            return Err(Error::config(
+                "host.queue_depth",
+                format!("{} must be in 1..={}", self.host.queue_depth, limits::MAX_QUEUE_DEPTH),
+            ));
         }
         self.validate_trim()?;
         if !(self.gc.threshold.is_finite() && (0.0..=1.0).contains(&self.gc.threshold)) {
@@ -840,6 +877,13 @@ impl Config {
                 return Err(Error::config(
                     "cache.bytes",
                     format!("{} holds no whole {page}-byte page; use 0 for no buffer", self.cache.bytes),
+                ));
+            }
+            let drive = self.logical_pages().saturating_mul(page);
+            if self.cache.bytes > drive {
+                return Err(Error::config(
+                    "cache.bytes",
+                    format!("{} is more than the drive's {drive} logical bytes, the most accepted", self.cache.bytes),
                 ));
             }
             if self.cache.bytes / page > u32::MAX as u64 / 2 {
@@ -1055,6 +1099,42 @@ mod tests {
         assert!(err.to_string().contains("energy.flash_ma"), "{err}");
         let err = Config::load("hat-table4", &["pcm.write_ns=1".into()]).unwrap_err();
         assert!(err.to_string().contains("write_ns"), "{err}");
+    }
+
+    #[test]
+    fn geometry_products_and_queue_depth_are_bounded() {
+        let geo = |dims: [u64; 6]| {
+            let keys = ["channels", "chips_per_channel", "dies_per_chip", "planes_per_die", "blocks_per_plane"];
+            let mut o: Vec<String> = keys.iter().zip(dims).map(|(k, v)| format!("geometry.{k}={v}")).collect();
+            o.push(format!("geometry.pages_per_block={}", dims[5]));
+            Config::load("hat-table4", &o).unwrap_err().to_string()
+        };
+        // 2^64 pages wrapped to zero; six 2^32 - 1 factors to about 2^190.
+        let err = geo([1 << 16, 1 << 16, 1 << 16, 1 << 16, 1, 1]);
+        assert!(err.contains("geometry.planes_per_die: 65536: the drive's page count overflows 64 bits"), "{err}");
+        let max = u32::MAX as u64;
+        let err = geo([max, max, max, max, max, 65280]);
+        assert!(err.contains("overflows 64 bits"), "{err}");
+        let err = geo([1 << 31, 1, 1, 1, 1, 1]);
+        assert!(err.contains("config: geometry: ") && err.contains("2147483648 planes; at most 1048576"), "{err}");
+        let err = geo([1, 1, 1, 1, 1 << 30, 8]);
+        assert!(err.contains("exceed the 2^32 - 1"), "{err}");
+        let err = Config::load("hat-table4", &["cache.bytes=1000000000000".into()]).unwrap_err().to_string();
+        assert!(err.contains("cache.bytes: 1000000000000 is more than the drive's"), "{err}");
+        let q = |d: &str| Config::load("hat-table4", &[format!("host.queue_depth={d}")]);
+        let err = q("4294967295").unwrap_err().to_string();
+        assert!(err.contains("host.queue_depth: 4294967295 must be in 1..=65536"), "{err}");
+        q("65536").unwrap();
+    }
+
+    #[test]
+    fn payloads_larger_than_the_machine_are_refused() {
+        let err =
+            Config::load("hat-table4", &["geometry.page_size=2147483648".into(), "nand.store_payloads=true".into()])
+                .unwrap_err()
+                .to_string();
+        assert!(err.starts_with("config: nand.store_payloads: storing the drive's"), "{err}");
+        Config::load("hat-table4", &["geometry.page_size=2147483648".into()]).unwrap();
     }
 
     #[test]

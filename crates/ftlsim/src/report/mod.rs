@@ -100,6 +100,9 @@ pub struct InputReport {
     pub skipped_lines: u64,
     /// Arrivals earlier than their predecessor, replayed at the predecessor's time.
     pub clamped_timestamps: u64,
+    /// Reads, writes and trims of no sectors (and blkparse events without a
+    /// sector range), not replayed.
+    pub zero_length_requests: u64,
     pub out_of_range_policy: String,
     /// Requests moved into the device by the `wrap` or `scale` policy.
     pub out_of_range_adjusted: u64,

@@ -404,96 +404,25 @@ pub fn panels(rows: &[Row]) -> Vec<Panel> {
     ]
 }
 
-/// The four panels in a 2 × 2 SVG.
+/// The four panels in a 2 × 2 figure (bars over each panel's ticks).
 pub fn to_svg(rows: &[Row]) -> String {
-    let (pw, ph) = (380.0, 250.0);
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"11\">\n",
-        2.0 * (pw + 110.0),
-        2.0 * (ph + 120.0)
+    use super::figure::{Bars, Figure, Scale};
+    let fig = panels(rows).into_iter().fold(
+        Figure::new("repro coftl on coftl-mt29f64g08 (scaled down), desktop-like mix at 97% full"),
+        |fig, p| {
+            let n = p.ticks.len();
+            let bars = p.series.iter().fold(Bars::new(&p.x_label, &p.y_label, &p.ticks), |b, (name, points)| {
+                let mut values = vec![None; n];
+                for &(i, v) in points {
+                    values[i] = Some(v);
+                }
+                b.series(name, values)
+            });
+            let scale = if p.log_y { Scale::Log } else { Scale::Linear };
+            fig.panel(bars.y_scale(scale).caption(&p.title))
+        },
     );
-    for (i, p) in panels(rows).iter().enumerate() {
-        let (x0, y0) = (80.0 + (i % 2) as f64 * (pw + 110.0), 50.0 + (i / 2) as f64 * (ph + 120.0));
-        svg_panel(&mut s, p, x0, y0, pw, ph);
-    }
-    s.push_str("</svg>\n");
-    s
-}
-
-/// Draws one panel with its plot area at (x0, y0), pw × ph: title, axes,
-/// tick values, axis labels, a polyline and markers per series, a legend.
-fn svg_panel(s: &mut String, p: &Panel, x0: f64, y0: f64, pw: f64, ph: f64) {
-    const COLORS: [&str; 3] = ["#c44e52", "#4c72b0", "#55a868"];
-    let ys = p.series.iter().flat_map(|(_, v)| v.iter().map(|&(_, y)| y)).filter(|y| *y > 0.0);
-    let (lo, hi) = ys.fold((f64::MAX, 0.0f64), |(lo, hi), y| (lo.min(y), hi.max(y)));
-    let (lo, hi) = if p.log_y {
-        (lo.min(hi).max(1e-9).log10().floor(), hi.max(1e-9).log10().ceil().max(lo.log10().floor() + 1.0))
-    } else {
-        (0.0, hi.max(1e-9) * 1.1)
-    };
-    let scale = |y: f64| if p.log_y { y.max(1e-12).log10() } else { y };
-    let py = |y: f64| y0 + ph - (scale(y) - lo) / (hi - lo) * ph;
-    let n = p.ticks.len().max(2) as f64;
-    let px = |i: usize| x0 + (i as f64 + 0.5) / n * pw;
-    let _ = writeln!(
-        s,
-        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"13\">{}</text>",
-        x0 + pw / 2.0,
-        y0 - 20.0,
-        p.title
-    );
-    for j in 0..=4 {
-        let v = lo + (hi - lo) * j as f64 / 4.0;
-        let (y, label) =
-            if p.log_y { (py(10f64.powf(v)), format!("{:.0e}", 10f64.powf(v))) } else { (py(v), format!("{v:.0}")) };
-        let _ = writeln!(
-            s,
-            "<line x1=\"{x0}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{label}</text>",
-            x0 + pw,
-            x0 - 4.0,
-            y + 4.0
-        );
-    }
-    for (i, t) in p.ticks.iter().enumerate() {
-        let _ = writeln!(s, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{t}</text>", px(i), y0 + ph + 16.0);
-    }
-    let _ = writeln!(
-        s,
-        "<line x1=\"{x0}\" x2=\"{x0}\" y1=\"{y0}\" y2=\"{b:.1}\" stroke=\"#000\"/><line x1=\"{x0}\" x2=\"{:.1}\" y1=\"{b:.1}\" y2=\"{b:.1}\" stroke=\"#000\"/>",
-        x0 + pw,
-        b = y0 + ph
-    );
-    let _ = writeln!(
-        s,
-        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-        x0 + pw / 2.0,
-        y0 + ph + 34.0,
-        p.x_label
-    );
-    let _ = writeln!(
-        s,
-        "<text transform=\"translate({:.1},{:.1}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
-        x0 - 55.0,
-        y0 + ph / 2.0,
-        p.y_label
-    );
-    for (j, (name, pts)) in p.series.iter().enumerate() {
-        let c = COLORS[j % COLORS.len()];
-        let line: Vec<String> = pts.iter().map(|&(i, y)| format!("{:.1},{:.1}", px(i), py(y))).collect();
-        let _ =
-            writeln!(s, "<polyline points=\"{}\" fill=\"none\" stroke=\"{c}\" stroke-width=\"2\"/>", line.join(" "));
-        for &(i, y) in pts {
-            let _ = writeln!(s, "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{c}\"/>", px(i), py(y));
-        }
-        let ly = y0 + ph + 52.0 + 14.0 * j as f64;
-        let _ = writeln!(
-            s,
-            "<rect x=\"{x0}\" y=\"{:.1}\" width=\"12\" height=\"3\" fill=\"{c}\"/><text x=\"{:.1}\" y=\"{:.1}\">{name}</text>",
-            ly - 4.0,
-            x0 + 16.0,
-            ly
-        );
-    }
+    fig.to_svg()
 }
 
 #[cfg(test)]

@@ -376,168 +376,43 @@ pub fn to_markdown(rows: &[Row]) -> String {
     s
 }
 
-/// A plotted line: its FTL's colour index, dashed or not, its (x, y) points.
-type Line = (usize, bool, Vec<(f64, f64)>);
-
-const COLORS: [&str; 4] = ["#4c72b0", "#c44e52", "#55a868", "#8172b3"];
-
-/// Three panels: MB/s against range size (log-log, aligned solid,
-/// misaligned dashed), µs per range against ranges per command, and
-/// deletion time with and without batching.
+/// Three panels: MB/s against range size (aligned, and misaligned by one
+/// sector), µs per range against ranges per command, and deletion time
+/// with one range per TRIM against batches of 64.
 pub fn to_svg(rows: &[Row]) -> String {
-    let (pw, ph, left, top) = (330.0, 240.0, 70.0, 50.0);
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"11\">\n",
-        3.0 * (pw + left) + 20.0,
-        top + ph + 90.0
-    );
+    use super::figure::{Bars, Figure, Lines, distinct};
     let pts = |series: &str, ftl: &str, y: &dyn Fn(&Row) -> f64| -> Vec<(f64, f64)> {
         rows.iter()
             .filter(|r| r.series == series && r.ftl == ftl)
             .filter_map(|r| r.x.parse::<f64>().ok().map(|x| (x, y(r))))
             .collect()
     };
-    // Panel 1: MB/s vs range size.
-    let series1: Vec<Line> = FTLS
-        .iter()
-        .enumerate()
-        .flat_map(|(i, f)| [(i, false, pts("size", f, &|r| r.mb_s)), (i, true, pts("size-misaligned", f, &|r| r.mb_s))])
-        .collect();
-    log_panel(&mut s, left, top, pw, ph, "TRIM throughput (MB/s) vs range size (bytes)", &series1);
-    // Panel 2: µs per range vs ranges per command.
-    let series2: Vec<Line> = FTLS
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (i, false, pts("ranges", f, &|r| r.latency_us / r.ranges.max(1) as f64)))
-        .collect();
-    log_panel(&mut s, 2.0 * left + pw, top, pw, ph, "µs per range vs ranges per command", &series2);
-    // Panel 3: deletion bars.
-    let x0 = 3.0 * left + 2.0 * pw;
+    let size = FTLS.iter().fold(Lines::new("range size (bytes)", "TRIM throughput (MB/s)"), |l, f| {
+        l.series(f, pts("size", f, &|r| r.mb_s))
+            .series(&format!("{f} misaligned"), pts("size-misaligned", f, &|r| r.mb_s))
+    });
+    let ranges = FTLS.iter().fold(Lines::new("ranges per command", "time per range (µs)"), |l, f| {
+        l.series(f, pts("ranges", f, &|r| r.latency_us / r.ranges.max(1) as f64))
+    });
     let del: Vec<&Row> = rows.iter().filter(|r| r.series == "delete").collect();
-    let max = del.iter().map(|r| r.latency_us / 1e6).fold(0.0f64, f64::max).max(1e-9) * 1.1;
-    let _ = writeln!(
-        s,
-        "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\" font-size=\"13\">deletion time (s): batch=1 / batch=64</text>",
-        x0 + pw / 2.0,
-        top - 20.0
-    );
-    axes(&mut s, x0, top, pw, ph);
-    for i in 0..=4 {
-        let v = max * i as f64 / 4.0;
-        let y = top + ph - v / max * ph;
-        let _ = writeln!(s, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{v:.3}</text>", x0 - 4.0, y + 4.0);
-    }
-    let bw = pw / del.len().max(1) as f64;
-    for (i, r) in del.iter().enumerate() {
-        let v = r.latency_us / 1e6;
-        let h = v / max * ph;
-        let x = x0 + i as f64 * bw;
-        let c = FTLS.iter().position(|f| *f == r.ftl).unwrap_or(0);
-        let opacity = if r.x.starts_with("batch=1 ") { "0.45" } else { "1" };
-        let _ = writeln!(
-            s,
-            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\" fill=\"{}\" fill-opacity=\"{opacity}\"><title>{} {} {}: {v:.4} s</title></rect>",
-            x + 1.0,
-            top + ph - h,
-            (bw - 2.0).max(1.0),
-            COLORS[c],
-            r.preset,
-            r.ftl,
-            r.x
-        );
-        if r.x.starts_with("batch=64") {
-            let gain = batching_gain(rows, &r.preset, &r.ftl, r.x.ends_with(" queued")).unwrap_or(0.0);
-            let _ = writeln!(
-                s,
-                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"9\">{:+.0}%</text>",
-                x + bw / 2.0,
-                top + ph - h - 3.0,
-                -gain * 100.0
-            );
-        }
-    }
-    let _ = writeln!(
-        s,
-        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"10\">pairs: queued then non-queued, per preset and FTL (pale: batch=1)</text>",
-        x0 + pw / 2.0,
-        top + ph + 16.0
-    );
-    super::svg_legend(&mut s, &FTLS, &COLORS, left, top + ph + 50.0, 120.0);
-    let _ = writeln!(
-        s,
-        "<text x=\"{}\" y=\"{}\">solid: aligned, dashed: misaligned by one sector</text>",
-        left + 480.0,
-        top + ph + 60.0
-    );
-    s.push_str("</svg>\n");
-    s
-}
-
-fn axes(s: &mut String, x0: f64, top: f64, pw: f64, ph: f64) {
-    let _ = writeln!(
-        s,
-        "<line x1=\"{x0}\" x2=\"{x0}\" y1=\"{top}\" y2=\"{:.1}\" stroke=\"#000\"/><line x1=\"{x0}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#000\"/>",
-        top + ph,
-        x0 + pw,
-        y = top + ph
-    );
-}
-
-/// A log-log line panel with decade ticks labelled on both axes.
-fn log_panel(s: &mut String, x0: f64, top: f64, pw: f64, ph: f64, title: &str, series: &[Line]) {
-    let all = series.iter().flat_map(|(_, _, p)| p.iter()).filter(|(x, y)| *x > 0.0 && *y > 0.0);
-    let (mut xl, mut xh, mut yl, mut yh) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
-    for &(x, y) in all {
-        (xl, xh, yl, yh) = (xl.min(x.log10()), xh.max(x.log10()), yl.min(y.log10()), yh.max(y.log10()));
-    }
-    if xl > xh {
-        return;
-    }
-    let (xl, xh, yl, yh) = (xl.floor(), xh.ceil().max(xl.floor() + 1.0), yl.floor(), yh.ceil().max(yl.floor() + 1.0));
-    let px = |x: f64| x0 + (x.log10() - xl) / (xh - xl) * pw;
-    let py = |y: f64| top + ph - (y.log10() - yl) / (yh - yl) * ph;
-    let _ = writeln!(
-        s,
-        "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\" font-size=\"13\">{title}</text>",
-        x0 + pw / 2.0,
-        top - 20.0
-    );
-    axes(s, x0, top, pw, ph);
-    for d in xl as i32..=xh as i32 {
-        let x = px(10f64.powi(d));
-        let _ = writeln!(s, "<text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">1e{d}</text>", top + ph + 14.0);
-    }
-    for d in yl as i32..=yh as i32 {
-        let y = py(10f64.powi(d));
-        let _ = writeln!(
-            s,
-            "<line x1=\"{x0}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">1e{d}</text>",
-            x0 + pw,
-            x0 - 4.0,
-            y + 4.0
-        );
-    }
-    for (color, dashed, pts) in series {
-        let line: Vec<String> = pts
+    let mode = |r: &Row| if r.x.ends_with(" non-queued") { "non-queued" } else { "queued" };
+    let groups: Vec<String> = distinct(del.iter().map(|r| format!("{} {} {}", r.preset, r.ftl, mode(r))));
+    let time = |batch: &str| -> Vec<Option<f64>> {
+        groups
             .iter()
-            .filter(|(x, y)| *x > 0.0 && *y > 0.0)
-            .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
-            .collect();
-        let dash = if *dashed { " stroke-dasharray=\"4 3\"" } else { "" };
-        let _ = writeln!(
-            s,
-            "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{dash}/>",
-            line.join(" "),
-            COLORS[*color]
-        );
-        for &(x, y) in pts.iter().filter(|(x, y)| *x > 0.0 && *y > 0.0) {
-            let _ = writeln!(
-                s,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{}\"><title>{x}: {y:.3}</title></circle>",
-                px(x),
-                py(y),
-                COLORS[*color]
-            );
-        }
-    }
+            .map(|g| {
+                del.iter()
+                    .find(|r| format!("{} {} {}", r.preset, r.ftl, mode(r)) == *g && r.x.starts_with(batch))
+                    .map(|r| r.latency_us / 1e6)
+            })
+            .collect()
+    };
+    let deletion = Bars::new("drive, FTL, TRIM queueing", "deletion time (s)", &groups)
+        .series("one range per TRIM", time("batch=1 "))
+        .series("batches of 64 ranges", time("batch=64 "));
+    Figure::new("repro trim-cost: TRIM cost against range size and ranges per command; file deletion with batching")
+        .panel(size.caption("TRIM throughput against range size"))
+        .panel(ranges.caption("time per range against ranges per command"))
+        .panel(deletion.caption("file deletion: one range per TRIM against batches of 64"))
+        .to_svg()
 }

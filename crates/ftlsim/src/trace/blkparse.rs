@@ -12,8 +12,10 @@
 //! RWBS: `D` (discard) gives TRIM, else `W` a write, else `R` a read; an `F`
 //! (flush) event without a sector range gives FLUSH. A flush combined with
 //! data (`FWS 1234 + 8`) is taken as the write alone. Events without a sector
-//! range (`N`, SCSI passthrough) are skipped silently, as is every other event
-//! type. The device (`maj,min`) is ignored: several devices share one address
+//! range are skipped: silently when their RWBS names no data (`N`), else
+//! counted as zero-length requests (a SCSI passthrough's `BYTES (CDB)`); a
+//! sector with no `+ COUNT` after it, or nothing after the RWBS, is a
+//! truncated line and an error. Every other event type is skipped silently. The device (`maj,min`) is ignored: several devices share one address
 //! space.
 //!
 //! The per-CPU and total summary blkparse prints at the end (`CPU0 (8,33):`,
@@ -22,11 +24,11 @@
 //! event is an error.
 
 use super::Op;
-use super::input::open_input;
-use super::num::{int, need_fields, scaled, sector_range, split_ws};
+use super::input::{LineRead, open_input, read_line_bounded, skip_line};
+use super::num::{int, need_fields, scaled, sector_range, show, split_ws};
 use super::text::{LineParser, Parsed, Raw};
 use crate::error::{Error, Result};
-use std::io::BufRead;
+use crate::limits::MAX_LINE_BYTES;
 use std::path::Path;
 
 pub(crate) struct BlkparseParser {
@@ -78,11 +80,6 @@ impl LineParser for BlkparseParser {
         let rwbs = f[6];
         let has = |c: u8| rwbs.contains(&c);
         let time_ns = scaled("timestamp", f[3], 9)?;
-        let range = if n >= 10 && f[8] == b"+" {
-            Some(sector_range(int("sector", f[7])?, int("sector count", f[9])?)?)
-        } else {
-            None
-        };
         let op = if has(b'D') {
             Op::Trim
         } else if has(b'W') {
@@ -94,10 +91,27 @@ impl LineParser for BlkparseParser {
         } else {
             return Ok(Parsed::Ignore);
         };
-        match range {
-            Some((start, sectors)) => Ok(Parsed::Cmd(Raw { time_ns, op, start, sectors })),
-            None if has(b'F') => Ok(Parsed::Cmd(Raw { time_ns, op: Op::Flush, start: 0, sectors: 0 })),
-            None => Ok(Parsed::Ignore),
+        // After RWBS: `SECTOR + COUNT [PROCESS]`, or with no range a
+        // passthrough's `BYTES (CDB) [PROCESS]` or just `[PROCESS]`.
+        let no_range = match (n, f[7].first(), f[8].first()) {
+            (10.., _, _) if f[8] == b"+" => {
+                let (start, sectors) = sector_range(int("sector", f[7])?, int("sector count", f[9])?)?;
+                return Ok(Parsed::Cmd(Raw { time_ns, op, start, sectors }));
+            }
+            (9.., Some(b'0'..=b'9'), Some(b'(')) | (8.., Some(b'['), _) => true,
+            (0..=7, ..) => false,
+            _ => {
+                let got = show(&f[7..n.min(10)].join(&b' '));
+                return Err(format!("malformed or truncated sector range '{got}' (expected 'SECTOR + COUNT')"));
+            }
+        };
+        if has(b'F') {
+            Ok(Parsed::Cmd(Raw { time_ns, op: Op::Flush, start: 0, sectors: 0 }))
+        } else if no_range {
+            // No sectors: counted as zero-length.
+            Ok(Parsed::Cmd(Raw { time_ns, op, start: 0, sectors: 0 }))
+        } else {
+            Err("truncated event line: nothing after RWBS (expected 'SECTOR + COUNT [PROCESS]')".into())
         }
     }
 }
@@ -108,10 +122,13 @@ pub(crate) fn choose_event(path: &Path) -> Result<u8> {
     let mut input = open_input(path)?;
     let mut buf = Vec::with_capacity(256);
     let mut seen_q = false;
+    let io = |e| Error::io(path, e);
     loop {
-        buf.clear();
-        if input.reader.read_until(b'\n', &mut buf).map_err(|e| Error::io(path, e))? == 0 {
-            return Ok(if seen_q { b'Q' } else { b'D' });
+        match read_line_bounded(input.reader.as_mut(), &mut buf, MAX_LINE_BYTES).map_err(io)? {
+            LineRead::End => return Ok(if seen_q { b'Q' } else { b'D' }),
+            // The reader reports it with its line number.
+            LineRead::TooLong => skip_line(input.reader.as_mut()).map_err(io)?,
+            LineRead::Line => {}
         }
         match event_action(&buf) {
             Some(b'D') => return Ok(b'D'),
@@ -170,6 +187,33 @@ Skips: 0 forward (0 -   0.0%)
         let (cmds, _) = read_all("blkparse", data, false).unwrap();
         assert_eq!(cmds.len(), 2);
         assert_eq!(cmds[1].time.0, 200_000_000);
+    }
+
+    #[test]
+    fn truncated_ranges_are_bad_lines_and_rangeless_data_events_are_counted() {
+        for (line, why) in [
+            (&b"  8,0 3 2 0.6 697 D W 16 +"[..], "truncated sector range '16 +'"),
+            (b"  8,0 3 2 0.6 697 D W 16", "truncated sector range '16'"),
+            (b"  8,0 3 2 0.6 697 D W 16 8 [a]", "truncated sector range '16 8 [a]'"),
+            (b"  8,0 3 2 0.6 697 D W", "truncated event line: nothing after RWBS"),
+        ] {
+            let mut data = b"  8,0 3 1 0.5 697 D W 8 + 8 [a]\n".to_vec();
+            data.extend_from_slice(line);
+            data.extend_from_slice(b"\n  8,0 3 3 0.7 697 D W 24 + 8 [a]\n");
+            let err = read_all("blkparse", &data, false).unwrap_err().to_string();
+            assert!(err.contains(":2: ") && err.contains(why), "{err}");
+            assert_eq!(read_all("blkparse", &data, true).unwrap().1, 1);
+        }
+        let data =
+            b"  8,0 3 1 0.5 697 D W 8 + 8 [a]\n  8,0 3 2 0.6 697 D W [a]\n  8,0 3 3 0.7 697 D WS 0 (2a 00 ..) [sg]\n";
+        let t = super::super::input::testutil::write_file("b", data);
+        let opts = super::super::OpenOptions { format: Some("blkparse".parse().unwrap()), skip_bad_lines: false };
+        let mut o = super::super::open(&t.path, &opts).unwrap();
+        let mut n = 0;
+        while o.source.next_cmd().unwrap().is_some() {
+            n += 1;
+        }
+        assert_eq!((n, o.source.zero_length()), (1, 2));
     }
 
     #[test]

@@ -27,7 +27,7 @@
 
 use super::input::{ByteCounter, Input, open_input};
 use super::text::{Rebase, Tally};
-use super::{CmdSource, HostCmd, Op, Progress};
+use super::{CmdSource, HostCmd, NonEmpty, Op, Progress};
 use crate::error::{Error, Result};
 use crate::units::{SECTOR_BYTES, Sector};
 use std::io::{self, BufRead, Read};
@@ -212,6 +212,10 @@ impl CmdSource for BlktraceSource {
         self.tally.zero_length
     }
 
+    fn clamped_timestamps(&self) -> u64 {
+        self.rebase.clamped
+    }
+
     fn progress(&self) -> Progress {
         self.counter.progress()
     }
@@ -317,6 +321,10 @@ impl CmdSource for MergedSource {
         self.parts.iter().map(|p| p.tally.zero_length).sum()
     }
 
+    fn clamped_timestamps(&self) -> u64 {
+        self.rebase.clamped
+    }
+
     fn progress(&self) -> Progress {
         let mut p = Progress { done: 0, total: Some(0) };
         for part in &self.parts {
@@ -387,11 +395,12 @@ pub(crate) fn open_capture(path: &Path, skip_bad: bool) -> Result<Box<dyn CmdSou
     if parts.len() == 1
         && let Some(only) = parts.pop()
     {
-        return Ok(Box::new(only));
+        return Ok(Box::new(NonEmpty::new(only)));
     }
     let name = format!("{} (+{} CPU files)", path.display(), parts.len().saturating_sub(1));
     let heads = vec![None; parts.len()];
-    Ok(Box::new(MergedSource { name, parts, heads, refill: None, started: false, rebase: Rebase::default() }))
+    let merged = MergedSource { name, parts, heads, refill: None, started: false, rebase: Rebase::default() };
+    Ok(Box::new(NonEmpty::new(merged)))
 }
 
 /// Issue events if the file has any, else queue events if it has any.

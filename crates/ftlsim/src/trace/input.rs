@@ -63,14 +63,85 @@ pub(crate) fn open_input(path: &Path) -> Result<Input> {
     let counting = Counting { inner: file, done: counter.done.clone() };
     let mut raw = BufReader::with_capacity(BUF_BYTES, counting);
     let head = raw.fill_buf().map_err(|e| Error::io(path, e))?;
-    let reader: Box<dyn BufRead + Send> = if is_gzip(head) {
+    let mut reader: Box<dyn BufRead + Send> = if is_gzip(head) {
         // Multi-member: `cat a.gz b.gz` and pigz output are valid gzip too.
         let dec = flate2::bufread::MultiGzDecoder::new(raw);
         Box::new(BufReader::with_capacity(BUF_BYTES, dec))
     } else {
         Box::new(raw)
     };
+    skip_bom(&mut reader).map_err(|e| Error::io(path, e))?;
     Ok(Input { reader, path: path.to_path_buf(), counter })
+}
+
+const UTF8_BOM: &[u8] = b"\xef\xbb\xbf";
+
+/// Consumes a UTF-8 byte order mark at the start of the (decompressed)
+/// text, which editors on Windows write and which is no part of the first
+/// field. (The first fill of the 256 KiB buffer holds the whole mark.)
+fn skip_bom(reader: &mut dyn BufRead) -> io::Result<()> {
+    if reader.fill_buf()?.starts_with(UTF8_BOM) {
+        reader.consume(UTF8_BOM.len());
+    }
+    Ok(())
+}
+
+/// What [`read_line_bounded`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum LineRead {
+    /// A line (with its `\n`, unless it ends the input) is in the buffer.
+    Line,
+    /// The input is at its end.
+    End,
+    /// The line is longer than the limit: the buffer holds its first bytes
+    /// and the rest is still unread ([`skip_line`] discards it).
+    TooLong,
+}
+
+/// Reads the next line into `buf` (cleared first), holding at most `max`
+/// bytes of it, so one huge line (a corrupt file, a gzip bomb) is refused
+/// before it is in memory.
+pub(crate) fn read_line_bounded(reader: &mut dyn BufRead, buf: &mut Vec<u8>, max: usize) -> io::Result<LineRead> {
+    buf.clear();
+    loop {
+        let avail = reader.fill_buf()?;
+        if avail.is_empty() {
+            return Ok(if buf.is_empty() { LineRead::End } else { LineRead::Line });
+        }
+        let (take, done) = match memchr::memchr(b'\n', avail) {
+            Some(p) => (p + 1, true),
+            None => (avail.len(), false),
+        };
+        let take = take.min(max + 1 - buf.len());
+        buf.extend_from_slice(&avail[..take]);
+        reader.consume(take);
+        if buf.len() > max {
+            return Ok(LineRead::TooLong);
+        }
+        if done {
+            return Ok(LineRead::Line);
+        }
+    }
+}
+
+/// Discards input up to and including the next `\n`.
+pub(crate) fn skip_line(reader: &mut dyn BufRead) -> io::Result<()> {
+    loop {
+        let avail = reader.fill_buf()?;
+        if avail.is_empty() {
+            return Ok(());
+        }
+        match memchr::memchr(b'\n', avail) {
+            Some(p) => {
+                reader.consume(p + 1);
+                return Ok(());
+            }
+            None => {
+                let n = avail.len();
+                reader.consume(n);
+            }
+        }
+    }
 }
 
 /// Reads up to `limit` bytes from the start of the (decompressed) file, for

@@ -10,8 +10,14 @@
 //!
 //! Policies common to every reader:
 //! - times are converted to ns and made relative to the first command; a
-//!   timestamp earlier than its predecessor is kept as-is (one earlier than
-//!   the first command becomes zero): the host layer clamps and counts;
+//!   timestamp earlier than its predecessor is kept as-is (the host layer
+//!   clamps and counts), except one earlier than the first command, which
+//!   the reader replays at its predecessor's time and counts
+//!   ([`CmdSource::clamped_timestamps`]);
+//! - a line longer than [`MAX_LINE_BYTES`](crate::limits::MAX_LINE_BYTES)
+//!   is bad, refused before it is held; a UTF-8 byte order mark is ignored;
+//! - a text trace that yields no command is an error (unless bad lines were
+//!   skipped);
 //! - byte offsets and sizes are widened to whole 512 B sectors;
 //! - zero-length reads, writes and trims are skipped and counted apart
 //!   ([`CmdSource::zero_length`]), not treated as errors: they move no data
@@ -126,6 +132,12 @@ pub trait CmdSource: Send {
         0
     }
 
+    /// Timestamps earlier than the first command's, replayed at their
+    /// predecessor's time (later ones going backwards are the host's).
+    fn clamped_timestamps(&self) -> u64 {
+        0
+    }
+
     fn progress(&self) -> Progress {
         Progress::default()
     }
@@ -189,7 +201,7 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Opened> {
     };
     let skip = opts.skip_bad_lines;
     fn text<P: text::LineParser + 'static>(i: input::Input, p: P, skip: bool) -> Box<dyn CmdSource> {
-        Box::new(text::TextSource::new(i, p, skip))
+        Box::new(NonEmpty::new(text::TextSource::new(i, p, skip)))
     }
     let i = || input::open_input(path);
     let source: Box<dyn CmdSource> = match &format {
@@ -212,4 +224,54 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Opened> {
     };
     let warnings = if detected { detect::doubts(path, &format)? } else { Vec::new() };
     Ok(Opened { source, format, detected, warnings })
+}
+
+/// A trace that ends without a single command is refused (unless bad lines
+/// were skipped, which the report counts): an empty file, a header alone or
+/// a wrong `--format` would otherwise report nothing.
+pub(crate) struct NonEmpty<S> {
+    inner: S,
+    yielded: bool,
+}
+
+impl<S: CmdSource> NonEmpty<S> {
+    pub(crate) fn new(inner: S) -> Self {
+        NonEmpty { inner, yielded: false }
+    }
+}
+
+impl<S: CmdSource> CmdSource for NonEmpty<S> {
+    fn next_cmd(&mut self) -> Result<Option<HostCmd>> {
+        let next = self.inner.next_cmd()?;
+        if next.is_none() && !self.yielded && self.inner.skipped_lines() == 0 {
+            let zero = match self.inner.zero_length() {
+                0 => String::new(),
+                n => format!(": only {n} zero-length"),
+            };
+            let file = self.inner.name().to_string();
+            return Err(crate::Error::Trace { file, line: 0, reason: format!("no requests{zero}") });
+        }
+        self.yielded |= next.is_some();
+        Ok(next)
+    }
+
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn skipped_lines(&self) -> u64 {
+        self.inner.skipped_lines()
+    }
+
+    fn zero_length(&self) -> u64 {
+        self.inner.zero_length()
+    }
+
+    fn clamped_timestamps(&self) -> u64 {
+        self.inner.clamped_timestamps()
+    }
+
+    fn progress(&self) -> Progress {
+        self.inner.progress()
+    }
 }

@@ -179,6 +179,7 @@ pub fn stats_capped(src: &mut dyn CmdSource, max_chunks: usize) -> Result<TraceS
     }
     s.skipped_lines = src.skipped_lines();
     s.zero_length = src.zero_length();
+    s.backwards_timestamps += src.clamped_timestamps();
     Ok(s)
 }
 
@@ -387,7 +388,7 @@ mod tests {
     use crate::units::{Sector, SimTime};
 
     fn cmd(t: u64, op: Op, start: u64, sectors: u64) -> HostCmd {
-        HostCmd { time: SimTime(t), op, start: Sector(start), sectors }
+        HostCmd { time: SimTime(t), op, start: Sector(start), sectors, continued: false }
     }
 
     fn of(cmds: Vec<HostCmd>) -> TraceStats {

@@ -2,14 +2,16 @@
 //!
 //! A format only says how one line becomes a command ([`LineParser`]); this
 //! module owns the rest so every format behaves the same: one reused line
-//! buffer, 1-based line numbers in errors, blank lines ignored, bad lines
+//! buffer, lines of at most [`MAX_LINE_BYTES`], 1-based line numbers in
+//! errors, blank lines ignored, bad lines
 //! either reported or skipped and counted, zero-length requests skipped and
 //! counted (they move no data, and some real traces contain them), and times
 //! rebased so the first command arrives at zero.
 
-use super::input::{ByteCounter, Input};
+use super::input::{ByteCounter, Input, LineRead, read_line_bounded, skip_line};
 use super::{CmdSource, HostCmd, Op, Progress};
 use crate::error::{Error, Result};
+use crate::limits::MAX_LINE_BYTES;
 use crate::units::{Sector, SimTime};
 use std::io::BufRead;
 
@@ -44,15 +46,23 @@ pub(crate) trait LineParser: Send {
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Rebase {
     first: Option<u64>,
+    last: SimTime,
+    /// Times earlier than the first command's (see [`Rebase::apply`]).
+    pub clamped: u64,
 }
 
 impl Rebase {
-    /// Times earlier than the first command's saturate to zero: the host
-    /// layer, not the reader, deals with time going backwards.
+    /// A time earlier than the first command's cannot be made relative to
+    /// it: it is replayed at its predecessor's time and counted here. Other
+    /// times going backwards are the host layer's to clamp and count.
     #[inline]
     pub fn apply(&mut self, t: u64) -> SimTime {
         let first = *self.first.get_or_insert(t);
-        SimTime(t.saturating_sub(first))
+        match t.checked_sub(first) {
+            Some(rel) => self.last = SimTime(rel),
+            None => self.clamped += 1,
+        }
+        self.last
     }
 }
 
@@ -108,7 +118,10 @@ impl<P: LineParser> TextSource<P> {
     /// when it lies whole inside it (the common case: no copy), else
     /// assembled in `self.buf`. `Ok(None)` at the end of the input.
     #[inline]
-    fn with_next_line<T>(&mut self, f: impl FnOnce(&mut P, &[u8]) -> T) -> Result<Option<T>> {
+    fn with_next_line(
+        &mut self,
+        f: impl FnOnce(&mut P, &[u8]) -> std::result::Result<Parsed, String>,
+    ) -> Result<Option<std::result::Result<Parsed, String>>> {
         self.line += 1;
         let avail = self.reader.fill_buf().map_err(|e| Error::io(&self.name, e))?;
         if let Some(pos) = memchr::memchr(b'\n', avail) {
@@ -117,12 +130,15 @@ impl<P: LineParser> TextSource<P> {
             return Ok(Some(out));
         }
         // The line straddles buffer refills (or is the last, unterminated one).
-        self.buf.clear();
-        let n = self.reader.read_until(b'\n', &mut self.buf).map_err(|e| Error::io(&self.name, e))?;
-        if n == 0 {
-            return Ok(None);
+        let io = |e| Error::io(&self.name, e);
+        match read_line_bounded(self.reader.as_mut(), &mut self.buf, MAX_LINE_BYTES).map_err(io)? {
+            LineRead::End => Ok(None),
+            LineRead::Line => Ok(Some(f(&mut self.parser, &self.buf))),
+            LineRead::TooLong => {
+                skip_line(self.reader.as_mut()).map_err(|e| Error::io(&self.name, e))?;
+                Ok(Some(Err(format!("line longer than {MAX_LINE_BYTES} bytes: not a trace line"))))
+            }
         }
-        Ok(Some(f(&mut self.parser, &self.buf)))
     }
 }
 
@@ -209,6 +225,10 @@ impl<P: LineParser> CmdSource for TextSource<P> {
         self.tally.zero_length
     }
 
+    fn clamped_timestamps(&self) -> u64 {
+        self.rebase.clamped
+    }
+
     fn progress(&self) -> Progress {
         self.counter.progress()
     }
@@ -217,7 +237,7 @@ impl<P: LineParser> CmdSource for TextSource<P> {
 #[cfg(test)]
 mod tests {
     use super::super::formats;
-    use super::super::input::testutil::read_all;
+    use super::super::input::testutil::{gzip, read_all, write_file};
     use proptest::prelude::*;
 
     /// Lines made of the characters trace fields are built from, so random
@@ -245,6 +265,57 @@ mod tests {
             ],
             0..300,
         )
+    }
+
+    #[test]
+    fn a_trace_without_requests_is_an_error_unless_lines_were_skipped() {
+        for data in [&b""[..], b"\n\n", b"time_ns,op,sector,sectors\n", b"time_ns,op,sector,sectors\n0,W,8,0\n"] {
+            let err = read_all("csv", data, false).unwrap_err().to_string();
+            assert!(err.contains(": no requests"), "{err}");
+        }
+        let err = read_all("csv", b"0,W,8,0\n", false).unwrap_err().to_string();
+        assert!(err.ends_with(": no requests: only 1 zero-length"), "{err}");
+        let err = read_all("blktrace", b"", false).unwrap_err().to_string();
+        assert!(err.ends_with(": no requests"), "{err}");
+        let (cmds, skipped) = read_all("csv", b"time_ns,op,sector,sectors\nbad\n", true).unwrap();
+        assert_eq!((cmds.len(), skipped), (0, 1));
+    }
+
+    #[test]
+    fn a_line_beyond_the_limit_is_refused_before_it_is_held() {
+        let long = crate::limits::MAX_LINE_BYTES + 10;
+        let mut data = b"0,W,0,8\n".to_vec();
+        data.extend(std::iter::repeat_n(b'1', long));
+        data.extend_from_slice(b"\n10,W,8,8\n");
+        for input in [data.clone(), gzip(&data)] {
+            let err = read_all("csv", &input, false).unwrap_err().to_string();
+            assert!(err.contains(":2: line longer than 1048576 bytes"), "{err}");
+            let (cmds, skipped) = read_all("csv", &input, true).unwrap();
+            assert_eq!((cmds.len(), skipped), (2, 1), "the rest of the long line is skipped with it");
+        }
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_not_part_of_the_first_field() {
+        let data = b"\xef\xbb\xbftime_ns,op,sector,sectors\n5,W,8,8\n";
+        for input in [data.to_vec(), gzip(data)] {
+            let (cmds, _) = read_all("csv", &input, false).unwrap();
+            assert_eq!(cmds.len(), 1);
+        }
+        let t = write_file("bom.csv", data);
+        assert!(matches!(crate::trace::detect(&t.path).unwrap(), crate::trace::Format::Csv(_)));
+    }
+
+    #[test]
+    fn timestamps_before_the_first_are_replayed_at_their_predecessors_time_and_counted() {
+        let t = write_file("t.csv", b"100,W,0,8\n300,W,8,8\n50,W,16,8\n400,W,24,8\n");
+        let opts = crate::trace::OpenOptions { format: Some("csv".parse().unwrap()), skip_bad_lines: false };
+        let mut o = crate::trace::open(&t.path, &opts).unwrap();
+        let mut times = Vec::new();
+        while let Some(c) = o.source.next_cmd().unwrap() {
+            times.push(c.time.0);
+        }
+        assert_eq!((times, o.source.clamped_timestamps()), (vec![0, 200, 200, 300], 1));
     }
 
     proptest! {

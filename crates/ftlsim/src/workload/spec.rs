@@ -353,6 +353,21 @@ pub(crate) fn parse_rate(key: &str, v: &str) -> Result<f64> {
     Ok(r)
 }
 
+/// The trimmed comma-separated fields of a `key=value,...` list; an empty
+/// list or an empty field is refused (one trailing comma, as a list
+/// written out by hand often has, is tolerated).
+pub(crate) fn split_fields(s: &str) -> std::result::Result<Vec<&str>, &'static str> {
+    let body = s.trim_end();
+    let fields: Vec<&str> = body.strip_suffix(',').unwrap_or(body).split(',').map(str::trim).collect();
+    if s.trim().is_empty() {
+        Err("is empty")
+    } else if fields.iter().any(|f| f.is_empty()) {
+        Err("has an empty field (two commas in a row, or one at the start)")
+    } else {
+        Ok(fields)
+    }
+}
+
 impl WorkloadSpec {
     /// Parses a fio-like spec such as
     /// `rw=randwrite,bs=4k,ios=1000000,range=100%,iodepth=32,seed=7`.
@@ -373,11 +388,7 @@ impl WorkloadSpec {
         let mut seed = None;
         let mut seen: Vec<&'static str> = Vec::new();
 
-        for token in s.split(',') {
-            let token = token.trim();
-            if token.is_empty() {
-                continue;
-            }
+        for token in split_fields(s).map_err(|why| err(&format!("'{s}'"), why))? {
             let (key, v) = token.split_once('=').ok_or_else(|| err(token, "expected key=value"))?;
             let (key, v) = (key.trim(), v.trim());
             // Aliases map onto one canonical key so duplicates are caught
@@ -471,8 +482,8 @@ impl WorkloadSpec {
                 "dist" => dist = Some(parse_dist(key, v)?),
                 "iodepth" => {
                     let n: u32 = v.parse().map_err(|_| err(key, format!("'{v}' is not a queue depth")))?;
-                    if n == 0 {
-                        return Err(err(key, "must be at least 1"));
+                    if !(1..=crate::limits::MAX_QUEUE_DEPTH).contains(&n) {
+                        return Err(err(key, format!("{n} must be in 1..={}", crate::limits::MAX_QUEUE_DEPTH)));
                     }
                     iodepth = Some(n);
                 }

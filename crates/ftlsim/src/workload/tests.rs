@@ -173,6 +173,11 @@ fn every_error_names_its_key() {
         ("rw=randwrite,ios=1,range=150%", "range"),
         ("rw=randwrite,ios=1,range=abc", "range"),
         ("rw=randwrite,ios=1,align=100", "align"),
+        ("rw=randwrite,ios=1,iodepth=268435456", "iodepth"),
+        ("rw=randwrite,ios=1,iodepth=4294967295", "iodepth"),
+        ("rw=randwrite,,ios=10", "'rw=randwrite,,ios=10'"),
+        (",rw=randwrite,ios=10", "',rw=randwrite,ios=10'"),
+        ("", "''"),
     ];
     for (s, key) in cases {
         assert_eq!(err_key(WorkloadSpec::parse(s)), key, "{s}");
