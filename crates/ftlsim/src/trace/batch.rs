@@ -161,6 +161,10 @@ impl<S: CmdSource> CmdSource for TrimBatcher<S> {
         self.inner.zero_length()
     }
 
+    fn clamped_timestamps(&self) -> u64 {
+        self.inner.clamped_timestamps()
+    }
+
     fn progress(&self) -> Progress {
         self.inner.progress()
     }
