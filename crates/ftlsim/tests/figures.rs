@@ -5,7 +5,7 @@
 //! A new repro adds its case here.
 
 use ftlsim::report::EnergyReport;
-use ftlsim::repro::{hat, mu_ftl, trim_ftl};
+use ftlsim::repro::{coftl, hat, mu_ftl, trim_cost, trim_ftl};
 use resvg::{tiny_skia, usvg};
 
 /// What a figure must show.
@@ -340,4 +340,52 @@ fn the_checks_catch_what_they_guard() {
     let flat = svg("<rect x=\"10\" y=\"10\" width=\"20\" height=\"0\" fill=\"#0072B2\"/>");
     let expect = Expect { title: "", axis_labels: &[], ticks: &[], legends: &[], bars: 0 };
     assert!(std::panic::catch_unwind(|| check("flat", &flat, &expect)).is_err(), "a zero-height bar passes");
+}
+
+#[test]
+fn trim_cost_figure() {
+    let rows = trim_cost::run(true, &mut |_| {}).unwrap();
+    let misaligned: Vec<String> =
+        trim_cost::FTLS.iter().flat_map(|f| [f.to_string(), format!("{f} misaligned")]).collect();
+    let misaligned: Vec<&str> = misaligned.iter().map(String::as_str).collect();
+    check(
+        "trim-cost",
+        &trim_cost::to_svg(&rows),
+        &Expect {
+            title: "repro trim-cost",
+            axis_labels: &[
+                "range size (bytes)",
+                "TRIM throughput (MB/s)",
+                "ranges per command",
+                "time per range (µs)",
+                "deletion time (s)",
+            ],
+            ticks: &["4096", "1", "64"],
+            legends: &[&misaligned, &trim_cost::FTLS, &["one range per TRIM", "batches of 64 ranges"]],
+            bars: 8,
+        },
+    );
+}
+
+#[test]
+fn coftl_figure() {
+    let rows = coftl::run(true, 1, &mut |_| {}).unwrap();
+    check(
+        "coftl",
+        &coftl::to_svg(&rows),
+        &Expect {
+            title: "repro coftl on coftl-mt29f64g08",
+            axis_labels: &[
+                "blocks per virtual block",
+                "data cache (MiB)",
+                "channels",
+                "drive size (GiB, physical)",
+                "requests/s",
+                "recovery flash time (s)",
+            ],
+            ticks: &["1", "8", "16"],
+            legends: &[&["COFTL", "BL"], &["COFTL"], &["COFTL", "BL"], &["COFTL", "page FTL, full OOB scan (est.)"]],
+            bars: 10,
+        },
+    );
 }
