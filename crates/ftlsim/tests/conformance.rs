@@ -761,6 +761,11 @@ fn fast_with_write_buffer() {
 }
 
 #[test]
+fn page_with_write_buffer_ignoring_trim() {
+    check_ftl("page", &["cache.bytes=8192", "ftl.trim=false"]);
+}
+
+#[test]
 fn mu_with_write_buffer() {
     check_ftl("mu", &[&mu_ram(16, 2, 1024), "ftl.mu_bitmap_cache_bytes=16", "ftl.gc_until_free=5", "cache.bytes=8192"]);
 }

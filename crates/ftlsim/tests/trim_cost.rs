@@ -340,3 +340,15 @@ fn file_deletion_is_faster_with_batching_on_two_presets_under_non_queued_trim() 
         assert!(batched < one, "{preset}: {batched} s batched vs {one} s");
     }
 }
+
+#[test]
+fn superblock_trims_pay_two_ram_accesses_per_page() {
+    let c = config(&["ftl.name=\"superblock\"", "overprovisioning=0.5"]);
+    let p = parts(&c);
+    let mut s = Simulation::new(c).unwrap();
+    written(&mut s, 64);
+    let t = trim_at(&mut s, &[span(0, 8 * SPP)], SimTime::ZERO);
+    assert_eq!(t, p.payload(1) + p.command + p.range + 16 * p.ram);
+    let r = s.report_from(&Default::default(), 0.0);
+    assert_eq!(r.trim.mapping_ram_accesses, 16);
+}

@@ -52,6 +52,8 @@ pub struct Controller {
     payloads: bool,
     /// How long the last host write waited for buffer space.
     pub last_stall: crate::units::Nanos,
+    /// `ftl.trim`: TRIM acts (else it is acknowledged and ignored).
+    trim_enabled: bool,
     destagers: u32,
 }
 
@@ -79,6 +81,7 @@ impl Controller {
             sectors_per_page: geo.sectors_per_page,
             payloads: dev.array.stores_payloads(),
             last_stall: crate::units::Nanos::ZERO,
+            trim_enabled: cfg.ftl.trim,
             destagers,
         }
     }
@@ -309,7 +312,8 @@ impl Controller {
     }
 
     pub fn trim(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, span: Span, issue: SimTime) -> Result<SimTime> {
-        if let Some(buf) = self.buffer.as_mut() {
+        // With `ftl.trim` off a TRIM changes nothing, buffered data included.
+        if let Some(buf) = self.buffer.as_mut().filter(|_| self.trim_enabled) {
             for lpn in crate::ftl::whole_pages(span, self.sectors_per_page) {
                 buf.discard(lpn);
             }

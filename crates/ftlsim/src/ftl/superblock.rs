@@ -320,6 +320,8 @@ impl Ftl for Superblock {
         if self.trim_enabled {
             for lpn in whole_pages(span, self.geo.sectors_per_page) {
                 self.stats.trimmed_pages += self.unmap(lpn, now) as u64;
+                // The entry's lookup and update, as the page FTL's.
+                self.stats.ram_accesses += 2;
             }
         }
         Ok(now)
