@@ -270,8 +270,8 @@ impl Drive {
         }
         let done = result?;
         let pages = self.sim.pages_touched(&cmd);
-        self.metrics.record(op, done - issue, pages, sectors * SECTOR_BYTES, done);
-        self.metrics.record_split(op, done - issue, self.sim.last_queueing());
+        let queued = self.sim.last_queueing();
+        self.metrics.record(op, done - issue, queued, pages, sectors * SECTOR_BYTES, done);
         if let Some(w) = &mut self.record {
             if let Err(e) = write_native_line(w, &cmd) {
                 self.record_error.get_or_insert(e);

@@ -297,8 +297,11 @@ impl Simulation {
                 }
             }
         }
-        // A non-queued TRIM before it (or this one) may hold the command
-        // (queueing, from its arrival).
+        if cmd.op == Op::Trim && cmd.sectors > 0 {
+            return self.submit_trim(&[span], issue);
+        }
+        // A non-queued TRIM before it may hold the command (queueing, from
+        // its arrival).
         let arrival = issue;
         let issue = self.trim.admit(cmd.op, issue);
         // Background work due before this command runs first, in time order.
@@ -317,7 +320,6 @@ impl Simulation {
                 stalled = ctrl.last_stall;
                 done
             }
-            Op::Trim if cmd.sectors > 0 => self.trim.serve(ctrl, ftl, dev, &[span], issue)?,
             Op::Flush => ctrl.flush(ftl, dev, issue)?,
             _ => issue,
         };
@@ -520,8 +522,7 @@ impl Simulation {
             };
             arrivals.complete(done);
             let latency = done - issue;
-            metrics.record(cmd.op, latency, pages, bytes, done);
-            metrics.record_split(cmd.op, latency, self.last_queueing);
+            metrics.record(cmd.op, latency, self.last_queueing, pages, bytes, done);
             if let Some(log) = self.latencies.as_mut() {
                 log.push(cmd.op, latency);
             }

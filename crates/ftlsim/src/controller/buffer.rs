@@ -128,12 +128,13 @@ impl WriteBuffer {
         self.slots.len() as u32
     }
 
-    pub fn page_bytes(&self) -> usize {
-        self.page_bytes
-    }
-
-    pub fn policy(&self) -> CachePolicy {
-        self.policy
+    /// A power cut: every slot's contents (and any destage in flight) are
+    /// lost; the counters stay.
+    pub fn lose_contents(&mut self) {
+        let payloads = !self.data.is_empty();
+        let stats = std::mem::take(&mut self.stats);
+        *self = WriteBuffer::new(self.capacity(), self.page_bytes, self.policy, payloads);
+        self.stats = stats;
     }
 
     pub fn dirty_pages(&self) -> u32 {

@@ -137,9 +137,7 @@ impl Controller {
     /// included) and every pending task are lost; counters stay.
     pub fn power_cut(&mut self, at: SimTime) {
         if let Some(b) = self.buffer.as_mut() {
-            let stats = std::mem::take(&mut b.stats);
-            *b = WriteBuffer::new(b.capacity(), b.page_bytes(), b.policy(), self.payloads);
-            b.stats = stats;
+            b.lose_contents();
         }
         self.schedule.clear();
         self.queued.fill(false);
@@ -312,8 +310,12 @@ impl Controller {
     }
 
     pub fn trim(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, span: Span, issue: SimTime) -> Result<SimTime> {
-        // With `ftl.trim` off a TRIM changes nothing, buffered data included.
-        if let Some(buf) = self.buffer.as_mut().filter(|_| self.trim_enabled) {
+        // `ftl.trim` off: acknowledged and ignored, here once for every FTL
+        // (buffered data included).
+        if !self.trim_enabled {
+            return Ok(issue);
+        }
+        if let Some(buf) = self.buffer.as_mut() {
             for lpn in crate::ftl::whole_pages(span, self.sectors_per_page) {
                 buf.discard(lpn);
             }

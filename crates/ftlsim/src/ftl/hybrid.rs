@@ -361,9 +361,6 @@ impl Hybrid {
     /// without a live page (immediate mode only), for the scheme to reclaim
     /// their blocks.
     pub fn trim(&mut self, span: Span) -> Vec<u32> {
-        if !self.trim_enabled {
-            return Vec::new();
-        }
         let pages = whole_pages(span, self.geo.sectors_per_page);
         for lpn in pages.clone().map(Lpn) {
             self.stats.trimmed_pages += self.live(lpn).is_some() as u64;

@@ -158,7 +158,8 @@ pub trait Ftl: Send {
         data: Option<&[u8]>,
     ) -> Result<SimTime>;
 
-    /// Forgets the whole pages the span covers.
+    /// Forgets the whole pages the span covers. Called only when `ftl.trim`
+    /// is on: the controller acknowledges and ignores TRIM otherwise.
     fn trim(&mut self, dev: &mut Device, span: Span, now: SimTime) -> Result<SimTime>;
 
     /// A hint that a command on `span` comes next, so its mapping can be

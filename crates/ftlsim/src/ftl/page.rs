@@ -257,7 +257,6 @@ pub struct PageCore {
     cursor: usize,
     /// Free blocks per plane GC keeps in hand.
     reserve: u32,
-    trim_enabled: bool,
     /// Logical pages: OOB values above are the map's own pages.
     logical: u32,
     unwritten: UnwrittenReads,
@@ -339,7 +338,6 @@ impl PageCore {
             stripe: stripe_sequence(&geo, &cfg.ftl.stripe_order),
             cursor: 0,
             reserve,
-            trim_enabled: cfg.ftl.trim,
             logical: logical as u32,
             unwritten: cfg.host.unwritten_reads,
             scratch: if dev.array.stores_payloads() { vec![0; geo.page_size as usize] } else { Vec::new() },
@@ -916,9 +914,6 @@ impl<M: MapTable> Ftl for PageMapped<M> {
 
     fn trim(&mut self, dev: &mut Device, span: Span, now: SimTime) -> Result<SimTime> {
         let (core, map) = (&mut self.core, &mut self.map);
-        if !core.trim_enabled {
-            return Ok(now);
-        }
         map.begin_request();
         let mut done = now;
         for lpn in whole_pages(span, core.geo.sectors_per_page) {

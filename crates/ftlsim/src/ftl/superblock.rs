@@ -52,7 +52,6 @@ pub struct Superblock {
     limit: u32,
     gc_low: u32,
     gc_until: u32,
-    trim_enabled: bool,
     unwritten: UnwrittenReads,
     scratch: Vec<u8>,
     stats: FtlStats,
@@ -108,7 +107,6 @@ impl Superblock {
             // A target the spare cannot reach would collect every block with
             // an invalid page at each episode.
             gc_until: f.gc_until_free.min((spare - sbs as u64) as u32),
-            trim_enabled: f.trim,
             unwritten: cfg.host.unwritten_reads,
             scratch: if dev.array.stores_payloads() { vec![0; geo.page_size as usize] } else { Vec::new() },
             stats: FtlStats::default(),
@@ -317,12 +315,10 @@ impl Ftl for Superblock {
     }
 
     fn trim(&mut self, _dev: &mut Device, span: Span, now: SimTime) -> Result<SimTime> {
-        if self.trim_enabled {
-            for lpn in whole_pages(span, self.geo.sectors_per_page) {
-                self.stats.trimmed_pages += self.unmap(lpn, now) as u64;
-                // The entry's lookup and update, as the page FTL's.
-                self.stats.ram_accesses += 2;
-            }
+        for lpn in whole_pages(span, self.geo.sectors_per_page) {
+            self.stats.trimmed_pages += self.unmap(lpn, now) as u64;
+            // The entry's lookup and update, as the page FTL's.
+            self.stats.ram_accesses += 2;
         }
         Ok(now)
     }

@@ -416,7 +416,7 @@ pub struct Metrics {
     pub bytes: [u64; 3],
     pub last_completion: SimTime,
     flush_hist: Histogram<u64>,
-    /// Latency split into waiting and being served (see `record_split`).
+    /// Latency split into waiting and being served (see `Metrics::record`).
     queueing: PerOp,
     service: PerOp,
 }
@@ -502,8 +502,12 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// Records one request: its latency, the part of it spent waiting
+    /// (before the drive started its own work on it, and for buffer space;
+    /// the rest is service), the pages and bytes it moved and when it ended.
+    /// FLUSH latency is not split.
     #[inline]
-    pub fn record(&mut self, op: Op, latency: Nanos, pages: u64, bytes: u64, done: SimTime) {
+    pub fn record(&mut self, op: Op, latency: Nanos, queued: Nanos, pages: u64, bytes: u64, done: SimTime) {
         self.requests += 1;
         self.last_completion = self.last_completion.max(done);
         let slot = op_slot(op).unwrap_or(3);
@@ -514,6 +518,9 @@ impl Metrics {
                 self.sum_ns[i] += latency.0 as u128;
                 self.host_pages[i] += pages;
                 self.bytes[i] += bytes;
+                let queued = queued.0.min(latency.0);
+                self.queueing.record(i, queued);
+                self.service.record(i, latency.0 - queued);
             }
             None => {
                 self.flushes += 1;
@@ -522,20 +529,8 @@ impl Metrics {
         }
     }
 
-    /// Splits a recorded request's latency into the time it waited (before
-    /// the drive started its own work on it, and for buffer space) and the
-    /// rest, its service. FLUSH is not split.
-    #[inline]
-    pub fn record_split(&mut self, op: Op, latency: Nanos, queued: Nanos) {
-        if let Some(i) = op_slot(op) {
-            let queued = queued.0.min(latency.0);
-            self.queueing.record(i, queued);
-            self.service.record(i, latency.0 - queued);
-        }
-    }
-
     /// Queueing and service time by kind of request, as recorded by
-    /// [`record_split`](Self::record_split).
+    /// [`record`](Self::record).
     pub fn split(&self) -> (LatencyReport, LatencyReport) {
         (self.queueing.report(), self.service.report())
     }
@@ -612,9 +607,9 @@ mod tests {
     fn latency_stats_are_exact_for_mean_and_max() {
         let mut m = Metrics::default();
         for (i, lat) in [100_000u64, 200_000, 300_000].iter().enumerate() {
-            m.record(Op::Write, Nanos(*lat), 1, 4096, SimTime(i as u64));
+            m.record(Op::Write, Nanos(*lat), Nanos::ZERO, 1, 4096, SimTime(i as u64));
         }
-        m.record(Op::Read, Nanos(50_000), 2, 8192, SimTime(10));
+        m.record(Op::Read, Nanos(50_000), Nanos::ZERO, 2, 8192, SimTime(10));
         let l = m.latency();
         assert_eq!(l.write.count, 3);
         assert!((l.write.mean - 200.0).abs() < 1e-9);

@@ -183,9 +183,7 @@ impl<S: CmdSource> CmdSource for Phases<S> {
         }
     }
 
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
+    crate::trace::forward_source!(|s| s.inner);
 }
 
 /// Part (b): the deletion time (s) of `spec` on `cfg`, TRIMs batched up to

@@ -26,7 +26,7 @@
 //! Closed-loop sources carry no times (all zero), so there the window never
 //! expires and batches close on size, overlap, FLUSH or the end.
 
-use super::{CmdSource, HostCmd, Op, Progress};
+use super::{CmdSource, HostCmd, Op};
 use crate::error::Result;
 use crate::units::{Nanos, Sector, SimTime};
 use std::collections::VecDeque;
@@ -149,25 +149,7 @@ impl<S: CmdSource> CmdSource for TrimBatcher<S> {
         }
     }
 
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn skipped_lines(&self) -> u64 {
-        self.inner.skipped_lines()
-    }
-
-    fn zero_length(&self) -> u64 {
-        self.inner.zero_length()
-    }
-
-    fn clamped_timestamps(&self) -> u64 {
-        self.inner.clamped_timestamps()
-    }
-
-    fn progress(&self) -> Progress {
-        self.inner.progress()
-    }
+    forward_source!(|s| s.inner);
 }
 
 #[cfg(test)]

@@ -28,6 +28,35 @@
 //! Entry points: [`open`] (with [`detect()`] when no format is given),
 //! [`write_trace`] and [`stats()`].
 
+/// The [`CmdSource`] methods of a source wrapping another, forwarded to
+/// the inner one (`forward_source!(|s| s.inner)`): its name, its counts of
+/// what it skipped or clamped, and its progress.
+macro_rules! forward_source {
+    (|$s:ident| $inner:expr) => {
+        fn name(&self) -> &str {
+            let $s = self;
+            $inner.name()
+        }
+        fn skipped_lines(&self) -> u64 {
+            let $s = self;
+            $inner.skipped_lines()
+        }
+        fn zero_length(&self) -> u64 {
+            let $s = self;
+            $inner.zero_length()
+        }
+        fn clamped_timestamps(&self) -> u64 {
+            let $s = self;
+            $inner.clamped_timestamps()
+        }
+        fn progress(&self) -> $crate::trace::Progress {
+            let $s = self;
+            $inner.progress()
+        }
+    };
+}
+pub(crate) use forward_source;
+
 pub mod alibaba;
 pub mod batch;
 pub mod blkparse;
@@ -147,18 +176,7 @@ impl<T: CmdSource + ?Sized> CmdSource for Box<T> {
     fn next_cmd(&mut self) -> Result<Option<HostCmd>> {
         (**self).next_cmd()
     }
-    fn name(&self) -> &str {
-        (**self).name()
-    }
-    fn skipped_lines(&self) -> u64 {
-        (**self).skipped_lines()
-    }
-    fn zero_length(&self) -> u64 {
-        (**self).zero_length()
-    }
-    fn progress(&self) -> Progress {
-        (**self).progress()
-    }
+    forward_source!(|s| (**s));
 }
 
 /// Wraps `source` in the host-side TRIM batching `cfg` asks for
@@ -255,23 +273,5 @@ impl<S: CmdSource> CmdSource for NonEmpty<S> {
         Ok(next)
     }
 
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn skipped_lines(&self) -> u64 {
-        self.inner.skipped_lines()
-    }
-
-    fn zero_length(&self) -> u64 {
-        self.inner.zero_length()
-    }
-
-    fn clamped_timestamps(&self) -> u64 {
-        self.inner.clamped_timestamps()
-    }
-
-    fn progress(&self) -> Progress {
-        self.inner.progress()
-    }
+    forward_source!(|s| s.inner);
 }

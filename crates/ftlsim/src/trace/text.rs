@@ -316,6 +316,12 @@ mod tests {
             times.push(c.time.0);
         }
         assert_eq!((times, o.source.clamped_timestamps()), (vec![0, 200, 200, 300], 1));
+        // A box reports its source's count to generic code too (method
+        // syntax would reach the source itself through `Deref`).
+        fn count<S: crate::trace::CmdSource>(s: &S) -> u64 {
+            s.clamped_timestamps()
+        }
+        assert_eq!(count(&o.source), 1);
     }
 
     proptest! {

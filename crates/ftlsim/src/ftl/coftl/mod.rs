@@ -166,7 +166,6 @@ pub struct Coftl {
     vpt_capacity: usize,
     wl_erases: u32,
     log_free_sets: u32,
-    trim: bool,
     payloads: bool,
     t: Tables,
     flash: FlashMeta,
@@ -279,7 +278,6 @@ impl Coftl {
             vpt_capacity: (f.cache_bytes / (4 * s.v as u64)).max(1) as usize,
             wl_erases: f.coftl_wl_erases,
             log_free_sets: f.coftl_log_free_sets,
-            trim: f.trim,
             payloads: dev.array.stores_payloads(),
             t: Tables::new(&s),
             flash,
@@ -904,9 +902,6 @@ impl Ftl for Coftl {
     }
 
     fn trim(&mut self, dev: &mut Device, span: Span, now: SimTime) -> Result<SimTime> {
-        if !self.trim {
-            return Ok(now);
-        }
         let mut done = now;
         for lpn in super::whole_pages(span, self.spp) {
             done = done.max(self.trim_page(dev, lpn, now)?);

@@ -126,7 +126,6 @@ pub struct Mu {
     gc_low: u32,
     gc_until: u32,
     ram_bytes: u64,
-    trim_enabled: bool,
     unwritten: UnwrittenReads,
     /// Logical pages ever written or placed (simulation bookkeeping for
     /// placed reads, not a modelled table).
@@ -227,7 +226,6 @@ impl Mu {
             gc_low,
             gc_until,
             ram_bytes,
-            trim_enabled: f.trim,
             unwritten: cfg.host.unwritten_reads,
             ever: vec![0; (logical as usize).div_ceil(64)],
             to_erase: Vec::new(),
@@ -648,7 +646,7 @@ impl Ftl for Mu {
 
     fn trim(&mut self, dev: &mut Device, span: Span, now: SimTime) -> Result<SimTime> {
         let pages = whole_pages(span, self.geo.sectors_per_page);
-        if !self.trim_enabled || pages.is_empty() {
+        if pages.is_empty() {
             return Ok(now);
         }
         let known = self.tree.lookup(dev, pages.start, now)?;
