@@ -420,6 +420,28 @@ fn bad_config_overrides_name_the_key() {
 }
 
 #[test]
+fn sub_page_map_units_run_on_page_and_are_refused_elsewhere() {
+    // hat-table4 has 2 KiB pages: 512-byte units, four a page.
+    let run_with = |ftl: &str, unit: &str| {
+        let mut a = args(&["run", "--config", "hat-table4", "--ftl", ftl, "--set"]);
+        a.push(format!("ftl.map_unit_bytes={unit}"));
+        a.extend(args(&["--workload", "rw=randwrite,bs=512,ios=2000,iodepth=8", "--set", "cache.bytes=65536"]));
+        a
+    };
+    fails_with(run_with("dftl", "512"), &["ftl.map_unit_bytes", "dftl"]);
+    fails_with(run_with("page", "768"), &["ftl.map_unit_bytes", "768"]);
+    fails_with(run_with("page", "4096"), &["ftl.map_unit_bytes", "does not divide"]);
+    let mut a = run_with("page", "512");
+    a.extend(args(&["--json", "-"]));
+    let r: Value = serde_json::from_str(&ok(a)).unwrap();
+    // 512-byte writes pack four a page: byte WA near 1, not the 4 of
+    // whole-page read-modify-write.
+    let wa = num(&r, "write_amplification_bytes");
+    assert!(wa < 1.1, "byte WA {wa}");
+    assert_eq!(int(&r, "rmw_reads"), 0);
+}
+
+#[test]
 fn unknown_names_list_what_exists() {
     let err = fails_with(["run", "--config", "no-such-drive", "--workload", "rw=write,ios=10"], &["no-such-drive"]);
     for preset in ["k9lag08u0m-4ch", "hat-table4", "coftl-mt29f64g08", "mu-ftl-mlc", "modern-tlc"] {

@@ -157,7 +157,13 @@ impl Simulation {
         cfg.validate()?;
         let geo = Geometry::new(&cfg.geometry);
         let timing = Timing::new(&cfg.timing, geo.page_size, cfg.host.link_ns_per_byte);
-        let array = NandArray::new(geo, cfg.nand.endurance, cfg.nand.store_payloads, cfg.nand.records_sequence());
+        let array = NandArray::with_units(
+            geo,
+            cfg.nand.endurance,
+            cfg.nand.store_payloads,
+            cfg.nand.records_sequence(),
+            cfg.units_per_page(),
+        );
         let dev = Device::new(array, timing).with_pcm(
             Nanos::from_us_f64(cfg.pcm.read_us),
             Nanos::from_us_f64(cfg.pcm.write_us),
@@ -223,16 +229,24 @@ impl Simulation {
     /// (payload mode): flash's, under any newer sectors in the write
     /// buffer; `None` when it reads as zeros.
     pub fn page_contents(&self, lpn: u32) -> Option<Cow<'_, [u8]>> {
-        let flash = self.ftl.physical(crate::units::Lpn(lpn)).and_then(|ppn| self.dev.array.page_data(ppn));
-        // Newer than flash: the FTL's own data cache, then the controller's buffer.
-        let held: Vec<_> =
-            [self.ftl.cached_page(crate::units::Lpn(lpn)), self.ctrl.buffered(lpn)].into_iter().flatten().collect();
+        let flash = self.ftl.page_data(&self.dev, crate::units::Lpn(lpn));
+        // Newer than flash: the FTL's own data cache, then the controller's
+        // buffer (its slots may be mapping units: sector offsets in the page).
+        let held: Vec<_> = self
+            .ftl
+            .cached_page(crate::units::Lpn(lpn))
+            .map(|(mask, bytes)| (mask, bytes, 0))
+            .into_iter()
+            .chain(self.ctrl.buffered(lpn))
+            .collect();
         if held.is_empty() {
-            return flash.map(Cow::Borrowed);
+            return flash;
         }
-        let mut page = flash.map_or_else(|| vec![0; self.cfg.geometry.page_size as usize], <[u8]>::to_vec);
-        for (mask, bytes) in held {
-            crate::controller::buffer::overlay_held(mask, bytes, 0, &mut page);
+        let mut page = flash.map_or_else(|| vec![0; self.cfg.geometry.page_size as usize], Cow::into_owned);
+        for (mask, bytes, first) in held {
+            let out = &mut page[first as usize * 512..];
+            let len = if bytes.is_empty() { 0 } else { bytes.len().min(out.len()) };
+            crate::controller::buffer::overlay_held(mask, bytes, 0, &mut out[..len]);
         }
         Some(Cow::Owned(page))
     }
@@ -390,12 +404,17 @@ impl Simulation {
         let pages = self.cfg.logical_pages();
         let filled = ((pages as f64 * p.fill).round() as u64).min(pages);
         let chunk = 64u64; // pages per sequential fill write
-        let write_sectors = (4096 / SECTOR_BYTES).max(spp);
-        let write_pages = write_sectors / spp;
-        let overwrites = ((filled as f64 * p.overwrite) / write_pages as f64).round() as u64;
-        let slots = filled / write_pages;
+        // Overwrites of 4 KiB or a mapping unit, whichever is larger: whole
+        // pages unless units are smaller (`ftl.map_unit_bytes`).
+        let unit = self.cfg.map_unit_bytes() as u64 / SECTOR_BYTES;
+        let write_sectors = (4096 / SECTOR_BYTES).max(unit);
+        // Overwrites per filled page as the ratio `per_page / write_pages`.
+        let (per_page, write_pages) =
+            if write_sectors >= spp { (1, write_sectors / spp) } else { (spp / write_sectors, 1) };
+        let overwrites = ((filled as f64 * p.overwrite) * per_page as f64 / write_pages as f64).round() as u64;
+        let slots = filled * per_page / write_pages;
         let overwrites = if slots > 0 { overwrites } else { 0 };
-        let total = filled + overwrites * write_pages;
+        let total = filled + overwrites * write_pages / per_page;
         let mut commands = 0u64;
         let mut tick = |done: u64| {
             commands += 1;
@@ -424,7 +443,7 @@ impl Simulation {
             };
             // Issued as the previous one completes, so cost-benefit ages are meaningful.
             now = self.submit(&cmd, now, None, None)?;
-            tick(filled + (i + 1) * write_pages)?;
+            tick(filled + (i + 1) * write_pages / per_page)?;
         }
         on_progress(Progress { done: total, total: Some(total) });
         self.restart_measurement()?;
@@ -712,6 +731,7 @@ impl Simulation {
             placed_reads: stats.placed_reads,
             trimmed_pages: stats.trimmed_pages,
             rmw_reads: stats.rmw_reads,
+            units_padded: stats.units_padded,
             erase_count: EraseStats::from_counts(self.dev.array.erase_counts()),
             n_vb: self.ftl.blocks_with_valid_data(),
             mapping_ram_bytes: self.ftl.mapping_ram_bytes(),

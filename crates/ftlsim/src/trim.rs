@@ -202,7 +202,7 @@ impl TrimModel {
         at: SimTime,
     ) -> Result<SimTime> {
         let lpn = crate::units::Lpn(split_sector(piece.start.0, self.sectors_per_page).0 as u32);
-        if ftl.physical(lpn).is_none() && ctrl.buffered(lpn.0).is_none() {
+        if ftl.physical(lpn).is_none() && ctrl.buffered(lpn.0).next().is_none() {
             return Ok(at);
         }
         self.stats.partial_pages_zeroed += 1;

@@ -500,6 +500,32 @@ fn page_one_block_reserve() {
     check_ftl("page", &["gc.min_free_blocks=1", "gc.threshold=0", "gc.policy=random"]);
 }
 
+// Mapping units smaller than the page (`ftl.map_unit_bytes`): units of
+// different LPNs share pages, partial units are read-modify-written, GC
+// packs live units, TRIM drops whole pages' units.
+#[test]
+fn page_quarter_page_units() {
+    check_ftl("page", &["geometry.page_size=2048", "ftl.map_unit_bytes=512"]);
+}
+
+#[test]
+fn page_quarter_page_units_blocking_cost_benefit() {
+    check_ftl(
+        "page",
+        &["geometry.page_size=2048", "ftl.map_unit_bytes=512", "gc.mode=\"blocking\"", "gc.policy=cost-benefit"],
+    );
+}
+
+#[test]
+fn page_quarter_page_units_placing_unwritten_reads() {
+    check_ftl("page", &["geometry.page_size=2048", "ftl.map_unit_bytes=512", "host.unwritten_reads=place"]);
+}
+
+#[test]
+fn page_half_page_units_zeroing_partial_trims() {
+    check_ftl("page", &["ftl.map_unit_bytes=512", "trim.partial=\"zero\"", "gc.policy=random"]);
+}
+
 /// A CMT/QMT of four entries: nearly every translation misses and evicts.
 const TINY_CACHE: &str = "ftl.cache_bytes=32";
 
@@ -742,6 +768,26 @@ fn page_with_write_buffer_fifo_blocking_static() {
     check_ftl(
         "page",
         &["cache.bytes=4096", "cache.policy=\"fifo\"", "gc.mode=\"blocking\"", "ftl.allocation=\"static\""],
+    );
+}
+
+#[test]
+fn page_quarter_page_units_with_write_buffer() {
+    check_ftl("page", &["geometry.page_size=2048", "ftl.map_unit_bytes=512", "cache.bytes=8192"]);
+}
+
+#[test]
+fn page_quarter_page_units_with_write_buffer_fifo_blocking_static() {
+    check_ftl(
+        "page",
+        &[
+            "geometry.page_size=2048",
+            "ftl.map_unit_bytes=512",
+            "cache.bytes=4096",
+            "cache.policy=\"fifo\"",
+            "gc.mode=\"blocking\"",
+            "ftl.allocation=\"static\"",
+        ],
     );
 }
 

@@ -396,6 +396,11 @@ pub struct FtlConfig {
     /// the cleaner does not flag; 0: no wear levelling.
     #[serde(default = "defaults::coftl_wl_erases")]
     pub coftl_wl_erases: u32,
+    /// `page`: bytes of one mapping unit (one forward-map entry); a page
+    /// holds page_size / map_unit_bytes units of any LPNs. Absent: the page
+    /// size (one unit a page). Other FTLs map whole pages only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map_unit_bytes: Option<u32>,
 }
 
 impl FtlConfig {
@@ -977,7 +982,46 @@ impl Config {
 
 impl Config {
     /// The mapping cache, PCM and energy tables.
+    /// Bytes of one mapping unit (`ftl.map_unit_bytes`, else the page).
+    pub fn map_unit_bytes(&self) -> u32 {
+        self.ftl.map_unit_bytes.unwrap_or(self.geometry.page_size)
+    }
+
+    /// Mapping units per flash page (1 unless `ftl.map_unit_bytes` is set
+    /// below the page size).
+    pub fn units_per_page(&self) -> u32 {
+        (self.geometry.page_size / self.map_unit_bytes()).max(1)
+    }
+
+    fn validate_map_unit(&self) -> Result<()> {
+        let Some(unit) = self.ftl.map_unit_bytes else { return Ok(()) };
+        let page = self.geometry.page_size;
+        let key = "ftl.map_unit_bytes";
+        if unit == 0 || unit % 512 != 0 || !unit.is_power_of_two() {
+            return Err(Error::config(key, format!("{unit} is not a power-of-two multiple of 512 bytes")));
+        }
+        if unit > page || page % unit != 0 {
+            return Err(Error::config(key, format!("{unit} does not divide geometry.page_size ({page} bytes)")));
+        }
+        let units = self.physical_pages() * (page / unit) as u64;
+        if units >= (u32::MAX - 1) as u64 {
+            return Err(Error::config(
+                key,
+                format!("{units} physical units exceed the 2^32 - 2 a 32-bit unit address holds; use larger units"),
+            ));
+        }
+        let per_block = self.geometry.pages_per_block as u64 * (page / unit) as u64;
+        if per_block > u16::MAX as u64 {
+            return Err(Error::config(
+                key,
+                format!("{per_block} units per block exceed the 65535 a block's valid count holds"),
+            ));
+        }
+        Ok(())
+    }
+
     fn validate_mapping(&self) -> Result<()> {
+        self.validate_map_unit()?;
         if self.ftl.cache_entry_bytes == 0 {
             return Err(Error::config("ftl.cache_entry_bytes", "must be at least 1"));
         }

@@ -283,6 +283,19 @@ impl WriteBuffer {
         (s != NIL).then(|| (s, self.slots[s as usize].lpn, self.slots[s as usize].mask))
     }
 
+    /// Up to `n` of the oldest dirty pages (slots), oldest first, as
+    /// [`next_dirty`](Self::next_dirty) gives one.
+    pub fn oldest_dirty(&self, n: usize) -> Vec<(u32, u32, SectorMask)> {
+        let mut out = Vec::with_capacity(n);
+        let mut s = self.dirty.head;
+        while s != NIL && out.len() < n {
+            let slot = &self.slots[s as usize];
+            out.push((s, slot.lpn, slot.mask));
+            s = slot.next;
+        }
+        out
+    }
+
     /// `slot`'s destage is booked and ends at `end`.
     pub fn destaging(&mut self, slot: u32, end: SimTime) {
         self.unlink(slot);

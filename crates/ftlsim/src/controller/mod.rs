@@ -22,6 +22,11 @@
 //! and take the buffer's newer sectors on top. TRIM drops whole buffered
 //! pages; FLUSH (and FUA, a FLUSH after the write) destages everything
 //! dirty and completes when all of it is on flash.
+//!
+//! With mapping units smaller than the page (`ftl.map_unit_bytes`), the
+//! buffer's slots are units, and a destager hands the FTL the oldest page's
+//! worth of dirty units in one [`Ftl::write_batch`], so the FTL packs units
+//! of different LPNs, written by different host commands, into one page.
 
 pub mod buffer;
 
@@ -48,7 +53,10 @@ pub struct Controller {
     /// The time the controller has reached (wakes are scheduled no earlier).
     now: SimTime,
     wakes: Vec<u32>,
+    /// Sectors of a buffer slot: a page, or a mapping unit.
     sectors_per_page: u32,
+    /// Mapping units per page: slots a destage batches.
+    units_per_page: u32,
     payloads: bool,
     /// How long the last host write waited for buffer space.
     pub last_stall: crate::units::Nanos,
@@ -60,7 +68,8 @@ pub struct Controller {
 impl Controller {
     pub fn new(cfg: &Config, dev: &Device) -> Controller {
         let geo = dev.geometry();
-        let page = geo.page_size as u64;
+        let units_per_page = cfg.units_per_page();
+        let page = geo.page_size as u64 / units_per_page as u64;
         let buffer = (cfg.cache.bytes > 0).then(|| {
             WriteBuffer::new(
                 (cfg.cache.bytes / page) as u32,
@@ -78,7 +87,8 @@ impl Controller {
             idle_destagers: destagers,
             now: SimTime::ZERO,
             wakes: Vec::new(),
-            sectors_per_page: geo.sectors_per_page,
+            sectors_per_page: geo.sectors_per_page / units_per_page,
+            units_per_page,
             payloads: dev.array.stores_payloads(),
             last_stall: crate::units::Nanos::ZERO,
             trim_enabled: cfg.ftl.trim,
@@ -123,7 +133,7 @@ impl Controller {
     /// and no plane has a GC job. Returns when the last of it ends.
     pub fn settle(&mut self, ftl: &mut dyn Ftl, dev: &mut Device) -> Result<SimTime> {
         let mut end = self.now;
-        while let Some(done) = self.destage(ftl, dev, self.now)? {
+        while let Some(done) = self.drain_one(ftl, dev, self.now)? {
             end = end.max(done);
         }
         end = end.max(self.run(ftl, dev, SimTime(u64::MAX))?);
@@ -200,8 +210,23 @@ impl Controller {
         Ok(last)
     }
 
-    /// Destages the oldest dirty page at `at`; returns when it is on flash.
+    /// A destager's next batch: the oldest dirty page at `at`, or, with
+    /// sub-page units, a page's worth of them once that many are dirty (a
+    /// lone unit waits for company, a FLUSH or idle time rather than going
+    /// to flash padded). Returns when it is on flash.
     fn destage(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, at: SimTime) -> Result<Option<SimTime>> {
+        if self.units_per_page > 1 && self.dirty_pages() < self.units_per_page {
+            return Ok(None);
+        }
+        self.drain_one(ftl, dev, at)
+    }
+
+    /// Destages the oldest dirty page (or page's worth of units, however
+    /// few) at `at`; returns when it is on flash.
+    fn drain_one(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, at: SimTime) -> Result<Option<SimTime>> {
+        if self.units_per_page > 1 {
+            return self.destage_units(ftl, dev, at);
+        }
         let spp = self.sectors_per_page;
         let Some(buf) = self.buffer.as_mut() else { return Ok(None) };
         let Some((slot, lpn, mask)) = buf.next_dirty() else { return Ok(None) };
@@ -212,6 +237,30 @@ impl Controller {
             done = done.max(ftl.write(dev, span, at, at, data)?);
         }
         buf.destaging(slot, done);
+        Ok(Some(done))
+    }
+
+    /// Destages the oldest page's worth of dirty units at `at`, as one batch
+    /// the FTL packs; returns when it is on flash.
+    fn destage_units(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, at: SimTime) -> Result<Option<SimTime>> {
+        let spu = self.sectors_per_page;
+        let Some(buf) = self.buffer.as_mut() else { return Ok(None) };
+        let oldest = buf.oldest_dirty(self.units_per_page as usize);
+        if oldest.is_empty() {
+            return Ok(None);
+        }
+        let mut spans = Vec::with_capacity(oldest.len());
+        for &(slot, unit, mask) in &oldest {
+            for (first, n) in sector_runs(mask, spu) {
+                let span = Span { start: Sector(unit as u64 * spu as u64 + first as u64), sectors: n as u64 };
+                let data = self.payloads.then(|| &buf.page(slot)[first as usize * 512..(first + n) as usize * 512]);
+                spans.push((span, data));
+            }
+        }
+        let done = ftl.write_batch(dev, &spans, at, at)?;
+        for &(slot, ..) in &oldest {
+            buf.destaging(slot, done);
+        }
         Ok(Some(done))
     }
 
@@ -244,7 +293,7 @@ impl Controller {
                 match buf.next_retirement() {
                     Some(end) => t = t.max(end),
                     None => {
-                        self.destage(ftl, dev, t)?;
+                        self.drain_one(ftl, dev, t)?;
                     }
                 }
             };
@@ -263,7 +312,11 @@ impl Controller {
             self.idle_destagers -= 1;
             match self.destage(ftl, dev, ready)? {
                 Some(end) => self.push(end, DESTAGE),
-                None => self.idle_destagers += 1,
+                None => {
+                    // Too few sub-page units dirty for a batch yet.
+                    self.idle_destagers += 1;
+                    break;
+                }
             }
         }
         Ok(done)
@@ -316,8 +369,10 @@ impl Controller {
             return Ok(issue);
         }
         if let Some(buf) = self.buffer.as_mut() {
-            for lpn in crate::ftl::whole_pages(span, self.sectors_per_page) {
-                buf.discard(lpn);
+            // Whole pages, as the FTLs trim; their slots (units or pages).
+            let pages = crate::ftl::whole_pages(span, self.sectors_per_page * self.units_per_page);
+            for slot_lpn in pages.start * self.units_per_page..pages.end * self.units_per_page {
+                buf.discard(slot_lpn);
             }
         }
         ftl.trim(dev, span, issue)
@@ -326,7 +381,7 @@ impl Controller {
     /// Destages everything dirty; completes when all of it is on flash.
     pub fn flush(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, issue: SimTime) -> Result<SimTime> {
         let mut done = issue;
-        while let Some(end) = self.destage(ftl, dev, issue)? {
+        while let Some(end) = self.drain_one(ftl, dev, issue)? {
             done = done.max(end);
         }
         if let Some(buf) = self.buffer.as_ref() {
@@ -335,11 +390,18 @@ impl Controller {
         ftl.flush(dev, done)
     }
 
-    /// The buffered sectors of `lpn` and their bytes (payload mode).
-    pub fn buffered(&self, lpn: u32) -> Option<(SectorMask, &[u8])> {
-        let buf = self.buffer.as_ref()?;
-        let s = buf.lookup(lpn)?;
-        Some((buf.mask(s), if self.payloads { buf.page(s) } else { &[] }))
+    /// The buffered sectors of logical page `lpn`, slot by slot: each
+    /// slot's sector mask, its bytes (payload mode; else empty) and its
+    /// first sector in the page (0 but for sub-page unit slots).
+    pub fn buffered(&self, lpn: u32) -> impl Iterator<Item = (SectorMask, &[u8], u32)> {
+        let upp = self.units_per_page;
+        let (spu, payloads) = (self.sectors_per_page, self.payloads);
+        self.buffer.iter().flat_map(move |buf| {
+            (lpn * upp..(lpn + 1) * upp).filter_map(move |unit| {
+                let s = buf.lookup(unit)?;
+                Some((buf.mask(s), if payloads { buf.page(s) } else { &[][..] }, (unit - lpn * upp) * spu))
+            })
+        })
     }
 
     pub fn check(&self) -> std::result::Result<(), String> {

@@ -291,6 +291,67 @@ impl Device {
         Ok(reads_done)
     }
 
+    /// Programs a page of sub-page mapping units, one OOB LPN per unit
+    /// (see [`NandArray::program_units`]); timed as any program.
+    pub fn program_units(
+        &mut self,
+        ppn: Ppn,
+        lpns: &[u32],
+        not_before: SimTime,
+        cause: Cause,
+        bytes: Option<&[u8]>,
+    ) -> Result<SimTime> {
+        self.array.program_units(ppn, lpns, bytes)?;
+        self.count_program(ppn, cause);
+        let (ch, unit) = self.resources(self.geometry().block_of(ppn));
+        Ok(self.time_program(ch, unit, not_before, cause))
+    }
+
+    /// Copies sub-page units (unit addresses, grouped by source page) packed
+    /// into consecutive pages from `dst` on (GC): each source page is read
+    /// once for its run of units, and each destination page is programmed
+    /// once the reads of its units are done; `cause_of` names a page's cause
+    /// from its first unit's LPN. Returns when the last read's data has
+    /// left its plane.
+    pub fn copy_units(
+        &mut self,
+        src: &[u32],
+        dst: Ppn,
+        not_before: SimTime,
+        cause_of: impl Fn(Lpn) -> Cause,
+    ) -> Result<SimTime> {
+        if src.is_empty() {
+            return Ok(not_before);
+        }
+        self.array.copy_units(src, dst)?;
+        let geo = self.array.geometry();
+        if geo.page_in_block(dst) == 0 {
+            self.counters.blocks_opened += 1;
+        }
+        let shift = self.array.units_per_page().trailing_zeros();
+        let (ch_w, unit_w) = self.resources(geo.block_of(dst));
+        let (mut reads_done, mut last_read) = (not_before, u32::MAX);
+        for units in src.chunks(1 << shift) {
+            let cause = cause_of(Lpn(self.array.oob_unit_raw(units[0])));
+            let mut ready = not_before;
+            for &u in units {
+                let page = u >> shift;
+                if page != last_read {
+                    last_read = page;
+                    self.counters.reads[cause as usize] += 1;
+                    let (ch_r, unit_r) = self.resources(self.geometry().block_of(Ppn(page)));
+                    ready = ready.max(self.time_read(ch_r, unit_r, not_before, cause));
+                }
+            }
+            // A unit of the page read for the previous destination page.
+            ready = ready.max(reads_done);
+            reads_done = ready;
+            self.counters.programs[cause as usize] += 1;
+            self.time_program(ch_w, unit_w, ready, cause);
+        }
+        Ok(reads_done)
+    }
+
     /// Reads a page that may be erased, as crash recovery does to find
     /// where writing stopped: an erased page reads as all ones, which OOB
     /// shows as no LPN. Timed and counted as a read either way.
@@ -316,6 +377,13 @@ impl Device {
     /// Programs a page at no cost in time (preconditioning, placed reads).
     pub fn place(&mut self, ppn: Ppn, lpn: Lpn, payload: Payload<'_>) -> Result<()> {
         self.array.program(ppn, lpn, payload)?;
+        self.count_program(ppn, Cause::Placement);
+        Ok(())
+    }
+
+    /// [`place`](Self::place) for a page of sub-page units, one LPN each.
+    pub fn place_units(&mut self, ppn: Ppn, lpns: &[u32]) -> Result<()> {
+        self.array.program_units(ppn, lpns, None)?;
         self.count_program(ppn, Cause::Placement);
         Ok(())
     }

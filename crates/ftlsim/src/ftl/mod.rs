@@ -89,6 +89,9 @@ pub struct FtlStats {
     pub merge_pages_copied: u64,
     /// Pages programmed without data so a block's pages stay in order.
     pub pages_padded: u64,
+    /// Sub-page mapping units (`ftl.map_unit_bytes`) programmed empty: a
+    /// write call's (or destaged batch's) last page, and a GC run's.
+    pub units_padded: u64,
     /// Merges that reclaimed a log block, and the data blocks they touched
     /// (associativity): summed and at most.
     pub log_merges: u64,
@@ -158,6 +161,20 @@ pub trait Ftl: Send {
         data: Option<&[u8]>,
     ) -> Result<SimTime>;
 
+    /// Writes several spans as one batch, each with its data when payloads
+    /// are stored (the write buffer destaging a page's worth of mapping
+    /// units): an FTL mapping units smaller than the page packs them into
+    /// shared pages. By default, one [`write`](Ftl::write) per span.
+    fn write_batch(
+        &mut self,
+        dev: &mut Device,
+        spans: &[(Span, Option<&[u8]>)],
+        now: SimTime,
+        ready: SimTime,
+    ) -> Result<SimTime> {
+        write_each(self, dev, spans, now, ready)
+    }
+
     /// Forgets the whole pages the span covers. Called only when `ftl.trim`
     /// is on: the controller acknowledges and ignores TRIM otherwise.
     fn trim(&mut self, dev: &mut Device, span: Span, now: SimTime) -> Result<SimTime>;
@@ -204,6 +221,13 @@ pub trait Ftl: Send {
     /// written, or trimmed).
     fn physical(&self, lpn: Lpn) -> Option<Ppn>;
 
+    /// The bytes of logical page `lpn` on flash, read without side effects
+    /// (payload mode): `None` when it reads as zeros. An FTL whose pages
+    /// hold pieces of several LPNs assembles it.
+    fn page_data<'a>(&'a self, dev: &'a Device, lpn: Lpn) -> Option<std::borrow::Cow<'a, [u8]>> {
+        self.physical(lpn).and_then(|p| dev.array.page_data(p)).map(std::borrow::Cow::Borrowed)
+    }
+
     /// Sectors of `lpn` the FTL holds newer than flash in its own data
     /// cache (COFTL's), and their page bytes (payload mode; else empty).
     fn cached_page(&self, _lpn: Lpn) -> Option<(SectorMask, &[u8])> {
@@ -226,8 +250,33 @@ pub trait Ftl: Send {
     }
 }
 
+/// [`Ftl::write_batch`] as one [`Ftl::write`] per span.
+pub fn write_each<F: Ftl + ?Sized>(
+    ftl: &mut F,
+    dev: &mut Device,
+    spans: &[(Span, Option<&[u8]>)],
+    now: SimTime,
+    ready: SimTime,
+) -> Result<SimTime> {
+    let mut done = ready;
+    for &(span, data) in spans {
+        done = done.max(ftl.write(dev, span, now, ready, data)?);
+    }
+    Ok(done)
+}
+
 /// Builds the FTL named `name` for a validated config.
 pub fn build(name: &str, cfg: &Config, dev: &Device) -> Result<Box<dyn Ftl>> {
+    if cfg.units_per_page() > 1 && name != "page" {
+        return Err(Error::config(
+            "ftl.map_unit_bytes",
+            format!(
+                "{} bytes is below the {}-byte page: only the 'page' FTL maps sub-page units, not '{name}'",
+                cfg.map_unit_bytes(),
+                cfg.geometry.page_size
+            ),
+        ));
+    }
     match name {
         "page" => Ok(Box::new(page::PageFtl::new(cfg, dev)?)),
         "block" | "bl" => Ok(Box::new(block::BlockFtl::new(cfg, dev)?)),

@@ -42,6 +42,21 @@
 //! Simplifications: no wear levelling beyond the pool's oldest-erased-first
 //! free queue, GC copies go through the bus (no copy-back).
 //!
+//! **Mapping units smaller than the page** (`ftl.map_unit_bytes`, e.g. 4 KiB
+//! units in 16 KiB pages, as drives that map 4 KiB in larger pages do): the
+//! forward map holds one entry per unit, a unit address `PPN × units per page
+//! + slot`; the OOB holds one LPN per unit (the backward map); pool valid
+//! counts are in units. A write call's units (or a batch the write buffer
+//! destages) are staged and packed, units of any LPNs, into a page that is
+//! programmed whole once full; the last partial page of a call is padded
+//! (`units_padded`). A partial unit is read-modify-written. A read reads the
+//! whole page holding each unit (tR plus a whole-page transfer: the timing
+//! model has no partial data-out, so this is the cost of the page path, an
+//! upper bound), once for consecutive units of one page. GC scans a victim's
+//! units, reads each source page once and packs the live units into
+//! destination pages. TRIM drops the units of the whole pages it covers, as
+//! with page units. With one unit a page (the default) none of this runs.
+//!
 //! The data path (allocation, striping, GC, partial-page writes, TRIM,
 //! placed reads) is [`PageMapped`], generic over where the forward map lives
 //! ([`MapTable`]): `page` keeps it whole in RAM ([`DramMap`]); `dftl` and
@@ -55,6 +70,8 @@ use crate::error::{Error, Result};
 use crate::nand::{Geometry, Payload};
 use crate::units::{BlockId, Lpn, PlaneId, Ppn, SimTime};
 use std::ops::Range;
+
+mod units;
 
 /// Forward-map value of a logical page never written (and never trimmed).
 pub(super) const NEVER: u32 = u32::MAX;
@@ -162,11 +179,13 @@ pub trait MapTable: Send + Sized {
 pub struct DramMap {
     fwd: Vec<u32>,
     ram_accesses: u64,
+    /// Backward-map entries per physical page (mapping units per page).
+    units_per_page: u32,
 }
 
 impl DramMap {
     pub(super) fn new(entries: u32) -> DramMap {
-        DramMap { fwd: crate::mem::big_vec(entries as usize, NEVER), ram_accesses: 0 }
+        DramMap { fwd: crate::mem::big_vec(entries as usize, NEVER), ram_accesses: 0, units_per_page: 1 }
     }
 }
 
@@ -226,7 +245,7 @@ impl MapTable for DramMap {
 
     fn ram_bytes(&self, geo: &Geometry) -> u64 {
         // Forward map, backward map, and a 16-bit valid counter per block.
-        self.fwd.len() as u64 * 4 + geo.pages as u64 * 4 + geo.blocks as u64 * 2
+        self.fwd.len() as u64 * 4 + geo.pages as u64 * self.units_per_page as u64 * 4 + geo.blocks as u64 * 2
     }
 }
 
@@ -235,7 +254,10 @@ pub type PageFtl = PageMapped<DramMap>;
 
 impl PageFtl {
     pub fn new(cfg: &Config, dev: &Device) -> Result<PageFtl> {
-        PageMapped::with_map(cfg, dev, DramMap::new(cfg.logical_pages() as u32))
+        let upp = cfg.units_per_page();
+        let mut map = DramMap::new((cfg.logical_pages() * upp as u64) as u32);
+        map.units_per_page = upp;
+        PageMapped::with_map(cfg, dev, map)
     }
 }
 
@@ -275,6 +297,15 @@ pub struct PageCore {
     /// Preemptible GC: each plane's job.
     jobs: Vec<GcJob>,
     stats: FtlStats,
+    /// log2 of the mapping units per page: 0 (whole pages) unless
+    /// `ftl.map_unit_bytes` is below the page size. Map values, OOB
+    /// indices, GC's lists and valid counts are then unit addresses and
+    /// unit counts.
+    unit_shift: u32,
+    /// Units staged for the next page (their LPNs; the page's bytes in
+    /// `scratch`), and when the last one's data is ready.
+    staged: Vec<u32>,
+    staged_ready: SimTime,
 }
 
 /// Fixed-point unit of [`GcJob::debt`] and [`GcJob::rate`]: one page copy.
@@ -326,6 +357,10 @@ impl PageCore {
         // which blocking GC's runs of copies do not.
         let gc_frontier = cfg.gc.mode == GcMode::Preemptible && map_streams == 1;
         let streams = map_streams + gc_frontier as usize;
+        let unit_shift = cfg.units_per_page().trailing_zeros();
+        if dev.array.units_per_page() != cfg.units_per_page() {
+            return Err(Error::invariant("page", "the NAND array's OOB does not hold one LPN per mapping unit"));
+        }
         let logical = cfg.logical_pages() as usize;
         let data_blocks_per_plane = (logical as u64).div_ceil(geo.pages_per_block as u64 * geo.planes as u64);
         let spare = (geo.blocks_per_plane as u64).saturating_sub(data_blocks_per_plane);
@@ -343,7 +378,7 @@ impl PageCore {
             ));
         }
         Ok(PageCore {
-            pool: BlockPool::new(&geo, &cfg.gc, cfg.seed),
+            pool: BlockPool::counting_units(&geo, &cfg.gc, cfg.seed, 1 << unit_shift),
             active: vec![NO_BLOCK; geo.planes as usize * streams],
             streams,
             stream: 0,
@@ -351,7 +386,7 @@ impl PageCore {
             stripe: stripe_sequence(&geo, &cfg.ftl.stripe_order),
             cursor: 0,
             reserve,
-            logical: logical as u32,
+            logical: (logical << unit_shift) as u32,
             unwritten: cfg.host.unwritten_reads,
             scratch: if dev.array.stores_payloads() { vec![0; geo.page_size as usize] } else { Vec::new() },
             live_scratch: Vec::new(),
@@ -359,6 +394,9 @@ impl PageCore {
             allocation: cfg.ftl.allocation,
             jobs: (0..geo.planes).map(|_| GcJob { victim: NO_BLOCK, ..GcJob::default() }).collect(),
             stats: FtlStats::default(),
+            unit_shift,
+            staged: Vec::with_capacity(1 << unit_shift),
+            staged_ready: SimTime::ZERO,
             geo,
         })
     }
@@ -494,19 +532,27 @@ impl PageCore {
     /// Foreground GC before the host opens a block: reclaims victims until
     /// the plane has more free blocks than its reserve.
     fn collect<M: MapTable>(&mut self, map: &mut M, dev: &mut Device, plane: PlaneId, now: SimTime) -> Result<()> {
-        let ppb = self.geo.pages_per_block;
         // FIFO, random and d-choices may pick full blocks (the models count
         // that waste too); bound the work per call.
         let mut budget = self.geo.blocks_per_plane;
         while self.pool.free_count(plane) <= self.reserve && budget > 0 {
             budget -= 1;
             let Some(victim) = self.pool.select_victim(plane, now) else { break };
-            if self.pool.valid(victim) >= ppb && self.pool.fewest_valid(plane).is_none_or(|v| v >= ppb) {
+            if self.no_gain(self.pool.valid(victim)) && self.pool.fewest_valid(plane).is_none_or(|v| self.no_gain(v)) {
                 break; // the plane is full of live data: nothing to gain
             }
             self.reclaim(map, dev, victim, now)?;
         }
         Ok(())
+    }
+
+    /// Whether reclaiming a block with `valid` live pages (units) frees
+    /// nothing: its live data fills as many pages as the block has (with
+    /// sub-page units, packed; a victim one unit short of full would
+    /// otherwise be copied forever).
+    #[inline]
+    fn no_gain(&self, valid: u32) -> bool {
+        (valid + (1 << self.unit_shift) - 1) >> self.unit_shift >= self.geo.pages_per_block
     }
 
     fn reclaim<M: MapTable>(&mut self, map: &mut M, dev: &mut Device, victim: BlockId, now: SimTime) -> Result<()> {
@@ -538,12 +584,13 @@ impl PageCore {
         // A branch-free pass: the forward-map lookups are independent cache
         // misses the CPU can overlap, where a branch on each would serialize
         // them (this loop dominated run time).
-        let written = dev.array.written_pages(victim);
+        // Unit addresses: with one unit a page, PPNs.
+        let written = dev.array.written_pages(victim) << self.unit_shift;
         live.resize(written as usize, 0);
-        let first = self.geo.ppn(victim, 0).0;
+        let first = self.geo.ppn(victim, 0).0 << self.unit_shift;
         let (mut n, mut table_pages) = (0, 0);
         for src in first..first + written {
-            let lpn = dev.array.oob_lpn_raw(Ppn(src));
+            let lpn = dev.array.oob_unit_raw(src);
             // Stale or trimmed pages fail this test: the lazy backward map says so.
             let is_live = map.is_live(lpn, src);
             live[n] = src;
@@ -557,12 +604,12 @@ impl PageCore {
     /// Gives `plane` a preemptible GC job if it has none and a victim worth
     /// reclaiming, and asks the engine for background time for it.
     fn start_job<M: MapTable>(&mut self, map: &M, dev: &mut Device, plane: PlaneId, now: SimTime) {
-        let ppb = self.geo.pages_per_block;
+        let ppb = self.geo.pages_per_block << self.unit_shift;
         if self.jobs[plane.idx()].victim != NO_BLOCK {
             return;
         }
         let Some(victim) = self.pool.select_victim(plane, now) else { return };
-        if self.pool.valid(victim) >= ppb && self.pool.fewest_valid(plane).is_none_or(|v| v >= ppb) {
+        if self.no_gain(self.pool.valid(victim)) && self.pool.fewest_valid(plane).is_none_or(|v| self.no_gain(v)) {
             return; // the plane is full of live data: nothing to gain
         }
         self.stats.gc_invocations += 1;
@@ -574,8 +621,9 @@ impl PageCore {
         job.next = 0;
         job.debt = 0;
         // Enough copies per host page that the job is done when the host
-        // has filled what the victim frees.
-        job.rate = (COPY * live).div_ceil(ppb.saturating_sub(live).max(1));
+        // has filled what the victim frees (in units: a host page is that
+        // many units).
+        job.rate = (COPY * live << self.unit_shift).div_ceil(ppb.saturating_sub(live).max(1));
         self.jobs[plane.idx()] = job;
         dev.wake(plane);
     }
@@ -607,7 +655,7 @@ impl PageCore {
             // at random places, so start them now.
             let job = &self.jobs[p];
             for &src in job.pages.iter().skip(job.next).take(8) {
-                map.prefetch(Lpn(dev.array.oob_lpn_raw(Ppn(src))));
+                map.prefetch(Lpn(dev.array.oob_unit_raw(src)));
             }
             return Ok(copied);
         }
@@ -639,11 +687,13 @@ impl PageCore {
     ) -> Result<bool> {
         let p = plane.idx();
         let mut dst = None;
-        let mut limit = max.max(1) as usize;
+        // Whole destination pages of units: a partial one would be padded.
+        let upp = 1usize << self.unit_shift;
+        let mut limit = (max.max(1) as usize + upp - 1) & !(upp - 1);
         while run.len() < limit {
             let Some(&src) = self.jobs[p].pages.get(self.jobs[p].next) else { break };
             self.jobs[p].next += 1;
-            let lpn = dev.array.oob_lpn_raw(Ppn(src));
+            let lpn = dev.array.oob_unit_raw(src);
             if !map.is_live(lpn, src) {
                 continue; // overwritten or trimmed since the job began
             }
@@ -656,7 +706,7 @@ impl PageCore {
                 let page = page?.ok_or_else(|| {
                     Error::invariant("page", format!("GC of {victim} found no free page in its plane"))
                 })?;
-                let room = (self.geo.pages_per_block - self.geo.page_in_block(page)) as usize;
+                let room = ((self.geo.pages_per_block - self.geo.page_in_block(page)) as usize) << self.unit_shift;
                 limit = if map.streams() > 1 { 1 } else { limit.min(room) };
                 dst = Some(page);
             }
@@ -680,11 +730,19 @@ impl PageCore {
         now: SimTime,
     ) -> Result<SimTime> {
         let logical = self.logical;
-        let reads_done =
-            dev.copy_run(run, dst, now, |lpn| if lpn.0 >= logical { Cause::Mapping } else { Cause::Gc })?;
+        let cause_of = |lpn: Lpn| if lpn.0 >= logical { Cause::Mapping } else { Cause::Gc };
+        let reads_done = if self.unit_shift == 0 {
+            dev.copy_run(run, dst, now, cause_of)?
+        } else {
+            let upp = 1 << self.unit_shift;
+            self.stats.units_padded += (run.len().next_multiple_of(upp) - run.len()) as u64;
+            dev.copy_units(run, dst, now, cause_of)?
+        };
+        // Packed from `dst` on: the i-th unit lands at unit address
+        // `dst × units per page + i` (the map's value, a PPN for page units).
         for i in 0..run.len() as u32 {
-            let to = Ppn(dst.0 + i);
-            map.moved(dev, dev.array.oob_lpn_raw(to), to, now);
+            let to = (dst.0 << self.unit_shift) + i;
+            map.moved(dev, dev.array.oob_unit_raw(to), Ppn(to), now);
         }
         self.pool.transfer_valid(victim, self.geo.block_of(dst), run.len() as u32, now);
         self.stats.gc_pages_copied += run.len() as u64;
@@ -784,17 +842,18 @@ impl PageCore {
         now: SimTime,
         reads_done: &mut SimTime,
     ) -> Result<()> {
-        const CHUNK: usize = 16;
+        // In pages' worth of units, so only a victim's last page is padded.
+        let chunk = 16usize << self.unit_shift;
         let next = self.pool.likely_victim(plane).map(|b| (b, dev.array.written_pages(b)));
-        let per_chunk = next.map_or(0, |(_, w)| w.div_ceil(live.len().div_ceil(CHUNK).max(1) as u32));
+        let per_chunk = next.map_or(0, |(_, w)| w.div_ceil(live.len().div_ceil(chunk).max(1) as u32));
         let mut prefetched = 0;
         let mut rest = live;
         while !rest.is_empty() {
             let dst = self
                 .next_page(map, dev, plane, now, true)?
                 .ok_or_else(|| Error::invariant("page", format!("GC of {victim} found no free page in its plane")))?;
-            let room = (self.geo.pages_per_block - self.geo.page_in_block(dst)) as usize;
-            let (run, after) = rest.split_at(room.min(rest.len()).min(CHUNK));
+            let room = ((self.geo.pages_per_block - self.geo.page_in_block(dst)) as usize) << self.unit_shift;
+            let (run, after) = rest.split_at(room.min(rest.len()).min(chunk));
             if let Some((b, written)) = next {
                 let end = (prefetched + per_chunk).min(written);
                 self.prefetch_entries(map, dev, b, prefetched..end);
@@ -893,13 +952,18 @@ impl<M: MapTable> Ftl for PageMapped<M> {
     }
 
     fn prefetch(&self, span: Span) {
-        let spp = self.core.geo.sectors_per_page as u64;
+        // Map entries are units (pages with one unit a page).
+        let spp = (self.core.geo.sectors_per_page >> self.core.unit_shift) as u64;
         self.map.prefetch(Lpn(super::split_sector(span.start.0, spp).0 as u32));
     }
 
     fn read(&mut self, dev: &mut Device, span: Span, now: SimTime, mut out: Option<&mut [u8]>) -> Result<SimTime> {
         let (core, map) = (&mut self.core, &mut self.map);
         map.begin_request();
+        if core.unit_shift != 0 {
+            let done = core.read_units(map, dev, span, now, out)?;
+            return Ok(done.max(map.end_request()));
+        }
         let mut done = now;
         for c in page_chunks(span, core.geo.sectors_per_page) {
             let (mut m, known) = map.lookup(core, dev, c.lpn, now)?;
@@ -929,10 +993,29 @@ impl<M: MapTable> Ftl for PageMapped<M> {
         data: Option<&[u8]>,
     ) -> Result<SimTime> {
         self.map.begin_request();
+        if self.core.unit_shift != 0 {
+            let done = self.core.write_units(&mut self.map, dev, &[(span, data)], now, ready)?;
+            return Ok(done.max(self.map.end_request()));
+        }
         let mut done = ready;
         for c in page_chunks(span, self.core.geo.sectors_per_page) {
             done = done.max(self.core.write_page(&mut self.map, dev, c, now, ready, data)?);
         }
+        Ok(done.max(self.map.end_request()))
+    }
+
+    fn write_batch(
+        &mut self,
+        dev: &mut Device,
+        spans: &[(Span, Option<&[u8]>)],
+        now: SimTime,
+        ready: SimTime,
+    ) -> Result<SimTime> {
+        if self.core.unit_shift == 0 {
+            return super::write_each(self, dev, spans, now, ready);
+        }
+        self.map.begin_request();
+        let done = self.core.write_units(&mut self.map, dev, spans, now, ready)?;
         Ok(done.max(self.map.end_request()))
     }
 
@@ -944,14 +1027,16 @@ impl<M: MapTable> Ftl for PageMapped<M> {
         let (core, map) = (&mut self.core, &mut self.map);
         map.begin_request();
         let mut done = now;
-        for lpn in whole_pages(span, core.geo.sectors_per_page) {
-            let (old, known) = map.lookup(core, dev, Lpn(lpn), now)?;
+        // Map entries are units (pages with one unit a page).
+        let pages = whole_pages(span, core.geo.sectors_per_page);
+        for x in pages.start << core.unit_shift..pages.end << core.unit_shift {
+            let (old, known) = map.lookup(core, dev, Lpn(x), now)?;
             done = done.max(known);
             if is_mapped(old) {
-                core.pool.invalidate(core.geo.block_of(Ppn(old)), now);
+                core.pool.invalidate(core.geo.block_of(Ppn(old >> core.unit_shift)), now);
                 core.stats.trimmed_pages += 1;
             }
-            map.set(Lpn(lpn), TRIMMED);
+            map.set(Lpn(x), TRIMMED);
         }
         Ok(done.max(map.end_request()))
     }
@@ -986,8 +1071,18 @@ impl<M: MapTable> Ftl for PageMapped<M> {
     }
 
     fn physical(&self, lpn: Lpn) -> Option<Ppn> {
+        if self.core.unit_shift != 0 {
+            return self.core.physical_unit(&self.map, lpn);
+        }
         let v = self.map.get(lpn.0);
         is_mapped(v).then_some(Ppn(v))
+    }
+
+    fn page_data<'a>(&'a self, dev: &'a Device, lpn: Lpn) -> Option<std::borrow::Cow<'a, [u8]>> {
+        if self.core.unit_shift != 0 {
+            return self.core.page_of_units(&self.map, dev, lpn).map(std::borrow::Cow::Owned);
+        }
+        self.physical(lpn).and_then(|p| dev.array.page_data(p)).map(std::borrow::Cow::Borrowed)
     }
 
     fn check_invariants(&self, dev: &Device) -> Result<()> {
@@ -999,16 +1094,20 @@ impl<M: MapTable> Ftl for PageMapped<M> {
 impl PageCore {
     fn check<M: MapTable>(&self, map: &M, dev: &Device) -> Result<()> {
         let fail = |reason: String| Err(Error::invariant(M::NAME, reason));
+        if !self.staged.is_empty() {
+            return fail(format!("{} units staged between host writes", self.staged.len()));
+        }
         let mut valid = vec![0u32; self.geo.blocks as usize];
         for x in 0..map.entries() {
             let m = map.get(x);
             if !is_mapped(m) {
                 continue;
             }
-            let ppn = Ppn(m);
+            // Unit addresses (PPNs with one unit a page).
+            let ppn = Ppn(m >> self.unit_shift);
             match dev.array.read(ppn) {
-                Ok(l) if l.0 == x => {}
-                _ => return fail(format!("entry {x} maps to {ppn}, whose OOB does not hold it")),
+                Ok(_) if dev.array.oob_unit_raw(m) == x => {}
+                _ => return fail(format!("entry {x} maps to {ppn} (unit {m}), whose OOB does not hold it")),
             }
             valid[self.geo.block_of(ppn).idx()] += 1;
         }

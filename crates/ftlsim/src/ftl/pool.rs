@@ -40,6 +40,8 @@ pub enum BlockState {
 
 pub struct BlockPool {
     blocks_per_plane: u32,
+    /// Units a block holds: its pages, or its mapping units (see
+    /// [`counting_units`](BlockPool::counting_units)); valid counts go to it.
     pages_per_block: u32,
     policy: VictimPolicy,
     d: u32,
@@ -63,8 +65,15 @@ pub struct BlockPool {
 impl BlockPool {
     /// A pool with every block free.
     pub fn new(geo: &Geometry, gc: &GcConfig, seed: u64) -> BlockPool {
+        BlockPool::counting_units(geo, gc, seed, 1)
+    }
+
+    /// A pool whose valid counts are in mapping units, `units_per_page` a
+    /// page (an FTL mapping units smaller than the page).
+    pub fn counting_units(geo: &Geometry, gc: &GcConfig, seed: u64, units_per_page: u32) -> BlockPool {
         let blocks = geo.blocks as usize;
-        let lists = geo.planes as usize * (geo.pages_per_block as usize + 1);
+        let per_block = geo.pages_per_block * units_per_page;
+        let lists = geo.planes as usize * (per_block as usize + 1);
         let free = (0..geo.planes)
             .map(|p| {
                 let first = geo.first_block(PlaneId(p)).0;
@@ -73,7 +82,7 @@ impl BlockPool {
             .collect();
         BlockPool {
             blocks_per_plane: geo.blocks_per_plane,
-            pages_per_block: geo.pages_per_block,
+            pages_per_block: per_block,
             policy: gc.policy,
             d: gc.d,
             rng: SimRng::derived(seed, 0x6763),

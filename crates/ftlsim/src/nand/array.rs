@@ -6,6 +6,13 @@
 //! The OOB LPN array doubles as the page FTL's backward (physical → logical)
 //! map, as in the TRIM paper: storing it twice would double the model's
 //! largest structure for no information.
+//!
+//! With mapping units smaller than the page (`ftl.map_unit_bytes`), OOB holds
+//! one LPN per unit, as drives that map 4 KiB units in 16 KiB pages keep one
+//! per unit in the spare area; the entries of unit `u` of page `p` sit at
+//! `p × units per page + u`, so with one unit a page nothing changes. A page
+//! is still programmed once, whole: its units are written together
+//! ([`program_units`](NandArray::program_units)), unused ones left empty.
 
 use crate::error::{Error, Result};
 use crate::nand::Geometry;
@@ -28,6 +35,8 @@ pub enum Payload<'a> {
 
 pub struct NandArray {
     geo: Geometry,
+    /// log2 of the mapping units per page (0: one LPN a page).
+    unit_shift: u32,
     endurance: u32,
     oob_lpn: Vec<u32>,
     oob_seq: Option<Vec<u64>>,
@@ -39,11 +48,25 @@ pub struct NandArray {
 
 impl NandArray {
     pub fn new(geo: Geometry, endurance: u32, store_payloads: bool, record_sequence: bool) -> NandArray {
+        NandArray::with_units(geo, endurance, store_payloads, record_sequence, 1)
+    }
+
+    /// An array whose OOB holds `units_per_page` (a power of two) LPNs a page.
+    pub fn with_units(
+        geo: Geometry,
+        endurance: u32,
+        store_payloads: bool,
+        record_sequence: bool,
+        units_per_page: u32,
+    ) -> NandArray {
+        assert!(units_per_page.is_power_of_two(), "units per page {units_per_page} is not a power of two");
         let pages = geo.pages as usize;
         let blocks = geo.blocks as usize;
+        let unit_shift = units_per_page.trailing_zeros();
         NandArray {
+            unit_shift,
             endurance,
-            oob_lpn: crate::mem::big_vec(pages, NO_LPN),
+            oob_lpn: crate::mem::big_vec(pages << unit_shift, NO_LPN),
             oob_seq: record_sequence.then(|| vec![0; pages]),
             write_ptr: vec![0; blocks],
             erase_count: vec![0; blocks],
@@ -60,6 +83,12 @@ impl NandArray {
 
     pub fn stores_payloads(&self) -> bool {
         self.payload.is_some()
+    }
+
+    /// Mapping units per page (OOB LPNs a page holds).
+    #[inline]
+    pub fn units_per_page(&self) -> u32 {
+        1 << self.unit_shift
     }
 
     /// Programs the next page of its block, recording `lpn` in OOB.
@@ -91,7 +120,7 @@ impl NandArray {
                 }
             }
         }
-        self.oob_lpn[ppn.idx()] = lpn.0;
+        self.oob_lpn[ppn.idx() << self.unit_shift] = lpn.0;
         if let Some(seq) = &mut self.oob_seq {
             seq[ppn.idx()] = self.next_seq;
         }
@@ -100,12 +129,104 @@ impl NandArray {
         Ok(())
     }
 
+    /// Programs the next page of its block with one LPN per unit in OOB
+    /// (`lpns`, one per unit of the page; [`NO_LPN`] for a unit left empty,
+    /// but the first must hold data) and, in payload mode, `bytes` (a page).
+    pub fn program_units(&mut self, ppn: Ppn, lpns: &[u32], bytes: Option<&[u8]>) -> Result<()> {
+        let (block, page) = self.check_programmable(ppn)?;
+        if lpns.len() != self.units_per_page() as usize || lpns[0] == NO_LPN {
+            return Err(Error::Physics(format!(
+                "program of {ppn}: {lpns:?} is not the LPNs of its {} units, the first holding data",
+                self.units_per_page()
+            )));
+        }
+        if let Some(data) = &mut self.payload {
+            if bytes.is_some_and(|b| b.len() != self.geo.page_size as usize) {
+                return Err(Error::Physics(format!("program of {ppn}: payload is not one page")));
+            }
+            data.write(block.idx(), page as usize, bytes);
+        }
+        let first = ppn.idx() << self.unit_shift;
+        self.oob_lpn[first..first + lpns.len()].copy_from_slice(lpns);
+        if let Some(seq) = &mut self.oob_seq {
+            seq[ppn.idx()] = self.next_seq;
+        }
+        self.next_seq += 1;
+        self.write_ptr[block.idx()] += 1;
+        Ok(())
+    }
+
+    /// Copies units (`src`, unit addresses of readable pages outside the
+    /// destination block) packed into consecutive pages from `dst` on, the
+    /// last page's spare units left empty: GC of sub-page units. Returns
+    /// the pages programmed.
+    pub fn copy_units(&mut self, src: &[u32], dst: Ppn) -> Result<u32> {
+        let upp = self.units_per_page() as usize;
+        let pages = src.len().div_ceil(upp) as u32;
+        let (block, page) = self.check_programmable(dst)?;
+        if page + pages > self.geo.pages_per_block {
+            return Err(Error::Physics(format!(
+                "copy of {} units into {block} from page {page}: the block has {} pages",
+                src.len(),
+                self.geo.pages_per_block
+            )));
+        }
+        // All checked before anything changes, so a refused copy leaves no trace.
+        for &u in src {
+            let from = Ppn(u >> self.unit_shift);
+            self.check_readable(from)?;
+            if self.geo.block_of(from) == block {
+                return Err(Error::Physics(format!("copy of a unit of {block} into itself")));
+            }
+        }
+        let unit_bytes = self.geo.page_size as usize >> self.unit_shift;
+        let mut bytes = vec![0u8; if self.payload.is_some() { self.geo.page_size as usize } else { 0 }];
+        for (i, units) in src.chunks(upp).enumerate() {
+            let to = Ppn(dst.0 + i as u32);
+            let first = to.idx() << self.unit_shift;
+            for (k, &u) in units.iter().enumerate() {
+                self.oob_lpn[first + k] = self.oob_lpn[u as usize];
+                if let Some(data) = self.unit_data(u) {
+                    bytes[k * unit_bytes..(k + 1) * unit_bytes].copy_from_slice(data);
+                }
+            }
+            if let Some(data) = &mut self.payload {
+                bytes[units.len() * unit_bytes..].fill(0);
+                data.write(block.idx(), (page + i as u32) as usize, Some(&bytes));
+            }
+            if let Some(seq) = &mut self.oob_seq {
+                seq[to.idx()] = self.next_seq;
+            }
+            self.next_seq += 1;
+        }
+        self.write_ptr[block.idx()] += pages as u16;
+        Ok(pages)
+    }
+
+    /// The raw OOB LPN word of unit address `u` (page × units per page +
+    /// unit; [`NO_LPN`] when erased or empty). With one unit a page, `u` is
+    /// the PPN.
+    #[inline]
+    pub fn oob_unit_raw(&self, u: u32) -> u32 {
+        self.oob_lpn[u as usize]
+    }
+
+    /// The bytes of unit address `u` (payload mode only).
+    pub fn unit_data(&self, u: u32) -> Option<&[u8]> {
+        let unit_bytes = self.geo.page_size as usize >> self.unit_shift;
+        let slot = (u as usize & ((1 << self.unit_shift) - 1)) * unit_bytes;
+        self.page_data(Ppn(u >> self.unit_shift)).map(|p| &p[slot..slot + unit_bytes])
+    }
+
     /// Copies programmed pages of one block (`src`, ascending or not) into
     /// consecutive pages of another from `dst` on: GC's copy loop as one
     /// call, with the checks of [`read`](Self::read) and
     /// [`program`](Self::program) made once per run where they can be.
     pub fn copy_run(&mut self, src: &[u32], dst: Ppn) -> Result<()> {
         let Some(&first_src) = src.first() else { return Ok(()) };
+        if self.unit_shift != 0 {
+            return Err(Error::Physics("whole-page copy of pages holding sub-page units: copy units instead".into()));
+        }
         let (block, page) = self.check_programmable(dst)?;
         if page + src.len() as u32 > self.geo.pages_per_block {
             return Err(Error::Physics(format!(
@@ -163,7 +284,7 @@ impl NandArray {
     #[inline]
     pub fn read(&self, ppn: Ppn) -> Result<Lpn> {
         self.check_readable(ppn)?;
-        Ok(Lpn(self.oob_lpn[ppn.idx()]))
+        Ok(Lpn(self.oob_lpn[ppn.idx() << self.unit_shift]))
     }
 
     #[inline]
@@ -193,7 +314,7 @@ impl NandArray {
         *count += 1;
         let first = self.geo.ppn(block, 0).idx();
         let used = self.write_ptr[block.idx()] as usize;
-        self.oob_lpn[first..first + used].fill(NO_LPN);
+        self.oob_lpn[first << self.unit_shift..(first + used) << self.unit_shift].fill(NO_LPN);
         self.write_ptr[block.idx()] = 0;
         Ok(())
     }
@@ -201,20 +322,21 @@ impl NandArray {
     /// The LPN recorded in a page's OOB, `None` for an erased page.
     #[inline]
     pub fn oob_lpn(&self, ppn: Ppn) -> Option<Lpn> {
-        let v = self.oob_lpn[ppn.idx()];
+        let v = self.oob_lpn[ppn.idx() << self.unit_shift];
         (v != NO_LPN).then_some(Lpn(v))
     }
 
-    /// The raw OOB LPN word of a page ([`NO_LPN`] when erased).
+    /// The raw OOB LPN word of a page ([`NO_LPN`] when erased), its first
+    /// unit's with units smaller than the page.
     #[inline]
     pub fn oob_lpn_raw(&self, ppn: Ppn) -> u32 {
-        self.oob_lpn[ppn.idx()]
+        self.oob_lpn[ppn.idx() << self.unit_shift]
     }
 
     /// The program sequence number of a page, when recording is on.
     pub fn oob_seq(&self, ppn: Ppn) -> Option<u64> {
         let seq = self.oob_seq.as_ref()?;
-        (self.oob_lpn[ppn.idx()] != NO_LPN).then(|| seq[ppn.idx()])
+        (self.oob_lpn[ppn.idx() << self.unit_shift] != NO_LPN).then(|| seq[ppn.idx()])
     }
 
     /// Pages programmed in a block since its last erase.
@@ -339,6 +461,64 @@ mod tests {
         assert_eq!(a.oob_lpn(Ppn(6)), None);
         a.copy_run(&[0, 1], Ppn(6)).unwrap();
         assert_eq!(a.read(Ppn(7)).unwrap(), Lpn(2));
+    }
+
+    /// Four 512-byte units a 2 KiB page.
+    fn unit_array() -> NandArray {
+        let geo = Geometry::new(&GeometryConfig {
+            channels: 1,
+            chips_per_channel: 1,
+            dies_per_chip: 1,
+            planes_per_die: 1,
+            blocks_per_plane: 4,
+            pages_per_block: 4,
+            page_size: 2048,
+        });
+        NandArray::with_units(geo, 3, true, true, 4)
+    }
+
+    #[test]
+    fn pages_of_units_are_programmed_whole_with_one_lpn_a_unit() {
+        let mut a = unit_array();
+        let page: Vec<u8> = (0..2048).map(|i| (i / 512) as u8 + 1).collect();
+        let refused = |a: &mut NandArray, ppn: u32, lpns: &[u32]| {
+            a.program_units(Ppn(ppn), lpns, Some(&page)).unwrap_err().to_string()
+        };
+        assert!(refused(&mut a, 0, &[5, 9]).contains("units"));
+        assert!(refused(&mut a, 0, &[NO_LPN, 9, 1, 2]).contains("first holding data"));
+        a.program_units(Ppn(0), &[5, 9, NO_LPN, NO_LPN], Some(&page)).unwrap();
+        assert!(refused(&mut a, 0, &[1, 2, 3, 4]).contains("not erased"));
+        assert_eq!([0, 1, 2, 3].map(|u| a.oob_unit_raw(u)), [5, 9, NO_LPN, NO_LPN]);
+        assert_eq!(a.read(Ppn(0)).unwrap(), Lpn(5));
+        assert_eq!(a.unit_data(1).unwrap(), &[2; 512][..]);
+        assert!(a.copy_run(&[0], Ppn(4)).unwrap_err().to_string().contains("copy units"));
+    }
+
+    #[test]
+    fn copy_units_packs_units_of_several_pages_and_checks_first() {
+        let mut a = unit_array();
+        let page = |b: u8| vec![b; 2048];
+        a.program_units(Ppn(0), &[10, 11, 12, 13], Some(&page(1))).unwrap();
+        a.program_units(Ppn(1), &[20, 21, 22, 23], Some(&page(2))).unwrap();
+        // Refused copies change nothing.
+        assert!(a.copy_units(&[1, 9], Ppn(4)).unwrap_err().to_string().contains("never programmed"));
+        assert!(a.copy_units(&[1], Ppn(2)).unwrap_err().to_string().contains("into itself"));
+        assert!(a.copy_units(&[1; 20], Ppn(4)).unwrap_err().to_string().contains("the block has 4 pages"));
+        assert_eq!(a.written_pages(BlockId(1)), 0);
+        // Five units: one full page, one holding a unit and three empty.
+        assert_eq!(a.copy_units(&[1, 3, 4, 6, 7], Ppn(4)).unwrap(), 2);
+        assert_eq!(
+            (16..24).map(|u| a.oob_unit_raw(u)).collect::<Vec<_>>(),
+            [11, 13, 20, 22, 23, NO_LPN, NO_LPN, NO_LPN]
+        );
+        assert_eq!(a.unit_data(17).unwrap(), &[1; 512][..]);
+        assert_eq!(a.unit_data(18).unwrap(), &[2; 512][..]);
+        assert_eq!(a.unit_data(21).unwrap(), &[0; 512][..]);
+        assert_eq!(a.written_pages(BlockId(1)), 2);
+        assert!(a.oob_seq(Ppn(5)).unwrap() > a.oob_seq(Ppn(4)).unwrap());
+        a.erase(BlockId(0)).unwrap();
+        assert!((0..8).all(|u| a.oob_unit_raw(u) == NO_LPN));
+        assert_eq!(a.oob_unit_raw(16), 11);
     }
 
     #[test]

@@ -12,6 +12,6 @@ mod geometry;
 mod payload;
 mod timing;
 
-pub use array::{NandArray, Payload};
+pub use array::{NO_LPN, NandArray, Payload};
 pub use geometry::{Address, Geometry};
 pub use timing::Timing;

@@ -168,6 +168,9 @@ pub struct Report {
     pub placed_reads: u64,
     pub trimmed_pages: u64,
     pub rmw_reads: u64,
+    /// Sub-page mapping units programmed empty (the last page of a write
+    /// call, destaged batch or GC run, when not full).
+    pub units_padded: u64,
     /// Erase counts over all blocks over the drive's life (preconditioning included).
     pub erase_count: EraseStats,
     /// Blocks opened for programming during the run (TRIM paper's N_pb).
