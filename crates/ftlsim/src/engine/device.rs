@@ -254,9 +254,15 @@ impl Device {
         payload: Payload<'_>,
     ) -> Result<SimTime> {
         self.array.program(ppn, lpn, payload)?;
+        Ok(self.programmed(ppn, not_before, cause))
+    }
+
+    /// Counts and times the program of `ppn` the array has just recorded.
+    #[inline]
+    fn programmed(&mut self, ppn: Ppn, not_before: SimTime, cause: Cause) -> SimTime {
         self.count_program(ppn, cause);
         let (ch, unit) = self.resources(self.geometry().block_of(ppn));
-        Ok(self.time_program(ch, unit, not_before, cause))
+        self.time_program(ch, unit, not_before, cause)
     }
 
     /// Copies programmed pages of one block into consecutive pages from
@@ -302,9 +308,7 @@ impl Device {
         bytes: Option<&[u8]>,
     ) -> Result<SimTime> {
         self.array.program_units(ppn, lpns, bytes)?;
-        self.count_program(ppn, cause);
-        let (ch, unit) = self.resources(self.geometry().block_of(ppn));
-        Ok(self.time_program(ch, unit, not_before, cause))
+        Ok(self.programmed(ppn, not_before, cause))
     }
 
     /// Copies sub-page units (unit addresses, grouped by source page) packed

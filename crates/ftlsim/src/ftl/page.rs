@@ -44,9 +44,9 @@
 //!
 //! **Mapping units smaller than the page** (`ftl.map_unit_bytes`, e.g. 4 KiB
 //! units in 16 KiB pages, as drives that map 4 KiB in larger pages do): the
-//! forward map holds one entry per unit, a unit address `PPN × units per page
-//! + slot`; the OOB holds one LPN per unit (the backward map); pool valid
-//! counts are in units. A write call's units (or a batch the write buffer
+//! forward map holds one entry per unit, a unit address
+//! `PPN × units per page + slot`; the OOB holds one LPN per unit (the
+//! backward map); pool valid counts are in units. A write call's units (or a batch the write buffer
 //! destages) are staged and packed, units of any LPNs, into a page that is
 //! programmed whole once full; the last partial page of a call is padded
 //! (`units_padded`). A partial unit is read-modify-written. A read reads the
@@ -623,7 +623,7 @@ impl PageCore {
         // Enough copies per host page that the job is done when the host
         // has filled what the victim frees (in units: a host page is that
         // many units).
-        job.rate = (COPY * live << self.unit_shift).div_ceil(ppb.saturating_sub(live).max(1));
+        job.rate = ((COPY * live) << self.unit_shift).div_ceil(ppb.saturating_sub(live).max(1));
         self.jobs[plane.idx()] = job;
         dev.wake(plane);
     }
@@ -868,6 +868,28 @@ impl PageCore {
         Ok(())
     }
 
+    /// Looks up the entry a write of `lpn` replaces; a partial write of a
+    /// mapped one reads its old page first (read-modify-write). Returns the
+    /// old entry and when the write's data may go to flash.
+    #[inline]
+    fn lookup_for_write<M: MapTable>(
+        &mut self,
+        map: &mut M,
+        dev: &mut Device,
+        lpn: Lpn,
+        full: bool,
+        now: SimTime,
+        ready: SimTime,
+    ) -> Result<(u32, SimTime)> {
+        let (old, known) = map.lookup(self, dev, lpn, now)?;
+        let mut start = if M::SERIAL_WRITES { ready.max(known) } else { ready };
+        if !full && is_mapped(old) {
+            start = dev.read(Ppn(old >> self.unit_shift), start.max(known), Cause::Host)?;
+            self.stats.rmw_reads += 1;
+        }
+        Ok((old, start))
+    }
+
     fn write_page<M: MapTable>(
         &mut self,
         map: &mut M,
@@ -877,12 +899,8 @@ impl PageCore {
         ready: SimTime,
         data: Option<&[u8]>,
     ) -> Result<SimTime> {
-        let (old, known) = map.lookup(self, dev, c.lpn, now)?;
-        let mut start = if M::SERIAL_WRITES { ready.max(known) } else { ready };
-        if !c.is_full_page(self.geo.sectors_per_page) && is_mapped(old) {
-            start = dev.read(Ppn(old), start.max(known), Cause::Host)?;
-            self.stats.rmw_reads += 1;
-        }
+        let full = c.is_full_page(self.geo.sectors_per_page);
+        let (old, start) = self.lookup_for_write(map, dev, c.lpn, full, now, ready)?;
         // Assemble a partial page now: GC below may move or erase the old page.
         if let Some(data) = data.filter(|_| !c.is_full_page(self.geo.sectors_per_page)) {
             // Only a mapped page has data: NEVER and TRIMMED are not page numbers.

@@ -374,17 +374,21 @@ mod tests {
     use super::*;
     use crate::config::GeometryConfig;
 
-    fn array(payloads: bool) -> NandArray {
-        let geo = Geometry::new(&GeometryConfig {
+    /// One plane of 4 blocks of 4 pages of `page_size` bytes.
+    fn geometry(page_size: u32) -> Geometry {
+        Geometry::new(&GeometryConfig {
             channels: 1,
             chips_per_channel: 1,
             dies_per_chip: 1,
             planes_per_die: 1,
             blocks_per_plane: 4,
             pages_per_block: 4,
-            page_size: 512,
-        });
-        NandArray::new(geo, 3, payloads, payloads)
+            page_size,
+        })
+    }
+
+    fn array(payloads: bool) -> NandArray {
+        NandArray::new(geometry(512), 3, payloads, payloads)
     }
 
     #[test]
@@ -465,16 +469,7 @@ mod tests {
 
     /// Four 512-byte units a 2 KiB page.
     fn unit_array() -> NandArray {
-        let geo = Geometry::new(&GeometryConfig {
-            channels: 1,
-            chips_per_channel: 1,
-            dies_per_chip: 1,
-            planes_per_die: 1,
-            blocks_per_plane: 4,
-            pages_per_block: 4,
-            page_size: 2048,
-        });
-        NandArray::with_units(geo, 3, true, true, 4)
+        NandArray::with_units(geometry(2048), 3, true, true, 4)
     }
 
     #[test]

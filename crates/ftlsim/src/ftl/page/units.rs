@@ -61,13 +61,8 @@ impl PageCore {
         ready: SimTime,
         data: Option<&[u8]>,
     ) -> Result<SimTime> {
-        let (old, known) = map.lookup(self, dev, c.lpn, now)?;
-        let mut start = if M::SERIAL_WRITES { ready.max(known) } else { ready };
         let full = c.sectors == self.sectors_per_unit();
-        if !full && is_mapped(old) {
-            start = dev.read(Ppn(old >> self.unit_shift), start.max(known), Cause::Host)?;
-            self.stats.rmw_reads += 1;
-        }
+        let (old, start) = self.lookup_for_write(map, dev, c.lpn, full, now, ready)?;
         if let Some(data) = data {
             let ub = self.unit_bytes();
             let at = self.staged.len() * ub;
