@@ -12,9 +12,10 @@
 //! A write goes to the plane whose array is free soonest
 //! (`ftl.allocation = "dynamic"`, ties broken in stripe order) or rotates
 //! over the planes in the configured stripe order (`"static"`), one active
-//! block per plane for host writes; blocking GC's copies go there too, a
-//! preemptible job's into a second active block of the plane (so copies
-//! made between host pages still cluster data that survived GC). Each plane keeps a
+//! block per plane shared by host writes and GC copies (with
+//! `gc.frontier = "separate"`, a preemptible job's copies go to a second
+//! active block of the plane, so copies made between host pages still
+//! cluster data that survived GC, as blocking GC's runs of copies do). Each plane keeps a
 //! reserve of free blocks for GC's copies (`gc.threshold` of its spare
 //! blocks, at least `gc.min_free_blocks`). GC reclaims victims chosen by the
 //! shared [`BlockPool`] policy, copying valid pages within the plane:
@@ -64,7 +65,7 @@
 
 use super::pool::{BlockPool, BlockState};
 use super::{Ftl, FtlStats, PageChunk, Span, page_chunks, whole_pages};
-use crate::config::{Allocation, Config, GcMode, StripeUnit, UnwrittenReads};
+use crate::config::{Allocation, Config, GcFrontier, GcMode, StripeUnit, UnwrittenReads};
 use crate::engine::{Cause, Device};
 use crate::error::{Error, Result};
 use crate::nand::{Geometry, Payload};
@@ -351,11 +352,10 @@ const EARLY_PREFETCH: u32 = 16;
 impl PageCore {
     fn new(cfg: &Config, dev: &Device, map_streams: usize) -> Result<PageCore> {
         let geo = dev.geometry().clone();
-        // A job's copies, made a few at a time between host pages, get a
-        // block of their own: interleaved with host pages they would mix
-        // data that survived GC (cold) with fresh (hot) data in every block,
-        // which blocking GC's runs of copies do not.
-        let gc_frontier = cfg.gc.mode == GcMode::Preemptible && map_streams == 1;
+        // `gc.frontier = "separate"`: a job's copies, made a few at a time
+        // between host pages, get a block of their own (see `GcFrontier`).
+        let gc_frontier =
+            cfg.gc.mode == GcMode::Preemptible && cfg.gc.frontier == GcFrontier::Separate && map_streams == 1;
         let streams = map_streams + gc_frontier as usize;
         let unit_shift = cfg.units_per_page().trailing_zeros();
         if dev.array.units_per_page() != cfg.units_per_page() {
