@@ -1039,6 +1039,21 @@ fn hostile_counts_and_sizes_are_one_line_errors() {
     fails_with(six([max, max, max, max, max, 65280]), &["geometry.", "overflows 64 bits"]);
     let payloads = ["--set", "geometry.page_size=2147483648", "--set", "nand.store_payloads=true"];
     fails_with(small(&[&payloads[..], &["--workload", "rw=randwrite,ios=10"]].concat()), &["nand.store_payloads"]);
+    // Values that used to be accepted without a bound.
+    let w = ["--workload", "rw=randwrite,ios=10"];
+    for (set, want) in [
+        ("ftl.trim_list_groups=4000000000", "ftl.trim_list_groups: 4000000000 must be in 1..=1073741824"),
+        ("pcm.write_queue=4000000000", "pcm.write_queue: 4000000000 must be in 1..=65536"),
+        ("ftl.cache_bytes=100000000000000", "ftl.cache_bytes: 100000000000000 bytes is more than the 1099511627776"),
+        ("host.time_scale=1e300", "host.time_scale: 1e300 must be a factor in [0, 1e6]"),
+    ] {
+        fails_with(small(&[&w[..], &["--set", set]].concat()), &[want]);
+    }
+    fails_with(
+        small(&[&w[..], &["--set", "gc.policy=\"d-choices\"", "--set", "gc.d=4000000000"]].concat()),
+        &["gc.d: 4000000000 must be in 1..=", "(geometry.blocks_per_plane)"],
+    );
+    fails_with(small(&["--trace", msr, "--time-scale", "1e300"]), &["host.time_scale", "1e6"]);
 }
 
 /// Inputs that used to read as nothing, or lose data without a count.
