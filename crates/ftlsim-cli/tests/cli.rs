@@ -1089,3 +1089,31 @@ fn empty_truncated_and_odd_traces_are_refused_or_counted() {
         (Some(1), Some(1))
     );
 }
+
+/// `--power-cut` on an FTL that recovers by scanning OOB: the report gives
+/// each recovery, whose flash time the configured reads bound.
+#[test]
+fn page_ftl_recovers_from_power_cuts_on_the_command_line() {
+    for ftl in ["page", "hat", "fast"] {
+        let r = report(&[
+            "--ftl",
+            ftl,
+            "--workload",
+            "rw=randwrite,bs=4k,ios=3000",
+            "--power-cut",
+            "after=1000",
+            "--power-cut",
+            "after=2000",
+        ]);
+        let cuts = r["power_cuts"].as_array().unwrap_or_else(|| panic!("{ftl}: no power_cuts: {r}"));
+        assert_eq!(cuts.len(), 2, "{ftl}");
+        for c in cuts {
+            let scanned = int(c, "pages_scanned");
+            assert!(scanned > 0, "{ftl}: {c}");
+            // hat-table4: 20 µs reads on 4 channels × 4 dies × 4 planes, each
+            // plane its own array unit (plane_parallel): a floor.
+            let us = num(c, "recovery_us");
+            assert!(us >= scanned as f64 * 20.0 / 64.0, "{ftl}: {us} µs for {scanned} pages: {c}");
+        }
+    }
+}

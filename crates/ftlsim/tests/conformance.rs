@@ -875,15 +875,31 @@ fn dac_power_cuts() {
 }
 
 #[test]
+fn block_power_cuts() {
+    check_oob_recovery("block", &["geometry.channels=2", "ftl.striping=page"]);
+}
+
+#[test]
+fn bast_power_cuts() {
+    check_oob_recovery("bast", &["geometry.channels=2", "ftl.striping=block", "ftl.log_blocks=2"]);
+}
+
+#[test]
+fn fast_power_cuts() {
+    check_oob_recovery("fast", &["geometry.channels=2", "ftl.striping=page"]);
+}
+
+#[test]
+fn fast_power_cuts_trimming_at_once_and_placing_reads() {
+    check_oob_recovery("fast", &["ftl.trim_mode=immediate", "host.unwritten_reads=place"]);
+}
+
+#[test]
 fn ftls_without_recovery_refuse_a_power_cut() {
     let mu = mu_ram(16, 2, 1024);
-    for (name, extra) in [
-        ("block", vec![]),
-        ("fast", vec![]),
-        ("bast", vec![]),
-        ("mu", vec![mu.as_str(), "ftl.mu_bitmap_cache_bytes=16"]),
-        ("superblock", vec!["ftl.superblock_blocks=8"]),
-    ] {
+    for (name, extra) in
+        [("mu", vec![mu.as_str(), "ftl.mu_bitmap_cache_bytes=16"]), ("superblock", vec!["ftl.superblock_blocks=8"])]
+    {
         let mut sim = Simulation::new(config(name, &extra)).unwrap();
         let e = sim.power_cut(SimTime(5)).unwrap_err().to_string();
         assert!(e.contains("power_cut") && e.contains(name) && e.contains("crash recovery"), "{e}");

@@ -154,7 +154,7 @@ pub struct HostConfig {
     pub unwritten_reads: UnwrittenReads,
     /// Power cuts during a run, each `at=TIME` (simulated, with a unit:
     /// ns, us, ms, s) or `after=N` (host commands served): the drive loses
-    /// everything volatile and its FTL recovers (`page`, `dftl`, `hat`, `dac` and `coftl`).
+    /// everything volatile and its FTL recovers (every FTL but `mu` and `superblock`).
     #[serde(default)]
     pub power_cuts: Vec<String>,
     /// LBA ranges one TRIM command carries at most: 64 for ATA DSM as in
@@ -861,7 +861,7 @@ impl Config {
         if !(self.host.time_scale.is_finite() && (0.0..=limits::MAX_TIME_SCALE).contains(&self.host.time_scale)) {
             return Err(Error::config(
                 "host.time_scale",
-                format!("{} must be a factor in [0, {:e}]", self.host.time_scale, limits::MAX_TIME_SCALE),
+                format!("{:e} must be a factor in [0, {:e}]", self.host.time_scale, limits::MAX_TIME_SCALE),
             ));
         }
         if !(1..=limits::MAX_QUEUE_DEPTH).contains(&self.host.queue_depth) {

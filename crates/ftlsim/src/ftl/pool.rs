@@ -217,6 +217,17 @@ impl BlockPool {
     /// pages, a GC candidate, and a partly written one is left active for
     /// the FTL to write on or [`close`](Self::close); those are returned.
     pub fn restore(&mut self, written: &[u32], valid: &[u32], now: SimTime) -> Vec<BlockId> {
+        self.rebuild(written, valid, now, true)
+    }
+
+    /// As [`restore`](Self::restore), but every block with a page
+    /// programmed is left active (the block-mapped FTLs keep their data and
+    /// log blocks out of the victim index).
+    pub fn restore_in_use(&mut self, written: &[u32], valid: &[u32]) {
+        self.rebuild(written, valid, SimTime::ZERO, false);
+    }
+
+    fn rebuild(&mut self, written: &[u32], valid: &[u32], now: SimTime, close_full: bool) -> Vec<BlockId> {
         self.state.fill(BlockState::Free);
         self.valid.fill(0);
         self.prev.fill(NIL);
@@ -236,6 +247,9 @@ impl BlockPool {
             }
             self.valid[b] = valid[b] as u16;
             self.state[b] = BlockState::Active;
+            if !close_full {
+                continue;
+            }
             if written[b] < self.pages_per_block {
                 partial.push(block);
             } else {

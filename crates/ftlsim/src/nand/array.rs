@@ -31,6 +31,10 @@ pub enum Payload<'a> {
     Bytes(&'a [u8]),
     /// The current contents of another, still-programmed page (GC copies).
     CopyFrom(Ppn),
+    /// No data, programmed only to keep a block's pages in order (a pad):
+    /// zeros, with sequence number 0 in OOB, older than any copy of its
+    /// LPN that holds data, so crash recovery never prefers it.
+    Pad,
 }
 
 /// What reading a page's OOB finds (crash recovery's scan).
@@ -105,7 +109,7 @@ impl NandArray {
             let size = self.geo.page_size as usize;
             let dst = (block.idx(), page as usize);
             match payload {
-                Payload::None => data.write(dst.0, dst.1, None),
+                Payload::None | Payload::Pad => data.write(dst.0, dst.1, None),
                 Payload::Bytes(bytes) => {
                     if bytes.len() != size {
                         return Err(Error::Physics(format!(
@@ -123,7 +127,7 @@ impl NandArray {
         }
         self.oob_lpn[ppn.idx()] = lpn.0;
         if let Some(seq) = &mut self.oob_seq {
-            seq[ppn.idx()] = self.next_seq;
+            seq[ppn.idx()] = if matches!(payload, Payload::Pad) { 0 } else { self.next_seq };
         }
         self.next_seq += 1;
         self.write_ptr[block.idx()] += 1;
