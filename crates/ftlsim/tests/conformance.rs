@@ -79,25 +79,7 @@ struct Case {
 }
 
 /// The tiny drive: 1 channel, 2 planes × 16 blocks × 8 pages of 1 KiB.
-const BASE: &str = r#"
-name = "conformance"
-overprovisioning = 0.35
-[geometry]
-channels = 1
-planes_per_die = 2
-blocks_per_plane = 16
-pages_per_block = 8
-page_size = 1024
-[timing]
-read_us = 20.0
-program_us = 200.0
-erase_us = 1500.0
-bus_ns_per_byte = 1.0
-[nand]
-store_payloads = true
-[host]
-unwritten_reads = "zero"
-"#;
+const BASE: &str = include_str!("drives/tiny.toml");
 
 fn config(ftl_name: &str, overrides: &[&str]) -> Config {
     let mut all = vec![format!("ftl.name=\"{ftl_name}\"")];
