@@ -827,6 +827,7 @@ fn check_oob_recovery(ftl_name: &str, overrides: &[&str]) {
     for buffer in [None, Some(WRITE_BUFFER)] {
         let all: Vec<&str> = overrides.iter().copied().chain(buffer).collect();
         let cuts = check_ftl_with_power_cuts(ftl_name, &all);
+        eprintln!("{ftl_name} {all:?}: {cuts} power cuts");
         assert!(cuts >= 1000, "{ftl_name} {all:?}: {cuts} power cuts");
     }
 }
