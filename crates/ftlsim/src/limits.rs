@@ -16,7 +16,7 @@
 //! | `pcm.write_queue` | [`MAX_PCM_WRITE_QUEUE`] |
 //! | `gc.d` | `geometry.blocks_per_plane` (more samples than blocks add nothing) |
 //! | `ftl.cache_bytes`, `ftl.mu_bitmap_cache_bytes`, `ftl.coftl_cache_bytes` | [`MAX_CONTROLLER_RAM_BYTES`] |
-//! | `host.time_scale`, `--time-scale` | [`MAX_TIME_SCALE`] |
+//! | `host.time_scale`, `--time-scale` | any finite factor; an arrival it scales past the simulated clock is refused naming the request and the key |
 //! | `geometry.*` | a page count that fits 32 bits, at most [`MAX_ARRAY_UNITS`] planes, and tables (and payloads, when stored) that fit this machine's memory ([`check_memory`]) |
 
 use crate::error::{Error, Result};
@@ -50,10 +50,6 @@ pub const MAX_PCM_WRITE_QUEUE: u32 = MAX_QUEUE_DEPTH;
 /// most 1 TiB: far beyond any drive's DRAM, small enough that sizes
 /// derived from it cannot overflow.
 pub const MAX_CONTROLLER_RAM_BYTES: u64 = 1 << 40;
-
-/// Trace inter-arrival times stretched at most a million-fold: a second of
-/// trace becomes 11.6 days, and the 64-bit nanosecond clock keeps room.
-pub const MAX_TIME_SCALE: f64 = 1e6;
 
 /// Simulator memory per physical page (forward and reverse maps, OOB,
 /// validity), a floor across the FTLs.
