@@ -1061,6 +1061,24 @@ fn hostile_counts_and_sizes_are_one_line_errors() {
     fails_with(six([max, max, max, max, max, 65280]), &["geometry.", "overflows 64 bits"]);
     let payloads = ["--set", "geometry.page_size=2147483648", "--set", "nand.store_payloads=true"];
     fails_with(small(&[&payloads[..], &["--workload", "rw=randwrite,ios=10"]].concat()), &["nand.store_payloads"]);
+    // Values that used to be accepted without a bound.
+    let w = ["--workload", "rw=randwrite,ios=10"];
+    for (set, want) in [
+        ("ftl.trim_list_groups=4000000000", "ftl.trim_list_groups: 4000000000 must be in 1..=1073741824"),
+        ("pcm.write_queue=4000000000", "pcm.write_queue: 4000000000 must be in 1..=65536"),
+        ("ftl.cache_bytes=100000000000000", "ftl.cache_bytes: 100000000000000 bytes is more than the 1099511627776"),
+    ] {
+        fails_with(small(&[&w[..], &["--set", set]].concat()), &[want]);
+    }
+    fails_with(
+        small(&[&w[..], &["--set", "gc.policy=\"d-choices\"", "--set", "gc.d=4000000000"]].concat()),
+        &["gc.d: 4000000000 must be in 1..=", "(geometry.blocks_per_plane)"],
+    );
+    // Any finite factor is valid; arrivals it pushes past the clock are refused.
+    fails_with(
+        small(&["--trace", msr, "--out-of-range", "wrap", "--time-scale", "1e300"]),
+        &["beyond the", "host.time_scale"],
+    );
 }
 
 /// Inputs that used to read as nothing, or lose data without a count.
@@ -1095,4 +1113,32 @@ fn empty_truncated_and_odd_traces_are_refused_or_counted() {
         (r["input"]["clamped_timestamps"].as_u64(), r["input"]["zero_length_requests"].as_u64()),
         (Some(1), Some(1))
     );
+}
+
+/// `--power-cut` on an FTL that recovers by scanning OOB: the report gives
+/// each recovery, whose flash time the configured reads bound.
+#[test]
+fn page_ftl_recovers_from_power_cuts_on_the_command_line() {
+    for ftl in ["page", "hat", "fast"] {
+        let r = report(&[
+            "--ftl",
+            ftl,
+            "--workload",
+            "rw=randwrite,bs=4k,ios=3000",
+            "--power-cut",
+            "after=1000",
+            "--power-cut",
+            "after=2000",
+        ]);
+        let cuts = r["power_cuts"].as_array().unwrap_or_else(|| panic!("{ftl}: no power_cuts: {r}"));
+        assert_eq!(cuts.len(), 2, "{ftl}");
+        for c in cuts {
+            let scanned = int(c, "pages_scanned");
+            assert!(scanned > 0, "{ftl}: {c}");
+            // hat-table4: 20 µs reads on 4 channels × 4 dies × 4 planes, each
+            // plane its own array unit (plane_parallel): a floor.
+            let us = num(c, "recovery_us");
+            assert!(us >= scanned as f64 * 20.0 / 64.0, "{ftl}: {us} µs for {scanned} pages: {c}");
+        }
+    }
 }

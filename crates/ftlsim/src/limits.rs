@@ -12,6 +12,11 @@
 //! | `--precondition overwrite=` | [`MAX_OVERWRITE`] × the filled space |
 //! | one trace line (after gzip decompression) | [`MAX_LINE_BYTES`] |
 //! | `cache.bytes` | the drive's logical capacity |
+//! | `ftl.trim_list_groups` | [`MAX_TRIM_LIST_GROUPS`] |
+//! | `pcm.write_queue` | [`MAX_PCM_WRITE_QUEUE`] |
+//! | `gc.d` | `geometry.blocks_per_plane` (more samples than blocks add nothing) |
+//! | `ftl.cache_bytes`, `ftl.mu_bitmap_cache_bytes`, `ftl.coftl_cache_bytes` | [`MAX_CONTROLLER_RAM_BYTES`] |
+//! | `host.time_scale`, `--time-scale` | any finite factor; an arrival it scales past the simulated clock is refused naming the request and the key |
 //! | `geometry.*` | a page count that fits 32 bits, at most [`MAX_ARRAY_UNITS`] planes, and tables (and payloads, when stored) that fit this machine's memory ([`check_memory`]) |
 
 use crate::error::{Error, Result};
@@ -32,6 +37,19 @@ pub const MAX_LINE_BYTES: usize = 1 << 20;
 /// Planes (array units) of a drive at most: each has its own timeline and
 /// block pool. Real drives have a few thousand at most.
 pub const MAX_ARRAY_UNITS: u64 = 1 << 20;
+
+/// Hash buckets of FAST's TRIM list at most: one per 4 KiB page of a 4 TiB
+/// drive; each bucket is a list head in memory.
+pub const MAX_TRIM_LIST_GROUPS: u32 = 1 << 30;
+
+/// Mapping-entry writes the controller holds for the PCM at most: as many
+/// as commands a host keeps outstanding.
+pub const MAX_PCM_WRITE_QUEUE: u32 = MAX_QUEUE_DEPTH;
+
+/// A controller-RAM cache (mapping cache, bitmap cache, data cache) of at
+/// most 1 TiB: far beyond any drive's DRAM, small enough that sizes
+/// derived from it cannot overflow.
+pub const MAX_CONTROLLER_RAM_BYTES: u64 = 1 << 40;
 
 /// Simulator memory per physical page (forward and reverse maps, OOB,
 /// validity), a floor across the FTLs.

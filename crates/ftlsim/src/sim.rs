@@ -145,10 +145,13 @@ pub struct Simulation {
 
 /// What must survive a power cut: per logical page, the program sequence
 /// number of its data as of the last completed FLUSH (0: nothing to keep),
-/// and the pages written or trimmed since.
+/// the pages written or trimmed since, and what FLUSHes issued but perhaps
+/// not completed will make durable once they complete (when, and each
+/// page's sequence number).
 struct Durability {
     flushed_seq: Vec<u64>,
     pending: Vec<u32>,
+    flushing: Vec<(SimTime, Vec<(u32, u64)>)>,
 }
 
 impl Simulation {
@@ -169,12 +172,20 @@ impl Simulation {
             Nanos::from_us_f64(cfg.pcm.write_us),
             cfg.pcm.write_queue,
         );
+        let mut dev = dev;
+        if cfg.nand.records_sequence() {
+            // A power cut can be made on this drive: programs in flight then tear.
+            dev.track_power_cuts();
+        }
         let ftl = ftl::build(&cfg.ftl.name, &cfg, &dev)?;
         let ctrl = Controller::new(&cfg, &dev);
         let trim = TrimModel::new(&cfg, cfg.nand.store_payloads);
         let cuts = cfg.host.power_cuts.iter().map(|c| c.parse()).collect::<Result<Vec<PowerCutAt>>>()?;
-        let durability = (!cuts.is_empty())
-            .then(|| Durability { flushed_seq: vec![0; cfg.logical_pages() as usize], pending: Vec::new() });
+        let durability = (!cuts.is_empty()).then(|| Durability {
+            flushed_seq: vec![0; cfg.logical_pages() as usize],
+            pending: Vec::new(),
+            flushing: Vec::new(),
+        });
         Ok(Simulation {
             cuts,
             durability,
@@ -302,6 +313,7 @@ impl Simulation {
                 capacity: self.logical_sectors,
             });
         }
+        self.dev.no_cut_before(issue);
         let span = Span { start: cmd.start, sectors: cmd.sectors };
         let bytes = cmd.sectors * SECTOR_BYTES;
         for (buf, what) in [(data.map(<[u8]>::len), "write data"), (out.as_deref().map(<[u8]>::len), "read buffer")] {
@@ -527,8 +539,9 @@ impl Simulation {
                 let mut ranges = std::mem::take(&mut self.trim_ranges);
                 let gathered = self.gather_ranges(cmd, &mut ahead, src, opts, &mut index, &mut ranges);
                 let served = gathered.and_then(|()| self.submit_trim(&ranges, issue));
+                let done = served.as_ref().copied().unwrap_or(issue);
                 for r in &ranges {
-                    self.track_durability(&HostCmd { start: r.start, sectors: r.sectors, ..cmd });
+                    self.track_durability(&HostCmd { start: r.start, sectors: r.sectors, ..cmd }, done);
                 }
                 let pages = ranges.iter().map(|r| self.span_pages(r.start, r.sectors)).sum();
                 let bytes = ranges.iter().map(|r| r.sectors * SECTOR_BYTES).sum();
@@ -536,7 +549,7 @@ impl Simulation {
                 (served?, pages, bytes)
             } else {
                 let done = self.submit(&cmd, issue, None, None)?;
-                self.track_durability(&cmd);
+                self.track_durability(&cmd, done);
                 (done, self.pages_touched(&cmd), cmd.sectors * SECTOR_BYTES)
             };
             arrivals.complete(done);
@@ -585,16 +598,34 @@ impl Simulation {
                 PowerCutAt::Time(t) => t,
                 PowerCutAt::AfterCommands(_) => issue,
             };
+            self.flushes_done_by(at, true);
             let mut r = self.power_cut(at)?;
             r.after_commands = index;
             r.pages_checked = self.check_durability()?;
             issue = issue.max(r.recovered_at);
             self.recoveries.push(r);
         }
+        // Every cut still to come falls at `issue` or later.
+        self.flushes_done_by(issue, false);
         Ok(issue)
     }
 
-    fn track_durability(&mut self, cmd: &HostCmd) {
+    /// FLUSHes completed by `t` make their pages durable; with `cut`, the
+    /// others never complete (power fails at `t`).
+    fn flushes_done_by(&mut self, t: SimTime, cut: bool) {
+        let Some(d) = self.durability.as_mut() else { return };
+        for (done, pages) in &d.flushing {
+            if *done <= t {
+                for &(lpn, seq) in pages {
+                    d.flushed_seq[lpn as usize] = seq;
+                }
+            }
+        }
+        d.flushing.retain(|(done, _)| !cut && *done > t);
+    }
+
+    /// Notes what a command served until `done` changes for durability.
+    fn track_durability(&mut self, cmd: &HostCmd, done: SimTime) {
         let Some(d) = self.durability.as_mut() else { return };
         let spp = self.cfg.geometry.page_size as u64 / SECTOR_BYTES;
         match cmd.op {
@@ -603,10 +634,15 @@ impl Simulation {
                 d.pending.extend(first as u32..=last as u32);
             }
             Op::Flush => {
-                for lpn in d.pending.drain(..) {
-                    let p = self.ftl.physical(crate::units::Lpn(lpn));
-                    d.flushed_seq[lpn as usize] = p.and_then(|p| self.dev.array.oob_seq(p)).unwrap_or(0);
-                }
+                let pages = d
+                    .pending
+                    .drain(..)
+                    .map(|lpn| {
+                        let p = self.ftl.physical(crate::units::Lpn(lpn));
+                        (lpn, p.and_then(|p| self.dev.array.oob_seq(p)).unwrap_or(0))
+                    })
+                    .collect();
+                d.flushing.push((done, pages));
             }
             _ => {}
         }
@@ -630,9 +666,21 @@ impl Simulation {
             }
             checked += 1;
         }
-        // What recovery found is the durable state now.
+        // What recovery found is the durable state now; every page it maps
+        // must read, and hold data written to that logical page.
         for (lpn, seq) in d.flushed_seq.iter_mut().enumerate() {
             let p = self.ftl.physical(crate::units::Lpn(lpn as u32));
+            if let Some(p) = p {
+                match self.dev.array.read(p) {
+                    Ok(l) if l.0 as usize == lpn => {}
+                    got => {
+                        return Err(Error::invariant(
+                            "power cut",
+                            format!("logical page {lpn} recovered at {p}, which reads {got:?}"),
+                        ));
+                    }
+                }
+            }
             *seq = p.and_then(|p| self.dev.array.oob_seq(p)).unwrap_or(0);
         }
         Ok(checked)

@@ -41,8 +41,11 @@ enum Cmd {
     /// One TRIM command of several ranges.
     Tm(Vec<(u64, u64)>),
     F,
-    /// Power cut (FTLs with crash recovery).
-    P,
+    /// Power cut (FTLs with crash recovery), at the issue of the next
+    /// command (0) or `k`/4 of the way to it from the later of the last
+    /// command's issue and the last FLUSH's completion: into the last
+    /// command's flash work, whose programs then tear.
+    P(u8),
 }
 use Cmd::{F, P, R, T, Tm, W};
 
@@ -76,25 +79,7 @@ struct Case {
 }
 
 /// The tiny drive: 1 channel, 2 planes × 16 blocks × 8 pages of 1 KiB.
-const BASE: &str = r#"
-name = "conformance"
-overprovisioning = 0.35
-[geometry]
-channels = 1
-planes_per_die = 2
-blocks_per_plane = 16
-pages_per_block = 8
-page_size = 1024
-[timing]
-read_us = 20.0
-program_us = 200.0
-erase_us = 1500.0
-bus_ns_per_byte = 1.0
-[nand]
-store_payloads = true
-[host]
-unwritten_reads = "zero"
-"#;
+const BASE: &str = include_str!("drives/tiny.toml");
 
 fn config(ftl_name: &str, overrides: &[&str]) -> Config {
     let mut all = vec![format!("ftl.name=\"{ftl_name}\"")];
@@ -169,13 +154,14 @@ fn run_case_counting(cfg: &Config, case: &Case) -> Result<u64, String> {
     let mut now = SimTime::ZERO;
     let mut durability = Durability::new(&reference);
     let mut cuts = 0;
+    let (mut last_issue, mut flushed_at) = (SimTime::ZERO, SimTime::ZERO);
     for (i, cmd) in case.cmds.iter().enumerate() {
         let (op, start, sectors) = match *cmd {
             W(s, n, _) => (Op::Write, s, n),
             R(s, n) => (Op::Read, s, n),
             T(s, n) => (Op::Trim, s, n),
             Tm(_) => (Op::Trim, 0, 0),
-            F | P => (Op::Flush, 0, 0),
+            F | P(_) => (Op::Flush, 0, 0),
         };
         let host = HostCmd { time: now, op, start: Sector(start), sectors, continued: false };
         let bytes = (start * 512) as usize..((start + sectors) * 512) as usize;
@@ -219,8 +205,10 @@ fn run_case_counting(cfg: &Config, case: &Case) -> Result<u64, String> {
                 durability.flushed(&reference);
                 done
             }
-            P => {
-                let r = sim.power_cut(now).map_err(fail)?;
+            P(k) => {
+                let from = last_issue.max(flushed_at).min(now);
+                let at = SimTime(from.0 + (now.0 - from.0) * k as u64 / 4);
+                let r = sim.power_cut(at).map_err(fail)?;
                 cuts += 1;
                 sim.check_invariants().map_err(|e| format!("after power cut {i}: {e}"))?;
                 let at = r.recovered_at.max(now);
@@ -241,6 +229,10 @@ fn run_case_counting(cfg: &Config, case: &Case) -> Result<u64, String> {
         if done < now {
             return Err(format!("command {i} {cmd:?}: completes at {done:?}, before its issue at {now:?}"));
         }
+        if matches!(cmd, F) {
+            flushed_at = done;
+        }
+        last_issue = now;
         // Closed loop at queue depth 1, with an occasional idle gap.
         now = if i % 7 == 0 { done } else { SimTime(done.0 + 1000) };
         if i % 32 == 31 {
@@ -284,7 +276,7 @@ fn cmds(cap: u64, spp: u64, cuts: bool) -> impl Strategy<Value = Vec<Cmd>> {
         5 => span.clone().prop_map(|(s, n)| R(s, n)),
         3 => span.prop_map(|(s, n)| T(s, n)),
         1 => Just(F),
-        if cuts { 2 } else { 0 } => Just(P),
+        if cuts { 2 } else { 0 } => (0..4u8).prop_map(P),
     ];
     prop::collection::vec(cmd, 100..400)
 }
@@ -348,7 +340,7 @@ fn batched(cmds: &[Cmd], max: u32, window_cmds: u64, spp: u64) -> Vec<Cmd> {
                 R(s, n) => (Op::Read, s, n),
                 T(s, n) => (Op::Trim, s, n),
                 Tm(_) => unreachable!("cases are single-range"),
-                P => unreachable!("batched cases have no power cuts"),
+                P(_) => unreachable!("batched cases have no power cuts"),
                 F => (Op::Flush, 0, 0),
             };
             HostCmd { time, op, start: Sector(start), sectors, continued: false }
@@ -383,7 +375,7 @@ fn reference_reads(cfg: &Config, cmds: &[Cmd]) -> Vec<Vec<u8>> {
             R(s, n) => reads.push(reference[bytes(s, n)].to_vec()),
             T(s, n) => trim_reference(cfg, &mut reference, &[(s, n)], None),
             Tm(ref ranges) => trim_reference(cfg, &mut reference, ranges, None),
-            F | P => {}
+            F | P(_) => {}
         }
     }
     reads.push(reference);
@@ -872,10 +864,72 @@ fn bl_is_block() {
     check_ftl_cases("bl", &["geometry.channels=2"], 16);
 }
 
+/// A write buffer of 8 pages: a cut loses what it holds.
+const WRITE_BUFFER: &str = "cache.bytes=8192";
+
+/// Power cuts on an FTL that rebuilds its map from OOB records, with the
+/// write buffer off and on (each asserting the issue's 1,000 cuts).
+fn check_oob_recovery(ftl_name: &str, overrides: &[&str]) {
+    for buffer in [None, Some(WRITE_BUFFER)] {
+        let all: Vec<&str> = overrides.iter().copied().chain(buffer).collect();
+        let cuts = check_ftl_with_power_cuts(ftl_name, &all);
+        eprintln!("{ftl_name} {all:?}: {cuts} power cuts");
+        assert!(cuts >= 1000, "{ftl_name} {all:?}: {cuts} power cuts");
+    }
+}
+
+#[test]
+fn page_power_cuts() {
+    check_oob_recovery("page", &[]);
+}
+
+#[test]
+fn page_power_cuts_blocking_gc_and_placed_reads() {
+    check_oob_recovery("page", &["gc.mode=\"blocking\"", "host.unwritten_reads=\"place\""]);
+}
+
+#[test]
+fn dftl_power_cuts() {
+    check_oob_recovery("dftl", &[TINY_CACHE]);
+}
+
+#[test]
+fn hat_power_cuts() {
+    check_oob_recovery("hat", &[TINY_CACHE]);
+}
+
+#[test]
+fn dac_power_cuts() {
+    check_oob_recovery("dac", &["ftl.dac_regions=2"]);
+}
+
+#[test]
+fn block_power_cuts() {
+    check_oob_recovery("block", &["geometry.channels=2", "ftl.striping=page"]);
+}
+
+#[test]
+fn bast_power_cuts() {
+    check_oob_recovery("bast", &["geometry.channels=2", "ftl.striping=block", "ftl.log_blocks=2"]);
+}
+
+#[test]
+fn fast_power_cuts() {
+    check_oob_recovery("fast", &["geometry.channels=2", "ftl.striping=page"]);
+}
+
+#[test]
+fn fast_power_cuts_trimming_at_once_and_placing_reads() {
+    check_oob_recovery("fast", &["ftl.trim_mode=immediate", "host.unwritten_reads=place"]);
+}
+
 #[test]
 fn ftls_without_recovery_refuse_a_power_cut() {
-    for name in ["page", "block", "dftl", "hat", "fast", "bast"] {
-        let mut sim = Simulation::new(config(name, &[])).unwrap();
+    let mu = mu_ram(16, 2, 1024);
+    for (name, extra) in
+        [("mu", vec![mu.as_str(), "ftl.mu_bitmap_cache_bytes=16"]), ("superblock", vec!["ftl.superblock_blocks=8"])]
+    {
+        let mut sim = Simulation::new(config(name, &extra)).unwrap();
         let e = sim.power_cut(SimTime(5)).unwrap_err().to_string();
         assert!(e.contains("power_cut") && e.contains(name) && e.contains("crash recovery"), "{e}");
     }

@@ -154,7 +154,7 @@ pub struct HostConfig {
     pub unwritten_reads: UnwrittenReads,
     /// Power cuts during a run, each `at=TIME` (simulated, with a unit:
     /// ns, us, ms, s) or `after=N` (host commands served): the drive loses
-    /// everything volatile and its FTL recovers (`coftl` only so far).
+    /// everything volatile and its FTL recovers (every FTL but `mu` and `superblock`).
     #[serde(default)]
     pub power_cuts: Vec<String>,
     /// LBA ranges one TRIM command carries at most: 64 for ATA DSM as in
@@ -928,11 +928,20 @@ impl Config {
         if self.gc.min_free_blocks < 1 {
             return Err(Error::config("gc.min_free_blocks", "GC needs at least 1 free block to copy into"));
         }
-        if self.gc.d == 0 {
-            return Err(Error::config("gc.d", "must be at least 1"));
+        // d-choices samples `d` blocks of a plane per victim: more than the plane holds adds nothing.
+        let max_d =
+            if self.gc.policy == VictimPolicy::DChoices { self.geometry.blocks_per_plane.max(1) } else { u32::MAX };
+        if !(1..=max_d).contains(&self.gc.d) {
+            return Err(Error::config(
+                "gc.d",
+                format!("{} must be in 1..={} (geometry.blocks_per_plane)", self.gc.d, self.geometry.blocks_per_plane),
+            ));
         }
-        if self.pcm.write_queue == 0 {
-            return Err(Error::config("pcm.write_queue", "must hold at least 1 entry"));
+        if !(1..=limits::MAX_PCM_WRITE_QUEUE).contains(&self.pcm.write_queue) {
+            return Err(Error::config(
+                "pcm.write_queue",
+                format!("{} must be in 1..={}", self.pcm.write_queue, limits::MAX_PCM_WRITE_QUEUE),
+            ));
         }
         if self.nand.endurance == 0 {
             return Err(Error::config("nand.endurance", "must be at least 1 erase cycle"));
@@ -985,8 +994,11 @@ impl Config {
 
     fn validate_hybrid(&self) -> Result<()> {
         let f = &self.ftl;
-        if f.trim_list_groups == 0 {
-            return Err(Error::config("ftl.trim_list_groups", "must be at least 1"));
+        if !(1..=limits::MAX_TRIM_LIST_GROUPS).contains(&f.trim_list_groups) {
+            return Err(Error::config(
+                "ftl.trim_list_groups",
+                format!("{} must be in 1..={}", f.trim_list_groups, limits::MAX_TRIM_LIST_GROUPS),
+            ));
         }
         if f.log_blocks == 0 {
             return Err(Error::config("ftl.log_blocks", "BAST needs at least 1 log block per chip"));
@@ -1045,6 +1057,21 @@ impl Config {
         self.validate_map_unit()?;
         if self.ftl.cache_entry_bytes == 0 {
             return Err(Error::config("ftl.cache_entry_bytes", "must be at least 1"));
+        }
+        for (key, bytes) in [
+            ("ftl.cache_bytes", self.ftl.cache_bytes),
+            ("ftl.mu_bitmap_cache_bytes", self.ftl.mu_bitmap_cache_bytes),
+            ("ftl.coftl_cache_bytes", self.ftl.coftl_cache_bytes),
+        ] {
+            if bytes > limits::MAX_CONTROLLER_RAM_BYTES {
+                return Err(Error::config(
+                    key,
+                    format!(
+                        "{bytes} bytes is more than the {} (1 TiB) of controller RAM accepted",
+                        limits::MAX_CONTROLLER_RAM_BYTES
+                    ),
+                ));
+            }
         }
         if self.ftl.cache_entries() == 0 {
             return Err(Error::config(

@@ -22,7 +22,7 @@
 
 use super::calendar::Calendar;
 use crate::error::Result;
-use crate::nand::{Geometry, NandArray, Payload, Timing};
+use crate::nand::{Geometry, NandArray, PageOob, Payload, Timing};
 use crate::units::{BlockId, Lpn, Nanos, PlaneId, Ppn, SimTime};
 use serde::Serialize;
 
@@ -119,6 +119,8 @@ pub struct Device {
     served_from: SimTime,
     /// The longest wait for a channel bus within the current command's work.
     bus_waited: Nanos,
+    /// Programs in flight for power cuts, when they are modelled.
+    power: Option<super::power::PowerTrack>,
 }
 
 impl Device {
@@ -136,6 +138,7 @@ impl Device {
             wakes: Vec::new(),
             served_from: SimTime(u64::MAX),
             bus_waited: Nanos::ZERO,
+            power: None,
             pcm_read: Nanos::ZERO,
             pcm_write: Nanos::ZERO,
             pcm_write_queue: 1,
@@ -154,6 +157,53 @@ impl Device {
         self.pcm_write = write;
         self.pcm_write_queue = write_queue.max(1) as u64;
         self
+    }
+
+    /// Keeps programs' completion times so a power cut can tear those in
+    /// flight ([`cut_power`](Self::cut_power)).
+    pub fn track_power_cuts(&mut self) {
+        self.power.get_or_insert_with(Default::default);
+    }
+
+    /// Power fails at `at`: every program still in flight then is torn
+    /// (see [`super::power`]). Returns the effective time of the cut and
+    /// the pages torn.
+    pub fn cut_power(&mut self, at: SimTime) -> Result<(SimTime, u64)> {
+        let Some(p) = self.power.as_mut() else { return Ok((at, 0)) };
+        let (cut, torn) = p.cut(at);
+        for &ppn in &torn {
+            self.array.tear(ppn)?;
+        }
+        Ok((cut, torn.len() as u64))
+    }
+
+    /// No power cut can fall before `t` any more.
+    pub fn no_cut_before(&mut self, t: SimTime) {
+        if let Some(p) = self.power.as_mut() {
+            p.prune(t);
+        }
+    }
+
+    /// Programs `pages` pages of the system area (outside the FTL's
+    /// geometry: the TRIM log) on the first array unit and channel;
+    /// returns when the last ends.
+    pub fn system_program(&mut self, pages: u64, not_before: SimTime) -> SimTime {
+        let mut done = not_before;
+        for _ in 0..pages {
+            self.counters.programs[Cause::Mapping as usize] += 1;
+            done = self.time_program(0, 0, not_before, Cause::Mapping);
+        }
+        done
+    }
+
+    /// Reads `pages` pages of the system area, as [`system_program`](Self::system_program).
+    pub fn system_read(&mut self, pages: u64, not_before: SimTime) -> SimTime {
+        let mut done = not_before;
+        for _ in 0..pages {
+            self.counters.reads[Cause::Mapping as usize] += 1;
+            done = done.max(self.time_read(0, 0, not_before, Cause::Mapping));
+        }
+        done
     }
 
     /// Reads one mapping entry from PCM; returns when it is known.
@@ -262,7 +312,11 @@ impl Device {
     fn programmed(&mut self, ppn: Ppn, not_before: SimTime, cause: Cause) -> SimTime {
         self.count_program(ppn, cause);
         let (ch, unit) = self.resources(self.geometry().block_of(ppn));
-        self.time_program(ch, unit, not_before, cause)
+        let done = self.time_program(ch, unit, not_before, cause);
+        if let Some(p) = self.power.as_mut() {
+            p.programmed(ppn, done);
+        }
+        done
     }
 
     /// Copies programmed pages of one block into consecutive pages from
@@ -292,7 +346,10 @@ impl Device {
             self.counters.reads[cause as usize] += 1;
             self.counters.programs[cause as usize] += 1;
             reads_done = self.time_read(ch_r, unit_r, not_before, cause);
-            self.time_program(ch_w, unit_w, reads_done, cause);
+            let done = self.time_program(ch_w, unit_w, reads_done, cause);
+            if let Some(p) = self.power.as_mut() {
+                p.programmed(Ppn(dst.0 + i as u32), done);
+            }
         }
         Ok(reads_done)
     }
@@ -366,13 +423,26 @@ impl Device {
         (lpn, self.time_read(ch, unit, not_before, cause))
     }
 
+    /// Reads a page's OOB whatever its state (crash recovery's scan), timed
+    /// and counted as a read.
+    pub fn scan_oob(&mut self, ppn: Ppn, not_before: SimTime, cause: Cause) -> (PageOob, SimTime) {
+        let oob = self.array.oob(ppn);
+        self.counters.reads[cause as usize] += 1;
+        let (ch, unit) = self.resources(self.geometry().block_of(ppn));
+        (oob, self.time_read(ch, unit, not_before, cause))
+    }
+
     /// Erases a block; returns when the erase finishes.
     pub fn erase(&mut self, block: BlockId, not_before: SimTime, cause: Cause) -> Result<SimTime> {
         self.array.erase(block)?;
         self.counters.erases[cause as usize] += 1;
         let (_, unit) = self.resources(block);
         let took = self.timing.command + self.timing.erase;
-        let done = not_before.max(self.unit_free[unit]) + took;
+        let start = not_before.max(self.unit_free[unit]);
+        if let Some(p) = self.power.as_mut() {
+            p.erase_started(start);
+        }
+        let done = start + took;
         self.unit_free[unit] = done;
         self.busy.units[cause as usize] += took.0;
         Ok(done)
@@ -418,6 +488,9 @@ impl Device {
     /// (busy units, GC copies it pays first) and for buses is queueing.
     #[inline]
     pub fn begin_command(&mut self) {
+        if let Some(p) = self.power.as_mut() {
+            p.next_command();
+        }
         self.served_from = SimTime(u64::MAX);
         self.bus_waited = Nanos::ZERO;
     }
@@ -498,6 +571,9 @@ impl Device {
         self.pcm_read_free = SimTime::ZERO;
         self.pcm_write_free = SimTime::ZERO;
         self.pcm = PcmCounters::default();
+        if let Some(p) = self.power.as_mut() {
+            p.reset();
+        }
     }
 }
 

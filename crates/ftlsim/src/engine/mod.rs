@@ -13,6 +13,7 @@
 mod calendar;
 mod device;
 pub mod host;
+pub mod power;
 
 pub use calendar::Calendar;
 pub use device::{BusyTime, CAUSES, Cause, Device, FlashCounters, PcmCounters};

@@ -126,7 +126,7 @@ impl Ftl for Bast {
 
     fn trim(&mut self, dev: &mut Device, span: Span, now: SimTime) -> Result<SimTime> {
         let mut done = now;
-        for key in self.core.trim(span) {
+        for key in self.core.trim(dev, span) {
             if let Some(log) = self.take_log(key) {
                 done = done.max(self.core.erase(dev, log, now, Cause::Gc)?);
             }
@@ -150,6 +150,14 @@ impl Ftl for Bast {
             }
         }
         self.core.check_invariants(dev, |key, block| self.log(key) == Some(block))
+    }
+
+    /// Recovery merges every log block away ([`Hybrid::recover`]).
+    fn power_cut(&mut self, dev: &mut Device, now: SimTime) -> Result<super::RecoveryReport> {
+        let report = self.core.recover(dev, now)?;
+        self.log_of.fill(NONE);
+        self.owners.iter_mut().for_each(VecDeque::clear);
+        Ok(report)
     }
 }
 

@@ -109,7 +109,7 @@ impl Ftl for BlockFtl {
 
     fn trim(&mut self, dev: &mut Device, span: Span, now: SimTime) -> Result<SimTime> {
         let mut done = now;
-        for key in self.core.trim(span) {
+        for key in self.core.trim(dev, span) {
             done = done.max(self.core.drop_dead_data(dev, key, now)?);
         }
         Ok(done)
@@ -121,6 +121,10 @@ impl Ftl for BlockFtl {
 
     fn check_invariants(&self, dev: &Device) -> Result<()> {
         self.core.check_invariants(dev, |_, _| false)
+    }
+
+    fn power_cut(&mut self, dev: &mut Device, now: SimTime) -> Result<super::RecoveryReport> {
+        self.core.recover(dev, now)
     }
 }
 

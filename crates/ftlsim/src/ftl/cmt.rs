@@ -332,6 +332,25 @@ impl CachedMap {
         (e.cur, e.stored) = (value, value);
     }
 
+    /// Power failed: the cache's contents are lost and every entry `x`
+    /// takes `values[x]` as its current and stored value alike. Returns
+    /// the entries whose stored image changed (the caller pays to write
+    /// them back).
+    pub fn recover(&mut self, values: &[u32]) -> Vec<u32> {
+        let c = &self.cache;
+        let mut fresh = MapCache::new(c.ent.len() as u32, c.capacity, c.group_size, NIL);
+        let mut changed = Vec::new();
+        for (x, &v) in values.iter().enumerate() {
+            if c.ent[x].stored != v {
+                changed.push(x as u32);
+            }
+            let e = &mut fresh.ent[x];
+            (e.cur, e.stored) = (v, v);
+        }
+        self.cache = fresh;
+        changed
+    }
+
     /// Controller RAM of the cache and of 16-bit valid counts per block.
     pub fn ram_bytes(&self, geo: &Geometry) -> u64 {
         self.cache.capacity() as u64 * self.entry_bytes + geo.blocks as u64 * 2

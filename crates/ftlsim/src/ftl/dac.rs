@@ -117,6 +117,12 @@ impl MapTable for DacMap {
         self.inner.ram_bytes(geo) + self.region.len() as u64
     }
 
+    /// Regions were RAM: every page starts cold again.
+    fn recover(&mut self, core: &mut PageCore, dev: &mut Device, values: &[u32], now: SimTime) -> Result<SimTime> {
+        self.region.fill(0);
+        self.inner.recover(core, dev, values, now)
+    }
+
     fn streams(&self) -> usize {
         self.regions as usize
     }

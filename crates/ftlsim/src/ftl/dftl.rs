@@ -218,6 +218,25 @@ impl MapTable for DftlMap {
         self.m.ram_bytes(geo) + self.gtd.len() as u64 * 4
     }
 
+    /// The GTD from the translation pages found; translation pages whose
+    /// entries differ from what recovery found are rewritten in the
+    /// background, as GC's deferred rewrites are.
+    fn recover(&mut self, _: &mut PageCore, _: &mut Device, values: &[u32], now: SimTime) -> Result<SimTime> {
+        let (data, tables) = values.split_at(self.logical as usize);
+        self.gtd.copy_from_slice(tables);
+        self.pending.clear();
+        self.is_pending.fill(false);
+        self.fetched.clear();
+        for x in self.m.recover(data) {
+            let t = x / self.epp;
+            if !self.is_pending[t as usize] {
+                self.is_pending[t as usize] = true;
+                self.pending.push(t);
+            }
+        }
+        Ok(now)
+    }
+
     fn check(&self, _dev: &Device) -> Result<()> {
         let flagged = self.is_pending.iter().filter(|&&p| p).count();
         if flagged != self.pending.len() {

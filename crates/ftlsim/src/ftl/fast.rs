@@ -177,7 +177,7 @@ impl Ftl for Fast {
 
     fn trim(&mut self, dev: &mut Device, span: Span, now: SimTime) -> Result<SimTime> {
         let mut done = now;
-        for key in self.core.trim(span) {
+        for key in self.core.trim(dev, span) {
             let chip = self.core.stripes.chip_of(key) as usize;
             if let Some((k, b)) = self.seq_log[chip] {
                 if k == key && self.core.pool.valid(b) == 0 {
@@ -201,6 +201,14 @@ impl Ftl for Fast {
             let chip = self.core.stripes.chip_of(key) as usize;
             self.seq_log[chip] == Some((key, block)) || self.rand_logs[chip].contains(&block)
         })
+    }
+
+    /// Recovery merges every log block away ([`Hybrid::recover`]).
+    fn power_cut(&mut self, dev: &mut Device, now: SimTime) -> Result<super::RecoveryReport> {
+        let report = self.core.recover(dev, now)?;
+        self.seq_log.fill(None);
+        self.rand_logs.iter_mut().for_each(VecDeque::clear);
+        Ok(report)
     }
 }
 

@@ -140,4 +140,11 @@ impl MapTable for HatMap {
     fn check(&self, _dev: &Device) -> Result<()> {
         self.m.check("hat")
     }
+
+    /// PCM entries that differ from what recovery found are rewritten.
+    fn recover(&mut self, _: &mut PageCore, dev: &mut Device, values: &[u32], now: SimTime) -> Result<SimTime> {
+        self.writes_taken = SimTime::ZERO;
+        let changed = self.m.recover(values);
+        Ok(changed.iter().fold(now, |done, _| done.max(dev.pcm_write(now).1)))
+    }
 }

@@ -20,7 +20,10 @@
 //! reports the RAM of the tables it would really keep (data map, log page
 //! maps, TRIM list or per-page bitmap).
 
+mod recovery;
+
 use super::pool::{BlockPool, BlockState};
+use super::recovery::TrimJournal;
 use super::striping::{Stripes, emptiest_plane};
 use super::trim_list::TrimList;
 use super::{FtlStats, PageChunk, Span, page_chunks, whole_pages};
@@ -55,6 +58,8 @@ pub struct Hybrid {
     unwritten: UnwrittenReads,
     /// One page of bytes, for assembling payloads of host writes.
     scratch: Vec<u8>,
+    /// TRIMs not yet durable (see `ftl::recovery`).
+    journal: TrimJournal,
     pub stats: FtlStats,
 }
 
@@ -89,6 +94,7 @@ impl Hybrid {
             trim_enabled: cfg.ftl.trim,
             unwritten: cfg.host.unwritten_reads,
             scratch: if dev.array.stores_payloads() { vec![0; geo.page_size as usize] } else { Vec::new() },
+            journal: TrimJournal::new(dev),
             stats: FtlStats::default(),
             stripes,
             geo,
@@ -153,9 +159,15 @@ impl Hybrid {
         if self.pool.valid(b) != 0 {
             return Err(Error::invariant("hybrid", format!("erase of {b} with {} live pages", self.pool.valid(b))));
         }
-        let done = dev.erase(b, not_before, cause)?;
+        let journalled = self.journal.before_erase(dev, not_before);
+        let done = dev.erase(b, journalled, cause)?;
         self.pool.release(b)?;
         Ok(done)
+    }
+
+    /// A FLUSH: the TRIMs since the last one become durable.
+    pub fn flush(&mut self, dev: &mut Device, now: SimTime) -> SimTime {
+        self.journal.flush(dev, now)
     }
 
     /// Programs `ppn` as the new live copy of `lpn`.
@@ -253,7 +265,7 @@ impl Hybrid {
     /// Programs a page without data to keep a block's pages in order.
     pub fn pad(&mut self, dev: &mut Device, dst: Ppn, lpn: Lpn, t: SimTime, cause: Cause) -> Result<SimTime> {
         self.stats.pages_padded += 1;
-        dev.program(dst, lpn, t, cause, Payload::None)
+        dev.program(dst, lpn, t, cause, Payload::Pad)
     }
 
     /// One past the highest offset of `key` with a live copy (0: none).
@@ -339,7 +351,7 @@ impl Hybrid {
             return Ok(None);
         }
         for o in wp..off {
-            dev.place(self.geo.ppn(b, o), self.lpn(key, o)?, Payload::None)?;
+            dev.place(self.geo.ppn(b, o), self.lpn(key, o)?, Payload::Pad)?;
         }
         let ppn = self.geo.ppn(b, off);
         dev.place(ppn, lpn, Payload::None)?;
@@ -354,16 +366,20 @@ impl Hybrid {
     fn read_hole(&mut self, dev: &mut Device, lpn: Lpn, now: SimTime) -> Result<SimTime> {
         let (key, off) = self.stripes.locate(lpn);
         let b = self.data_block(key).ok_or_else(|| Error::invariant("hybrid", "hole without a data block"))?;
-        dev.read(self.geo.ppn(b, off), now, Cause::Host)
+        // Timed as a read whatever the page holds: a power cut may have torn it.
+        Ok(dev.scan_oob(self.geo.ppn(b, off), now, Cause::Host).1)
     }
 
     /// Applies a TRIM: listed, or unmapped at once. Returns the keys it left
     /// without a live page (immediate mode only), for the scheme to reclaim
     /// their blocks.
-    pub fn trim(&mut self, span: Span) -> Vec<u32> {
+    pub fn trim(&mut self, dev: &Device, span: Span) -> Vec<u32> {
         let pages = whole_pages(span, self.geo.sectors_per_page);
         for lpn in pages.clone().map(Lpn) {
-            self.stats.trimmed_pages += self.live(lpn).is_some() as u64;
+            if self.live(lpn).is_some() {
+                self.stats.trimmed_pages += 1;
+                self.journal.trimmed(dev, lpn.0);
+            }
         }
         if let Some(list) = self.trims.as_mut() {
             let before = list.accesses();
@@ -508,6 +524,10 @@ macro_rules! core_delegates {
 
         fn physical(&self, lpn: crate::units::Lpn) -> Option<crate::units::Ppn> {
             self.core.live(lpn)
+        }
+
+        fn flush(&mut self, dev: &mut Device, now: SimTime) -> Result<SimTime> {
+            Ok(self.core.flush(dev, now))
         }
     };
 }

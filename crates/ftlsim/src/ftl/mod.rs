@@ -21,6 +21,7 @@ pub mod merge;
 pub mod mu;
 pub mod page;
 pub mod pool;
+pub mod recovery;
 pub mod striping;
 pub mod superblock;
 pub mod trim_list;
@@ -127,6 +128,8 @@ pub struct RecoveryReport {
     pub log_pages_read: u64,
     pub free_sets_probed: u64,
     pub pages_scanned: u64,
+    /// Pages whose program the cut interrupted (unreadable since).
+    pub pages_torn: u64,
     /// Wall-clock time the simulator took to recover, ms.
     pub wall_ms: f64,
     /// Pages whose acknowledged and flushed data were checked after it.
@@ -243,7 +246,8 @@ pub trait Ftl: Send {
         Err(Error::config(
             "power_cut",
             format!(
-                "the '{}' FTL does not implement crash recovery yet (coftl does); run it without power cuts",
+                "the '{}' FTL does not implement crash recovery yet (every FTL but mu and superblock does); run it without \
+                 power cuts",
                 self.name()
             ),
         ))

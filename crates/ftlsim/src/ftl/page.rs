@@ -64,6 +64,7 @@
 //! `hat` cache it and pay to reach the rest, with the same data side.
 
 use super::pool::{BlockPool, BlockState};
+use super::recovery::{self, RecoveryReport, TrimJournal};
 use super::{Ftl, FtlStats, PageChunk, Span, page_chunks, whole_pages};
 use crate::config::{Allocation, Config, GcFrontier, GcMode, StripeUnit, UnwrittenReads};
 use crate::engine::{Cause, Device};
@@ -157,6 +158,12 @@ pub trait MapTable: Send + Sized {
         Ok(())
     }
 
+    /// Power failed: the table takes `values` (per entry, a page, or
+    /// `NEVER` or `TRIMMED`), found by crash recovery's scan, and drops
+    /// what it cached; a backing store that differs is brought up to date.
+    /// Returns when the table can serve again.
+    fn recover(&mut self, core: &mut PageCore, dev: &mut Device, values: &[u32], now: SimTime) -> Result<SimTime>;
+
     /// Write streams, each with its own active block per plane (DAC's
     /// regions); 1 for the others.
     fn streams(&self) -> usize {
@@ -248,6 +255,11 @@ impl MapTable for DramMap {
         // Forward map, backward map, and a 16-bit valid counter per block.
         self.fwd.len() as u64 * 4 + geo.pages as u64 * self.units_per_page as u64 * 4 + geo.blocks as u64 * 2
     }
+
+    fn recover(&mut self, _: &mut PageCore, _: &mut Device, values: &[u32], now: SimTime) -> Result<SimTime> {
+        self.fwd.copy_from_slice(values);
+        Ok(now)
+    }
 }
 
 /// The page-mapping FTL: the page-mapped data path over a DRAM forward map.
@@ -297,6 +309,8 @@ pub struct PageCore {
     allocation: Allocation,
     /// Preemptible GC: each plane's job.
     jobs: Vec<GcJob>,
+    /// TRIMs not yet durable (see `recovery`).
+    journal: TrimJournal,
     stats: FtlStats,
     /// log2 of the mapping units per page: 0 (whole pages) unless
     /// `ftl.map_unit_bytes` is below the page size. Map values, OOB
@@ -393,6 +407,7 @@ impl PageCore {
             gc_mode: cfg.gc.mode,
             allocation: cfg.ftl.allocation,
             jobs: (0..geo.planes).map(|_| GcJob { victim: NO_BLOCK, ..GcJob::default() }).collect(),
+            journal: TrimJournal::new(dev),
             stats: FtlStats::default(),
             unit_shift,
             staged: Vec::with_capacity(1 << unit_shift),
@@ -573,7 +588,8 @@ impl PageCore {
         };
         self.live_scratch = live;
         result?;
-        dev.erase(victim, reads_done, cause)?;
+        let journalled = self.journal.before_erase(dev, now);
+        dev.erase(victim, reads_done.max(journalled), cause)?;
         self.pool.release(victim)
     }
 
@@ -660,7 +676,8 @@ impl PageCore {
             return Ok(copied);
         }
         let cause = self.jobs[p].cause.take().unwrap_or(Cause::Gc);
-        dev.erase(victim, now, cause)?;
+        let journalled = self.journal.before_erase(dev, now);
+        dev.erase(victim, journalled, cause)?;
         self.pool.release(victim)?;
         self.jobs[p].victim = NO_BLOCK;
         // The plane may still be below its reserve (victims that freed little).
@@ -1038,7 +1055,8 @@ impl<M: MapTable> Ftl for PageMapped<M> {
     }
 
     fn flush(&mut self, dev: &mut Device, now: SimTime) -> Result<SimTime> {
-        self.map.flush(&mut self.core, dev, now)
+        let done = self.map.flush(&mut self.core, dev, now)?;
+        Ok(done.max(self.core.journal.flush(dev, now)))
     }
 
     fn trim(&mut self, dev: &mut Device, span: Span, now: SimTime) -> Result<SimTime> {
@@ -1053,6 +1071,7 @@ impl<M: MapTable> Ftl for PageMapped<M> {
             if is_mapped(old) {
                 core.pool.invalidate(core.geo.block_of(Ppn(old >> core.unit_shift)), now);
                 core.stats.trimmed_pages += 1;
+                core.journal.trimmed(dev, lpn);
             }
             map.set(Lpn(x), TRIMMED);
         }
@@ -1106,6 +1125,55 @@ impl<M: MapTable> Ftl for PageMapped<M> {
     fn check_invariants(&self, dev: &Device) -> Result<()> {
         self.core.check(&self.map, dev)?;
         self.map.check(dev)
+    }
+
+    /// Rebuilds the map from a scan of every page's OOB
+    /// ([`recovery::scan`]); GC jobs, block states and the map's cache
+    /// start afresh.
+    fn power_cut(&mut self, dev: &mut Device, now: SimTime) -> Result<RecoveryReport> {
+        if self.core.unit_shift > 0 {
+            // The scan reads one LPN per page; units would need one per unit.
+            return Err(Error::config(
+                "ftl.map_unit_bytes",
+                "power cuts are not modelled with mapping units smaller than the page".to_string(),
+            ));
+        }
+        let scan = recovery::scan(dev, now, self.map.entries(), self.core.logical)?;
+        self.core.journal.lose();
+        let values: Vec<u32> = (0..scan.newest.len())
+            .map(|x| match scan.newest[x] {
+                recovery::NONE if scan.trimmed.get(x).copied().unwrap_or(false) => TRIMMED,
+                recovery::NONE => NEVER,
+                p => p,
+            })
+            .collect();
+        let mut report = scan.report;
+        self.core.restore(&scan.written, &scan.valid, report.recovered_at);
+        let done = self.map.recover(&mut self.core, dev, &values, report.recovered_at)?;
+        report.recovery_us += (done - report.recovered_at).as_us_f64();
+        report.recovered_at = done;
+        Ok(report)
+    }
+}
+
+impl PageCore {
+    /// After a power cut: blocks as recovery found them, partly written
+    /// ones active again (in any stream: DAC's regions are lost anyway),
+    /// no GC job.
+    fn restore(&mut self, written: &[u32], valid: &[u32], now: SimTime) {
+        self.active.fill(NO_BLOCK);
+        for b in self.pool.restore(written, valid, now) {
+            let plane = self.geo.plane_of(b).idx();
+            let slots = plane * self.streams..(plane + 1) * self.streams;
+            match slots.into_iter().find(|&s| self.active[s] == NO_BLOCK) {
+                Some(slot) => self.active[slot] = b.0,
+                None => self.pool.close(b, now),
+            }
+        }
+        for job in &mut self.jobs {
+            *job = GcJob { victim: NO_BLOCK, ..GcJob::default() };
+        }
+        (self.stream, self.cursor) = (0, 0);
     }
 }
 

@@ -220,6 +220,54 @@ impl BlockPool {
         Ok(())
     }
 
+    /// Rebuilds the pool after a power cut from what recovery found on
+    /// flash: a block with no page programmed is free (in block order:
+    /// erase ages were RAM), a full one is closed with `valid[b]` valid
+    /// pages, a GC candidate, and a partly written one is left active for
+    /// the FTL to write on or [`close`](Self::close); those are returned.
+    pub fn restore(&mut self, written: &[u32], valid: &[u32], now: SimTime) -> Vec<BlockId> {
+        self.rebuild(written, valid, now, true)
+    }
+
+    /// As [`restore`](Self::restore), but every block with a page
+    /// programmed is left active (the block-mapped FTLs keep their data and
+    /// log blocks out of the victim index).
+    pub fn restore_in_use(&mut self, written: &[u32], valid: &[u32]) {
+        self.rebuild(written, valid, SimTime::ZERO, false);
+    }
+
+    fn rebuild(&mut self, written: &[u32], valid: &[u32], now: SimTime, close_full: bool) -> Vec<BlockId> {
+        self.state.fill(BlockState::Free);
+        self.valid.fill(0);
+        self.prev.fill(NIL);
+        self.next.fill(NIL);
+        self.heads.fill(NIL);
+        self.tails.fill(NIL);
+        self.closed.fill(0);
+        self.free.iter_mut().for_each(VecDeque::clear);
+        self.fifo.iter_mut().for_each(VecDeque::clear);
+        let mut partial = Vec::new();
+        for b in 0..self.state.len() {
+            let block = BlockId(b as u32);
+            if written[b] == 0 {
+                let plane = self.plane_of(block);
+                self.free[plane].push_back(block);
+                continue;
+            }
+            self.valid[b] = valid[b] as u16;
+            self.state[b] = BlockState::Active;
+            if !close_full {
+                continue;
+            }
+            if written[b] < self.pages_per_block {
+                partial.push(block);
+            } else {
+                self.close(block, now);
+            }
+        }
+        partial
+    }
+
     fn link(&mut self, b: BlockId) {
         let l = self.list(self.plane_of(b), self.valid[b.idx()]);
         let tail = self.tails[l];

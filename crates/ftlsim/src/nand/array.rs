@@ -3,6 +3,11 @@
 //! per-page byte; OOB holds each programmed page's LPN (4 B per page) and,
 //! when recording is on, a program sequence number (8 B per page).
 //!
+//! A power cut during a program tears the page ([`NandArray::tear`]): it
+//! stays consumed (its block's write pointer is past it) but no longer
+//! reads, as a page whose ECC fails. Torn pages are rare, so they are kept
+//! in a sorted set rather than a per-page flag.
+//!
 //! The OOB LPN array doubles as the page FTL's backward (physical → logical)
 //! map, as in the TRIM paper: storing it twice would double the model's
 //! largest structure for no information.
@@ -17,7 +22,9 @@
 use crate::error::{Error, Result};
 use crate::nand::Geometry;
 use crate::nand::payload::PayloadStore;
+use crate::nand::trim_log::TrimLog;
 use crate::units::{BlockId, Lpn, Ppn};
+use std::collections::BTreeSet;
 
 /// OOB marker of a page that holds no LPN (erased).
 pub const NO_LPN: u32 = u32::MAX;
@@ -31,6 +38,22 @@ pub enum Payload<'a> {
     Bytes(&'a [u8]),
     /// The current contents of another, still-programmed page (GC copies).
     CopyFrom(Ppn),
+    /// No data, programmed only to keep a block's pages in order (a pad):
+    /// zeros, with sequence number 0 in OOB, older than any copy of its
+    /// LPN that holds data, so crash recovery never prefers it.
+    Pad,
+}
+
+/// What reading a page's OOB finds (crash recovery's scan).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageOob {
+    /// Erased: the block's programmed pages end before it.
+    Erased,
+    /// Programmed, but torn by a power cut: unreadable.
+    Torn,
+    /// Programmed: its LPN and program sequence number (0 when sequence
+    /// recording is off).
+    Programmed { lpn: Lpn, seq: u64 },
 }
 
 pub struct NandArray {
@@ -44,6 +67,10 @@ pub struct NandArray {
     erase_count: Vec<u32>,
     payload: Option<PayloadStore>,
     next_seq: u64,
+    /// Pages torn by power cuts since their block's erase.
+    torn: BTreeSet<u32>,
+    /// The system area's TRIM log (non-volatile).
+    pub trim_log: TrimLog,
 }
 
 impl NandArray {
@@ -73,12 +100,19 @@ impl NandArray {
             payload: store_payloads
                 .then(|| PayloadStore::new(blocks, geo.pages_per_block as usize, geo.page_size as usize)),
             next_seq: 1,
+            torn: BTreeSet::new(),
+            trim_log: TrimLog::default(),
             geo,
         }
     }
 
     pub fn geometry(&self) -> &Geometry {
         &self.geo
+    }
+
+    /// Whether programs record a sequence number in OOB.
+    pub fn records_sequence(&self) -> bool {
+        self.oob_seq.is_some()
     }
 
     pub fn stores_payloads(&self) -> bool {
@@ -104,7 +138,7 @@ impl NandArray {
             let size = self.geo.page_size as usize;
             let dst = (block.idx(), page as usize);
             match payload {
-                Payload::None => data.write(dst.0, dst.1, None),
+                Payload::None | Payload::Pad => data.write(dst.0, dst.1, None),
                 Payload::Bytes(bytes) => {
                     if bytes.len() != size {
                         return Err(Error::Physics(format!(
@@ -122,7 +156,7 @@ impl NandArray {
         }
         self.oob_lpn[ppn.idx() << self.unit_shift] = lpn.0;
         if let Some(seq) = &mut self.oob_seq {
-            seq[ppn.idx()] = self.next_seq;
+            seq[ppn.idx()] = if matches!(payload, Payload::Pad) { 0 } else { self.next_seq };
         }
         self.next_seq += 1;
         self.write_ptr[block.idx()] += 1;
@@ -248,6 +282,9 @@ impl NandArray {
             self.check_readable(Ppn(s))?;
             return Err(Error::Physics(format!("copy run mixes {src_block} with {}", Ppn(s))));
         }
+        if let Some(&s) = src.iter().find(|&&s| !self.torn.is_empty() && self.torn.contains(&s)) {
+            self.check_readable(Ppn(s))?;
+        }
         for (i, &s) in src.iter().enumerate() {
             let d = dst.idx() + i;
             self.oob_lpn[d] = self.oob_lpn[s as usize];
@@ -296,7 +333,45 @@ impl NandArray {
         if self.geo.page_in_block(ppn) >= self.write_ptr[block.idx()] as u32 {
             return Err(Error::Physics(format!("read of {ppn} ({block}): page was never programmed since erase")));
         }
+        if !self.torn.is_empty() && self.torn.contains(&ppn.0) {
+            return Err(Error::Physics(format!(
+                "read of {ppn} ({block}): torn by a power cut during its program (ECC fails)"
+            )));
+        }
         Ok(())
+    }
+
+    /// A power cut interrupted the program of `ppn`: the page stays
+    /// consumed but reads fail from now on, until its block is erased.
+    pub fn tear(&mut self, ppn: Ppn) -> Result<()> {
+        self.check_readable(ppn)?;
+        self.torn.insert(ppn.0);
+        Ok(())
+    }
+
+    /// Pages torn and not yet erased.
+    pub fn torn_pages(&self) -> usize {
+        self.torn.len()
+    }
+
+    /// What a read of `ppn`'s OOB finds.
+    pub fn oob(&self, ppn: Ppn) -> PageOob {
+        let block = self.geo.block_of(ppn);
+        if self.geo.page_in_block(ppn) >= self.write_ptr[block.idx()] as u32 {
+            PageOob::Erased
+        } else if self.torn.contains(&ppn.0) {
+            PageOob::Torn
+        } else {
+            let seq = self.oob_seq.as_ref().map_or(0, |s| s[ppn.idx()]);
+            PageOob::Programmed { lpn: Lpn(self.oob_lpn[ppn.idx() << self.unit_shift]), seq }
+        }
+    }
+
+    /// The sequence number the next program will get: data programmed
+    /// from now on is newer than anything done now (a TRIM's place in
+    /// program order).
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
     }
 
     /// Erases a block: all its pages become programmable again, in order.
@@ -315,15 +390,22 @@ impl NandArray {
         let first = self.geo.ppn(block, 0).idx();
         let used = self.write_ptr[block.idx()] as usize;
         self.oob_lpn[first << self.unit_shift..(first + used) << self.unit_shift].fill(NO_LPN);
+        if !self.torn.is_empty() {
+            let torn: Vec<u32> = self.torn.range(first as u32..(first + used) as u32).copied().collect();
+            for p in torn {
+                self.torn.remove(&p);
+            }
+        }
         self.write_ptr[block.idx()] = 0;
         Ok(())
     }
 
-    /// The LPN recorded in a page's OOB, `None` for an erased page.
+    /// The LPN recorded in a page's OOB, `None` for an erased (or torn)
+    /// page.
     #[inline]
     pub fn oob_lpn(&self, ppn: Ppn) -> Option<Lpn> {
         let v = self.oob_lpn[ppn.idx() << self.unit_shift];
-        (v != NO_LPN).then_some(Lpn(v))
+        (v != NO_LPN && (self.torn.is_empty() || !self.torn.contains(&ppn.0))).then_some(Lpn(v))
     }
 
     /// The raw OOB LPN word of a page ([`NO_LPN`] when erased), its first
@@ -514,6 +596,28 @@ mod tests {
         a.erase(BlockId(0)).unwrap();
         assert!((0..8).all(|u| a.oob_unit_raw(u) == NO_LPN));
         assert_eq!(a.oob_unit_raw(16), 11);
+    }
+
+    #[test]
+    fn torn_pages_stay_consumed_and_unreadable_until_erased() {
+        let mut a = array(true);
+        a.program(Ppn(0), Lpn(3), Payload::Bytes(&[1; 512])).unwrap();
+        a.program(Ppn(1), Lpn(4), Payload::Bytes(&[2; 512])).unwrap();
+        assert!(a.tear(Ppn(2)).is_err(), "an erased page cannot be torn");
+        a.tear(Ppn(1)).unwrap();
+        assert_eq!(a.oob(Ppn(1)), PageOob::Torn);
+        assert_eq!(a.oob(Ppn(2)), PageOob::Erased);
+        assert!(matches!(a.oob(Ppn(0)), PageOob::Programmed { lpn: Lpn(3), seq } if seq > 0));
+        assert!(a.read(Ppn(1)).unwrap_err().to_string().contains("torn"));
+        assert_eq!(a.oob_lpn(Ppn(1)), None);
+        assert!(a.program(Ppn(1), Lpn(4), Payload::None).unwrap_err().to_string().contains("not erased"));
+        assert!(a.copy_run(&[1], Ppn(4)).is_err());
+        a.program(Ppn(2), Lpn(5), Payload::None).unwrap();
+        a.erase(BlockId(0)).unwrap();
+        assert_eq!(a.torn_pages(), 0);
+        a.program(Ppn(0), Lpn(3), Payload::None).unwrap();
+        a.program(Ppn(1), Lpn(3), Payload::None).unwrap();
+        assert_eq!(a.read(Ppn(1)).unwrap(), Lpn(3));
     }
 
     #[test]

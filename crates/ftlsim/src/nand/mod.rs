@@ -11,7 +11,8 @@ mod array;
 mod geometry;
 mod payload;
 mod timing;
+pub mod trim_log;
 
-pub use array::{NO_LPN, NandArray, Payload};
+pub use array::{NO_LPN, NandArray, PageOob, Payload};
 pub use geometry::{Address, Geometry};
 pub use timing::Timing;
