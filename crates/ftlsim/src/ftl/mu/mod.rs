@@ -131,6 +131,8 @@ pub struct Mu {
     /// placed reads, not a modelled table).
     ever: Vec<u64>,
     to_erase: Vec<BlockId>,
+    /// Extents a remap cuts (kept to reuse its allocation).
+    over: Vec<(u32, u32, u32)>,
     scratch: Vec<u8>,
     stats: FtlStats,
     mu: MuStats,
@@ -218,7 +220,7 @@ impl Mu {
         let gc_until = f.gc_until_free.min((spare - parts.count() as u64 - 1) as u32);
         Ok(Mu {
             space: Space::new(geo.clone(), pool),
-            tree: MuTree::new(geo.page_size, read_pages, write_pages, Lpn(logical), BITMAP_KEYS),
+            tree: MuTree::new(&geo, read_pages, write_pages, Lpn(logical), BITMAP_KEYS),
             bitmaps: BitmapCache::new(f.mu_bitmap_cache_bytes),
             parts,
             logical,
@@ -229,6 +231,7 @@ impl Mu {
             unwritten: cfg.host.unwritten_reads,
             ever: vec![0; (logical as usize).div_ceil(64)],
             to_erase: Vec::new(),
+            over: Vec::new(),
             scratch: if dev.array.stores_payloads() { vec![0; geo.page_size as usize] } else { Vec::new() },
             stats: FtlStats::default(),
             mu: MuStats::default(),
@@ -253,16 +256,17 @@ impl Mu {
     /// Returns the pages that were mapped.
     fn remap(&mut self, l: u32, n: u32, new: Option<u32>, host: bool, now: SimTime) -> u64 {
         let end = l + n;
-        let mut over: Vec<(u32, u32, u32)> = Vec::new();
-        if let Some((a, v)) = self.tree.range(..l).next_back() {
+        let mut over = std::mem::take(&mut self.over);
+        over.clear();
+        if let Some((a, v)) = self.tree.before(l) {
             let (q, m) = unpack(v);
             if a + m > l {
                 over.push((a, q, m));
             }
         }
-        over.extend(self.tree.range(l..end).map(|(a, v)| (a, unpack(v).0, unpack(v).1)));
+        over.extend(self.tree.range(l, end).map(|(a, v)| (a, unpack(v).0, unpack(v).1)));
         let mut unmapped = 0;
-        for (a, q, m) in over {
+        for &(a, q, m) in &over {
             let (s, e) = (a.max(l), (a + m).min(end));
             unmapped += (e - s) as u64;
             if host {
@@ -284,6 +288,7 @@ impl Mu {
                 self.tree.insert(end, pack(q + (end - a), a + m - end));
             }
         }
+        self.over = over;
         if let Some(p) = new {
             self.insert_merged(l, p, n);
         }
@@ -292,7 +297,7 @@ impl Mu {
 
     fn insert_merged(&mut self, l: u32, p: u32, n: u32) {
         let (mut k, mut q, mut m) = (l, p, n);
-        if let Some((a, v)) = self.tree.range(..l).next_back() {
+        if let Some((a, v)) = self.tree.before(l) {
             let (pq, pm) = unpack(v);
             if a + pm == l && pq + pm == p && self.same_block(pq, p) {
                 (k, q, m) = (a, pq, pm + n);
@@ -473,15 +478,10 @@ impl Mu {
     fn reclaim(&mut self, dev: &mut Device, victim: BlockId, now: SimTime) -> Result<()> {
         self.stats.gc_invocations += 1;
         self.space.pool.start_reclaim(victim);
-        let first = self.geo.ppn(victim, 0).0;
-        if dev.array.oob_lpn(Ppn(first)) == Some(self.tree.tag()) {
-            let mut done = now;
-            for p in self.tree.live_pages(&self.space, victim) {
-                done = done.max(self.tree.relocate(&mut self.space, dev, p, now)?);
-            }
-            dev.erase(victim, done, Cause::Mapping)?;
-            return self.space.release(victim);
+        if self.tree.owns(victim) {
+            return self.tree.reclaim(&mut self.space, dev, victim, now);
         }
+        let first = self.geo.ppn(victim, 0).0;
         if !self.bitmaps.runs(victim.0).is_empty() {
             self.mu.bitmap_taken_by_gc += 1;
         }
@@ -669,8 +669,7 @@ impl Ftl for Mu {
         let mut s = self.stats.clone();
         let t = &self.tree.stats;
         let mut mu = self.mu.clone();
-        mu.extents = self.tree.count_in(..BITMAP_KEYS) as u64;
-        mu.bitmap_entries = self.tree.count_in(BITMAP_KEYS..) as u64;
+        [mu.extents, mu.bitmap_entries] = self.tree.entry_counts();
         mu.tree_height = self.tree.height();
         mu.tree_node_visits = t.visits;
         mu.tree_cache_hits = t.visit_hits;
@@ -719,7 +718,7 @@ impl Mu {
         let fail = |r: String| Err(Error::invariant("mu", r));
         let mut valid = vec![0u32; self.geo.blocks as usize];
         let mut end = 0;
-        for (a, v) in self.tree.range(..BITMAP_KEYS) {
+        for (a, v) in self.tree.range(0, BITMAP_KEYS) {
             let (q, m) = unpack(v);
             if m == 0 || m > self.geo.pages_per_block || a < end || a + m > self.logical {
                 return fail(format!("extent ⟨{a}, {q}, {m}⟩ is empty, too long, overlaps or leaves the space"));

@@ -6,11 +6,11 @@
 //! entries of 8 B).
 //!
 //! Entries are `u32` keys with a `u64` value (μ-FTL's extents and bitmap
-//! entries, see [`super`]). Each level is an ordered map from a node's low
-//! key to the node; a node covers the keys from its own up to the next
-//! node's and counts its members (entries at the leaves, child nodes above).
-//! A node over capacity splits at its median member; an emptied node is
-//! absorbed by a sibling; the root level is added and dropped as needed.
+//! entries, see [`super`]). Each node covers the keys from its low key up to
+//! its right neighbour's on the same level; leaves hold their entries,
+//! inner nodes their children, both as sorted arrays. A node over capacity
+//! splits at its median member; an emptied node is absorbed by a sibling
+//! under the same parent; the root level is added and dropped as needed.
 //! Simplification: under-full nodes are not rebalanced.
 //!
 //! Flash costs are real device operations under [`Cause::Mapping`]:
@@ -26,27 +26,43 @@
 //!
 //! Flash traffic is also counted by who caused it, for the paper's overhead
 //! split: the data map (extent keys) or the bitmap cache (bitmap keys, from
-//! `bitmap_keys` on); a path is charged by its leaf's keys.
+//! `bitmap_keys` on); a path is charged by its leaf's low key.
+//!
+//! In memory (none of this is modelled controller RAM, which is the caches'
+//! page budget): nodes live in an arena addressed by index and recycled
+//! through a free list, each level threaded left to right; tree pages are
+//! slots of the blocks the tree writes, each listing the nodes whose current
+//! version it holds; both caches are intrusive LRU lists over those indices.
+//! A steady-state operation allocates nothing.
 
-use super::lru::Lru;
+use super::lru::DenseLru;
 use super::space::Space;
 use crate::engine::{Cause, Device};
 use crate::error::{Error, Result};
-use crate::nand::Payload;
+use crate::nand::{Geometry, Payload};
 use crate::units::{BlockId, Lpn, Ppn, SimTime};
-use std::collections::BTreeMap;
-use std::ops::Bound::{Excluded, Unbounded};
-use std::ops::RangeBounds;
 
-const NONE: u32 = u32::MAX;
+const NIL: u32 = u32::MAX;
 /// Bytes of one entry: 4 B key, 4 B value (Fig. 3's 25-bit PPN + 7-bit length).
 pub const ENTRY_BYTES: u32 = 8;
 
-#[derive(Clone, Copy, Debug)]
+/// One node. `keys` are a leaf's entry keys (values in `vals`) or an inner
+/// node's children's low keys (children in `kids`); `keys[0]` of an inner
+/// node is its own low key.
+#[derive(Default)]
 struct Node {
-    count: u32,
-    /// Flash page of the node's current version, or [`NONE`].
+    level: u8,
+    /// The lowest key the node covers; fixed for the node's life.
+    lo: u32,
+    parent: u32,
+    /// Neighbours on the same level, in key order.
+    prev: u32,
+    next: u32,
+    /// Flash page of the node's current version, or [`NIL`].
     page: u32,
+    keys: Vec<u32>,
+    vals: Vec<u64>,
+    kids: Vec<u32>,
 }
 
 /// Tree traffic and cache counters.
@@ -62,16 +78,91 @@ pub struct TreeStats {
     pub relocated: u64,
 }
 
+/// The pages of the blocks the tree writes: per page, whether it is a live
+/// (valid) tree page and the nodes whose current version it holds.
+struct TreePages {
+    geo: Geometry,
+    /// Per device block: its index among tree blocks, or [`NIL`].
+    index_of: Vec<u32>,
+    /// Per tree-block index: the device block, or [`NIL`] when unused.
+    block: Vec<u32>,
+    free: Vec<u32>,
+    /// Per slot (tree-block index × pages per block + page).
+    listed: Vec<bool>,
+    nodes: Vec<Vec<u32>>,
+}
+
+impl TreePages {
+    fn new(geo: &Geometry) -> TreePages {
+        TreePages {
+            geo: geo.clone(),
+            index_of: vec![NIL; geo.blocks as usize],
+            block: Vec::new(),
+            free: Vec::new(),
+            listed: Vec::new(),
+            nodes: Vec::new(),
+        }
+    }
+
+    /// The tree starts writing block `b`.
+    fn open(&mut self, b: BlockId) {
+        let ppb = self.geo.pages_per_block as usize;
+        let i = self.free.pop().unwrap_or_else(|| {
+            self.block.push(NIL);
+            self.listed.resize(self.block.len() * ppb, false);
+            self.nodes.resize_with(self.block.len() * ppb, Vec::new);
+            self.block.len() as u32 - 1
+        });
+        self.block[i as usize] = b.0;
+        self.index_of[b.idx()] = i;
+    }
+
+    /// Block `b`, erased, is the tree's no more.
+    fn close(&mut self, b: BlockId) {
+        let i = std::mem::replace(&mut self.index_of[b.idx()], NIL);
+        debug_assert!(i != NIL, "{b} is not a tree block");
+        self.block[i as usize] = NIL;
+        self.free.push(i);
+    }
+
+    /// The slot of a page of a tree block.
+    #[inline]
+    fn slot(&self, ppn: u32) -> u32 {
+        let i = self.index_of[self.geo.block_of(Ppn(ppn)).idx()];
+        debug_assert!(i != NIL, "page {ppn} is not in a tree block");
+        i * self.geo.pages_per_block + self.geo.page_in_block(Ppn(ppn))
+    }
+
+    fn ppn(&self, slot: u32) -> u32 {
+        let ppb = self.geo.pages_per_block;
+        self.geo.ppn(BlockId(self.block[(slot / ppb) as usize]), slot % ppb).0
+    }
+
+    fn is_listed(&self, ppn: u32) -> bool {
+        let i = self.index_of[self.geo.block_of(Ppn(ppn)).idx()];
+        i != NIL && self.listed[self.slot(ppn) as usize]
+    }
+
+    /// Listed pages (live tree pages, and dead ones not yet released).
+    fn listed(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.listed.len() as u32).filter(|&s| self.listed[s as usize]).map(|s| self.ppn(s))
+    }
+}
+
 pub struct MuTree {
-    entries: BTreeMap<u32, u64>,
-    /// `levels[0]` are the leaves, the last level the root.
-    levels: Vec<BTreeMap<u32, Node>>,
+    nodes: Vec<Node>,
+    free_nodes: Vec<u32>,
+    root: u32,
+    height: u32,
+    /// Entries: `[0]` extents, `[1]` bitmap entries.
+    counts: [u64; 2],
     page_size: u32,
-    /// Tree pages on flash: the nodes (level, key) whose current version each holds.
-    pages: BTreeMap<u32, Vec<(u8, u32)>>,
-    read_cache: Lru,
+    pages: TreePages,
+    /// Tree-page slots.
+    read_cache: DenseLru,
     read_pages: usize,
-    dirty: Lru,
+    /// Dirty leaves (node indices).
+    dirty: DenseLru,
     write_pages: usize,
     update: u32,
     /// Pages whose last node moved out, to be invalidated.
@@ -83,28 +174,58 @@ pub struct MuTree {
     pub stats: TreeStats,
 }
 
+/// Entries of the tree in key order from some key on.
+pub struct Range<'a> {
+    tree: &'a MuTree,
+    leaf: u32,
+    i: usize,
+    end: u32,
+}
+
+impl Iterator for Range<'_> {
+    type Item = (u32, u64);
+
+    fn next(&mut self) -> Option<(u32, u64)> {
+        while self.leaf != NIL {
+            let n = &self.tree.nodes[self.leaf as usize];
+            if let Some(&k) = n.keys.get(self.i) {
+                if k >= self.end {
+                    self.leaf = NIL;
+                    return None;
+                }
+                self.i += 1;
+                return Some((k, n.vals[self.i - 1]));
+            }
+            (self.leaf, self.i) = (n.next, 0);
+        }
+        None
+    }
+}
+
 impl MuTree {
-    pub fn new(page_size: u32, read_pages: u32, write_pages: u32, tag: Lpn, bitmap_keys: u32) -> MuTree {
-        let mut root = BTreeMap::new();
-        root.insert(0, Node { count: 0, page: NONE });
-        MuTree {
-            entries: BTreeMap::new(),
-            levels: vec![root],
-            page_size,
-            pages: BTreeMap::new(),
-            read_cache: Lru::default(),
+    pub fn new(geo: &Geometry, read_pages: u32, write_pages: u32, tag: Lpn, bitmap_keys: u32) -> MuTree {
+        let mut t = MuTree {
+            nodes: Vec::new(),
+            free_nodes: Vec::new(),
+            root: NIL,
+            height: 1,
+            counts: [0; 2],
+            page_size: geo.page_size,
+            pages: TreePages::new(geo),
+            read_cache: DenseLru::new(),
             read_pages: read_pages as usize,
-            dirty: Lru::default(),
+            dirty: DenseLru::new(),
             write_pages: write_pages.max(1) as usize,
-            update: NONE,
+            update: NIL,
             dead: Vec::new(),
             tag,
             bitmap_keys,
             stats: TreeStats::default(),
-        }
+        };
+        t.root = t.new_node(0, 0);
+        t
     }
 
-    /// Members a node of `level` holds (at least 2, so a split makes progress).
     fn cause(&self, key: u32) -> usize {
         (key >= self.bitmap_keys) as usize
     }
@@ -113,11 +234,7 @@ impl MuTree {
         self.tag
     }
 
-    /// Live tree pages.
-    pub fn live_page_list(&self) -> impl Iterator<Item = u32> + '_ {
-        self.pages.keys().copied()
-    }
-
+    /// Members a node of `level` holds (at least 2, so a split makes progress).
     pub fn capacity(&self, level: usize) -> u32 {
         (self.page_size >> (level + 1)).checked_div(ENTRY_BYTES).unwrap_or(0).max(2)
     }
@@ -128,161 +245,287 @@ impl MuTree {
     }
 
     pub fn height(&self) -> u32 {
-        self.levels.len() as u32
+        self.height
     }
 
-    pub fn entry_count(&self) -> usize {
-        self.entries.len()
+    /// Extents (keys below `bitmap_keys`) and bitmap entries in the tree.
+    pub fn entry_counts(&self) -> [u64; 2] {
+        self.counts
     }
 
-    pub fn count_in(&self, keys: impl RangeBounds<u32>) -> usize {
-        self.entries.range(keys).count()
+    /// Live tree pages.
+    pub fn live_page_list(&self) -> impl Iterator<Item = u32> + '_ {
+        self.pages.listed()
+    }
+
+    fn new_node(&mut self, level: u8, lo: u32) -> u32 {
+        let fresh = Node { level, lo, parent: NIL, prev: NIL, next: NIL, page: NIL, ..Node::default() };
+        match self.free_nodes.pop() {
+            Some(i) => {
+                let n = &mut self.nodes[i as usize];
+                // Keep the arrays' capacity: recycled nodes allocate nothing.
+                let (mut keys, mut vals, mut kids) =
+                    (std::mem::take(&mut n.keys), std::mem::take(&mut n.vals), std::mem::take(&mut n.kids));
+                keys.clear();
+                vals.clear();
+                kids.clear();
+                *n = Node { keys, vals, kids, ..fresh };
+                i
+            }
+            None => {
+                self.nodes.push(fresh);
+                self.nodes.len() as u32 - 1
+            }
+        }
+    }
+
+    /// The leaf covering `key`.
+    #[inline]
+    fn leaf_of(&self, key: u32) -> u32 {
+        let mut n = self.root;
+        loop {
+            let node = &self.nodes[n as usize];
+            if node.level == 0 {
+                return n;
+            }
+            n = node.kids[node.keys.partition_point(|&k| k <= key) - 1];
+        }
+    }
+
+    /// The leftmost leaf under node `n`.
+    fn first_leaf(&self, mut n: u32) -> u32 {
+        while self.nodes[n as usize].level > 0 {
+            n = self.nodes[n as usize].kids[0];
+        }
+        n
     }
 
     pub fn get(&self, key: u32) -> Option<u64> {
-        self.entries.get(&key).copied()
+        let n = &self.nodes[self.leaf_of(key) as usize];
+        n.keys.binary_search(&key).ok().map(|i| n.vals[i])
     }
 
     /// The entry with the greatest key `<= key`.
     pub fn floor(&self, key: u32) -> Option<(u32, u64)> {
-        self.entries.range(..=key).next_back().map(|(&k, &v)| (k, v))
+        let mut leaf = self.leaf_of(key);
+        let mut i = self.nodes[leaf as usize].keys.partition_point(|&k| k <= key);
+        // Leaves before may be empty (an only child stays, empty).
+        while i == 0 {
+            leaf = self.nodes[leaf as usize].prev;
+            if leaf == NIL {
+                return None;
+            }
+            i = self.nodes[leaf as usize].keys.len();
+        }
+        let n = &self.nodes[leaf as usize];
+        Some((n.keys[i - 1], n.vals[i - 1]))
     }
 
-    pub fn range(&self, keys: impl RangeBounds<u32>) -> impl DoubleEndedIterator<Item = (u32, u64)> + '_ {
-        self.entries.range(keys).map(|(&k, &v)| (k, v))
+    /// The entry with the greatest key `< key`.
+    pub fn before(&self, key: u32) -> Option<(u32, u64)> {
+        key.checked_sub(1).and_then(|k| self.floor(k))
     }
 
-    fn node_key(&self, level: usize, key: u32) -> u32 {
-        *self.levels[level].range(..=key).next_back().expect("every level has a node at key 0").0
+    /// Entries with keys in `lo..end`, in key order.
+    pub fn range(&self, lo: u32, end: u32) -> Range<'_> {
+        let leaf = self.leaf_of(lo);
+        let i = self.nodes[leaf as usize].keys.partition_point(|&k| k < lo);
+        Range { tree: self, leaf, i, end }
     }
 
-    fn node_mut(&mut self, level: usize, key: u32) -> &mut Node {
-        let k = self.node_key(level, key);
-        self.levels[level].get_mut(&k).expect("node exists")
-    }
-
-    fn next_key(&self, level: usize, key: u32) -> Option<u32> {
-        self.levels[level].range((Excluded(key), Unbounded)).next().map(|(&k, _)| k)
+    /// Every entry, in key order.
+    pub fn entries(&self) -> Range<'_> {
+        Range { tree: self, leaf: self.first_leaf(self.root), i: 0, end: u32::MAX }
     }
 
     /// Visits the path to `key`, paying for nodes neither cached nor dirty;
     /// returns when the leaf is known.
     pub fn lookup(&mut self, dev: &mut Device, key: u32, mut t: SimTime) -> Result<SimTime> {
-        for level in (0..self.levels.len()).rev() {
-            let k = self.node_key(level, key);
-            let page = self.levels[level][&k].page;
+        let mut n = self.root;
+        loop {
+            let node = &self.nodes[n as usize];
+            let (level, page) = (node.level, node.page);
+            let next = if level == 0 { NIL } else { node.kids[node.keys.partition_point(|&k| k <= key) - 1] };
             self.stats.visits += 1;
-            if (level == 0 && self.dirty.contains(k)) || page == NONE || self.read_cache.hit(page) {
+            if (level == 0 && self.dirty.contains(n)) || page == NIL || self.read_cache.hit(self.pages.slot(page)) {
                 self.stats.visit_hits += 1;
-                continue;
+            } else {
+                t = dev.read(Ppn(page), t, Cause::Mapping)?;
+                self.stats.reads[self.cause(key)] += 1;
+                self.read_cache.touch(self.pages.slot(page));
+                self.read_cache.trim_to(self.read_pages);
             }
-            t = dev.read(Ppn(page), t, Cause::Mapping)?;
-            self.stats.reads[self.cause(key)] += 1;
-            self.read_cache.touch(page);
-            self.read_cache.trim_to(self.read_pages);
+            if level == 0 {
+                return Ok(t);
+            }
+            n = next;
         }
-        Ok(t)
-    }
-
-    fn touch_leaf(&mut self, key: u32) {
-        let leaf = self.node_key(0, key);
-        self.dirty.touch(leaf);
     }
 
     /// Inserts or replaces an entry (the caller has looked it up).
     pub fn insert(&mut self, key: u32, value: u64) {
-        if self.entries.insert(key, value).is_none() {
-            self.grow(0, key);
+        let leaf = self.leaf_of(key);
+        let n = &mut self.nodes[leaf as usize];
+        match n.keys.binary_search(&key) {
+            Ok(i) => n.vals[i] = value,
+            Err(i) => {
+                n.keys.insert(i, key);
+                n.vals.insert(i, value);
+                self.counts[self.cause(key)] += 1;
+                self.grow(leaf);
+            }
         }
-        self.touch_leaf(key);
+        let leaf = self.leaf_of(key);
+        self.dirty.touch(leaf);
     }
 
     pub fn remove(&mut self, key: u32) -> Option<u64> {
-        let v = self.entries.remove(&key)?;
-        self.touch_leaf(key);
-        self.shrink(0, key);
+        let leaf = self.leaf_of(key);
+        let n = &mut self.nodes[leaf as usize];
+        let i = n.keys.binary_search(&key).ok()?;
+        n.keys.remove(i);
+        let v = n.vals.remove(i);
+        self.counts[self.cause(key)] -= 1;
+        self.dirty.touch(leaf);
+        self.shrink(leaf);
         Some(v)
     }
 
-    /// The keys of the members of a node of `level` covering `lo..hi`.
-    fn members(&self, level: usize, lo: u32, hi: Option<u32>) -> Box<dyn Iterator<Item = u32> + '_> {
-        let keys = (std::ops::Bound::Included(lo), hi.map_or(Unbounded, Excluded));
+    fn members(&self, n: u32) -> u32 {
+        self.nodes[n as usize].keys.len() as u32
+    }
+
+    /// Node `n` gained a member: split it when full.
+    fn grow(&mut self, n: u32) {
+        let level = self.nodes[n as usize].level;
+        let count = self.members(n);
+        if count <= self.capacity(level as usize) {
+            return;
+        }
+        let half = count as usize / 2;
+        let mid = self.nodes[n as usize].keys[half];
+        let m = self.new_node(level, mid);
+        let (mut keys, mut vals, mut kids) = {
+            let mn = &mut self.nodes[m as usize];
+            (std::mem::take(&mut mn.keys), std::mem::take(&mut mn.vals), std::mem::take(&mut mn.kids))
+        };
+        let nn = &mut self.nodes[n as usize];
+        keys.extend(nn.keys.drain(half..));
         if level == 0 {
-            Box::new(self.entries.range(keys).map(|(&k, _)| k))
+            vals.extend(nn.vals.drain(half..));
         } else {
-            Box::new(self.levels[level - 1].range(keys).map(|(&k, _)| k))
+            kids.extend(nn.kids.drain(half..));
         }
-    }
-
-    /// The node of `level` holding `key` gained a member: split it when full.
-    fn grow(&mut self, level: usize, key: u32) {
-        let lo = self.node_key(level, key);
-        let count = {
-            let n = self.node_mut(level, key);
-            n.count += 1;
-            n.count
-        };
-        if count <= self.capacity(level) {
-            return;
+        let after = std::mem::replace(&mut nn.next, m);
+        let parent = nn.parent;
+        for &k in &kids {
+            self.nodes[k as usize].parent = m;
         }
-        let hi = self.next_key(level, lo);
-        let half = count / 2;
-        let mid = self.members(level, lo, hi).nth(half as usize).expect("a full node has its members");
-        self.levels[level].get_mut(&lo).expect("node exists").count = half;
-        self.levels[level].insert(mid, Node { count: count - half, page: NONE });
+        if after != NIL {
+            self.nodes[after as usize].prev = m;
+        }
+        let mn = &mut self.nodes[m as usize];
+        (mn.keys, mn.vals, mn.kids, mn.prev, mn.next) = (keys, vals, kids, n, after);
         // The new node reaches flash with the path of a leaf under it.
-        self.touch_leaf(mid);
-        if level + 1 == self.levels.len() {
-            let mut root = BTreeMap::new();
-            root.insert(0, Node { count: 2, page: NONE });
-            self.levels.push(root);
+        let leaf = self.first_leaf(m);
+        self.dirty.touch(leaf);
+        if n == self.root {
+            let r = self.new_node(level + 1, 0);
+            let rn = &mut self.nodes[r as usize];
+            rn.keys.extend([0, mid]);
+            rn.kids.extend([n, m]);
+            self.nodes[n as usize].parent = r;
+            self.nodes[m as usize].parent = r;
+            self.root = r;
+            self.height += 1;
         } else {
-            self.grow(level + 1, mid);
+            self.nodes[m as usize].parent = parent;
+            let p = &mut self.nodes[parent as usize];
+            let at = p.keys.partition_point(|&k| k <= mid);
+            p.keys.insert(at, mid);
+            p.kids.insert(at, m);
+            self.grow(parent);
         }
     }
 
-    /// The node of `level` holding `key` lost a member: an emptied node is
-    /// absorbed by a sibling under the same parent.
-    fn shrink(&mut self, level: usize, key: u32) {
-        let lo = self.node_key(level, key);
-        let n = self.node_mut(level, key);
-        n.count -= 1;
-        if n.count > 0 || level + 1 == self.levels.len() {
+    /// Node `n` lost a member: an emptied node is absorbed by a sibling
+    /// under the same parent.
+    fn shrink(&mut self, n: u32) {
+        if self.members(n) > 0 || n == self.root {
             return;
         }
-        let parent_lo = self.node_key(level + 1, lo);
-        let parent_hi = self.next_key(level + 1, parent_lo);
-        let gone = match self.next_key(level, lo).filter(|&s| parent_hi.is_none_or(|h| s < h)) {
-            // The successor's members move into this node's range.
-            Some(s) => {
-                let succ = self.levels[level][&s];
-                self.levels[level].get_mut(&lo).expect("node exists").count = succ.count;
-                s
-            }
-            None if lo != parent_lo => lo,
-            None => return, // the parent's only child stays, empty
+        let (level, parent, prev, succ) = {
+            let nn = &self.nodes[n as usize];
+            (nn.level, nn.parent, nn.prev, nn.next)
         };
-        let page = self.levels[level].remove(&gone).expect("node exists").page;
-        self.forget(level, gone, page);
+        let gone = if succ != NIL && self.nodes[succ as usize].parent == parent {
+            // The successor's members move into this node's range.
+            let (a, b) = two(&mut self.nodes, n, succ);
+            std::mem::swap(&mut a.keys, &mut b.keys);
+            std::mem::swap(&mut a.vals, &mut b.vals);
+            std::mem::swap(&mut a.kids, &mut b.kids);
+            for i in 0..self.nodes[n as usize].kids.len() {
+                let k = self.nodes[n as usize].kids[i];
+                self.nodes[k as usize].parent = n;
+            }
+            succ
+        } else if self.nodes[parent as usize].kids[0] != n {
+            n
+        } else {
+            return; // the parent's only child stays, empty
+        };
+        self.unlink(gone);
+        let page = self.nodes[gone as usize].page;
+        self.forget(gone, page);
         if level == 0 {
             self.dirty.remove(gone);
         }
-        self.touch_leaf(lo);
-        self.shrink(level + 1, gone);
-        let top = self.levels.len() - 1;
-        if top > 0 && self.levels[top].len() == 1 && self.levels[top][&0].count == 1 {
-            let root = self.levels.pop().expect("a top level");
-            self.forget(top, 0, root[&0].page);
+        let covering = match (level, gone == n) {
+            (0, true) => prev,
+            (0, false) => n,
+            _ => {
+                let lo = self.nodes[n as usize].lo;
+                self.leaf_of(lo)
+            }
+        };
+        self.dirty.touch(covering);
+        self.free_nodes.push(gone);
+        self.shrink(parent);
+        let root = self.root;
+        if self.height > 1 && self.members(root) == 1 {
+            let child = self.nodes[root as usize].kids[0];
+            self.nodes[child as usize].parent = NIL;
+            self.root = child;
+            self.height -= 1;
+            let page = self.nodes[root as usize].page;
+            self.forget(root, page);
+            self.free_nodes.push(root);
         }
     }
 
-    /// Node (level, key) no longer lives in `page`.
-    fn forget(&mut self, level: usize, key: u32, page: u32) {
-        if page == NONE {
+    /// Takes node `n` out of its level and its parent.
+    fn unlink(&mut self, n: u32) {
+        let Node { prev, next, parent, lo, .. } = self.nodes[n as usize];
+        if prev != NIL {
+            self.nodes[prev as usize].next = next;
+        }
+        if next != NIL {
+            self.nodes[next as usize].prev = prev;
+        }
+        let p = &mut self.nodes[parent as usize];
+        let at = p.keys.binary_search(&lo).expect("a child is listed in its parent");
+        p.keys.remove(at);
+        p.kids.remove(at);
+    }
+
+    /// Node `n` no longer lives in `page`.
+    fn forget(&mut self, n: u32, page: u32) {
+        if page == NIL {
             return;
         }
-        let nodes = self.pages.get_mut(&page).expect("a node's page is listed");
-        nodes.retain(|&n| n != (level as u8, key));
+        let slot = self.pages.slot(page) as usize;
+        let nodes = &mut self.pages.nodes[slot];
+        nodes.retain(|&x| x != n);
         if nodes.is_empty() {
             self.dead.push(page);
         }
@@ -304,17 +547,18 @@ impl MuTree {
     /// A page of the tree's update block.
     fn alloc(&mut self, space: &mut Space, dev: &Device, now: SimTime) -> Result<Ppn> {
         let ppb = space.geo.pages_per_block;
-        if self.update != NONE {
+        if self.update != NIL {
             let b = BlockId(self.update);
             let used = dev.array.written_pages(b);
             if used < ppb {
                 return Ok(space.geo.ppn(b, used));
             }
             space.pool.close(b, now);
-            self.update = NONE;
+            self.update = NIL;
         }
         let b = space.take_block("μ-Tree")?;
         self.update = b.0;
+        self.pages.open(b);
         Ok(space.geo.ppn(b, 0))
     }
 
@@ -322,18 +566,22 @@ impl MuTree {
     fn write_path(&mut self, space: &mut Space, dev: &mut Device, leaf: u32, t: SimTime) -> Result<()> {
         let ppn = self.alloc(space, dev, t)?;
         dev.program(ppn, self.tag, t, Cause::Mapping, Payload::None)?;
-        self.stats.programs[self.cause(leaf)] += 1;
+        self.stats.programs[self.cause(self.nodes[leaf as usize].lo)] += 1;
         space.pool.add_valid(space.geo.block_of(ppn), t);
-        let mut nodes = Vec::with_capacity(self.levels.len());
-        for level in 0..self.levels.len() {
-            let k = self.node_key(level, leaf);
-            let old = std::mem::replace(&mut self.node_mut(level, leaf).page, ppn.0);
-            self.forget(level, k, old);
-            nodes.push((level as u8, k));
+        let slot = self.pages.slot(ppn.0) as usize;
+        let mut path = std::mem::take(&mut self.pages.nodes[slot]);
+        path.clear();
+        let mut n = leaf;
+        while n != NIL {
+            let old = std::mem::replace(&mut self.nodes[n as usize].page, ppn.0);
+            self.forget(n, old);
+            path.push(n);
+            n = self.nodes[n as usize].parent;
         }
-        self.pages.insert(ppn.0, nodes);
+        self.pages.nodes[slot] = path;
+        self.pages.listed[slot] = true;
         self.dirty.remove(leaf);
-        self.read_cache.touch(ppn.0);
+        self.read_cache.touch(slot as u32);
         self.read_cache.trim_to(self.read_pages);
         Ok(())
     }
@@ -342,109 +590,206 @@ impl MuTree {
     /// left wholly invalid is erased at once.
     pub fn release_dead(&mut self, space: &mut Space, dev: &mut Device, t: SimTime) -> Result<()> {
         while let Some(p) = self.dead.pop() {
-            if self.pages.get(&p).is_none_or(|n| !n.is_empty()) {
+            if !self.pages.is_listed(p) || !self.pages.nodes[self.pages.slot(p) as usize].is_empty() {
                 continue; // rewritten into since, or already gone
             }
-            self.pages.remove(&p);
-            self.read_cache.remove(p);
+            let slot = self.pages.slot(p);
+            self.pages.listed[slot as usize] = false;
+            self.read_cache.remove(slot);
             if space.invalidate(Ppn(p), 1, t) {
                 let b = space.geo.block_of(Ppn(p));
                 dev.erase(b, t, Cause::Mapping)?;
+                self.pages.close(b);
                 space.release(b)?;
             }
         }
         Ok(())
     }
 
-    /// Live tree pages of block `b`.
-    pub fn live_pages(&self, space: &Space, b: BlockId) -> Vec<u32> {
-        let first = space.geo.ppn(b, 0).0;
-        self.pages
-            .range(first..first + space.geo.pages_per_block)
-            .filter(|(_, n)| !n.is_empty())
-            .map(|(&p, _)| p)
-            .collect()
+    /// Whether `b` is a block the tree writes.
+    pub fn owns(&self, b: BlockId) -> bool {
+        self.pages.index_of[b.idx()] != NIL
     }
 
-    /// GC: copies live tree page `src` to a new tree page; returns when the
+    /// GC of tree block `victim`: copies each live page to a new tree page,
+    /// moving its nodes with it, then erases the victim.
+    pub fn reclaim(&mut self, space: &mut Space, dev: &mut Device, victim: BlockId, t: SimTime) -> Result<()> {
+        let mut done = t;
+        for i in 0..space.geo.pages_per_block {
+            let src = space.geo.ppn(victim, i).0;
+            if !self.pages.is_listed(src) {
+                continue;
+            }
+            if self.pages.nodes[self.pages.slot(src) as usize].is_empty() {
+                return Err(Error::invariant("mu", format!("μ-Tree: GC found dead page {src} not yet released")));
+            }
+            done = done.max(self.relocate(space, dev, src, t)?);
+        }
+        dev.erase(victim, done, Cause::Mapping)?;
+        self.pages.close(victim);
+        space.release(victim)
+    }
+
+    /// Copies live tree page `src` to a new tree page; returns when the
     /// source has been read.
-    pub fn relocate(&mut self, space: &mut Space, dev: &mut Device, src: u32, t: SimTime) -> Result<SimTime> {
+    fn relocate(&mut self, space: &mut Space, dev: &mut Device, src: u32, t: SimTime) -> Result<SimTime> {
         let dst = self.alloc(space, dev, t)?;
         let read = dev.copy_run(&[src], dst, t, |_| Cause::Mapping)?;
         self.stats.relocated += 1;
-        let nodes = self.pages.remove(&src).expect("a live tree page");
-        for &(level, key) in &nodes {
-            self.levels[level as usize].get_mut(&key).expect("node exists").page = dst.0;
+        let (from, to) = (self.pages.slot(src) as usize, self.pages.slot(dst.0) as usize);
+        self.pages.nodes.swap(from, to);
+        self.pages.listed[from] = false;
+        self.pages.listed[to] = true;
+        for &n in &self.pages.nodes[to] {
+            self.nodes[n as usize].page = dst.0;
         }
-        self.pages.insert(dst.0, nodes);
-        if self.read_cache.remove(src) {
-            self.read_cache.touch(dst.0);
+        if self.read_cache.remove(from as u32) {
+            self.read_cache.touch(to as u32);
         }
         space.pool.transfer_valid(space.geo.block_of(Ppn(src)), space.geo.block_of(dst), 1, t);
         Ok(read)
     }
 
-    /// The tree's own invariants: member counts, capacities, node pages.
+    /// The tree's own invariants: levels, members and capacities, node
+    /// pages, caches.
     pub fn check(&self, space: &Space, dev: &Device) -> Result<()> {
         let fail = |r: String| Err(Error::invariant("mu", format!("μ-Tree: {r}")));
-        for (level, nodes) in self.levels.iter().enumerate() {
-            if !nodes.contains_key(&0) {
-                return fail(format!("level {level} has no node at key 0"));
+        let root = &self.nodes[self.root as usize];
+        if root.lo != 0 || root.parent != NIL || root.level as u32 + 1 != self.height {
+            return fail(format!("the root covers from {}, has a parent or sits at the wrong level", root.lo));
+        }
+        if self.height > 1 && root.keys.len() < 2 {
+            return fail("a root of one child".into());
+        }
+        let mut counts = [0u64; 2];
+        // Each level, left to right, from its node at key 0.
+        let mut first = self.root;
+        for level in (0..self.height).rev() {
+            let (mut n, mut last) = (first, None);
+            if self.nodes[n as usize].lo != 0 || self.nodes[n as usize].prev != NIL {
+                return fail(format!("level {level} does not start at key 0"));
             }
-            let keys: Vec<u32> = nodes.keys().copied().collect();
-            for (i, (&lo, n)) in nodes.iter().enumerate() {
-                let hi = keys.get(i + 1).copied();
-                let members = self.members(level, lo, hi).count();
-                if members as u32 != n.count || n.count > self.capacity(level) {
-                    return fail(format!(
-                        "node {lo} of level {level} counts {} members, holds {members}, capacity {}",
-                        n.count,
-                        self.capacity(level)
-                    ));
+            while n != NIL {
+                let node = &self.nodes[n as usize];
+                let hi = (node.next != NIL).then(|| self.nodes[node.next as usize].lo);
+                let at = |k: u32| format!("node {} of level {level}", k);
+                if node.level as u32 != level || last.is_some_and(|l| l >= node.lo) {
+                    return fail(format!("{} is out of order or on the wrong level", at(node.lo)));
                 }
-                if n.page != NONE && !self.pages.get(&n.page).is_some_and(|v| v.contains(&(level as u8, lo))) {
-                    return fail(format!("node {lo} of level {level} is in page {} which does not list it", n.page));
+                if node.next != NIL && self.nodes[node.next as usize].prev != n {
+                    return fail(format!("{} is badly linked", at(node.lo)));
                 }
+                let members = node.keys.len() as u32;
+                if members > self.capacity(level as usize) || (members == 0 && level > 0) {
+                    return fail(format!("{} holds {members}, capacity {}", at(node.lo), self.capacity(level as usize)));
+                }
+                if !node.keys.windows(2).all(|w| w[0] < w[1])
+                    || node.keys.first().is_some_and(|&k| k < node.lo)
+                    || node.keys.last().is_some_and(|&k| hi.is_some_and(|h| k >= h))
+                {
+                    return fail(format!("{} holds keys out of order or outside its range", at(node.lo)));
+                }
+                if level == 0 {
+                    if node.vals.len() != node.keys.len() {
+                        return fail(format!("{} has {} values for {} keys", at(node.lo), node.vals.len(), members));
+                    }
+                    for &k in &node.keys {
+                        counts[self.cause(k)] += 1;
+                    }
+                } else {
+                    if node.keys.first() != Some(&node.lo) || node.kids.len() != node.keys.len() {
+                        return fail(format!("{} does not start with its first child", at(node.lo)));
+                    }
+                    for (&k, &c) in node.keys.iter().zip(&node.kids) {
+                        let child = &self.nodes[c as usize];
+                        if child.lo != k || child.parent != n || child.level as u32 + 1 != level {
+                            return fail(format!("{} lists child {k} that does not match", at(node.lo)));
+                        }
+                    }
+                    let last_kid = *node.kids.last().expect("inner nodes have children");
+                    let next_first = if node.next == NIL { NIL } else { self.nodes[node.next as usize].kids[0] };
+                    if self.nodes[last_kid as usize].next != next_first {
+                        return fail(format!("{}'s children are not contiguous on their level", at(node.lo)));
+                    }
+                }
+                if node.page != NIL && !self.pages.nodes[self.pages.slot(node.page) as usize].contains(&n) {
+                    return fail(format!("{} is in page {} which does not list it", at(node.lo), node.page));
+                }
+                (last, n) = (Some(node.lo), node.next);
+            }
+            if level > 0 {
+                first = self.nodes[first as usize].kids[0];
             }
         }
-        if self.levels.len() > 1 && self.levels.last().is_some_and(|r| r.len() != 1) {
-            return fail("the root level has more than one node".into());
+        if counts != self.counts {
+            return fail(format!("counts {:?} entries, holds {counts:?}", self.counts));
         }
-        for (&p, nodes) in &self.pages {
-            if nodes.is_empty() || dev.array.oob_lpn(Ppn(p)) != Some(self.tag) {
+        for p in self.pages.listed() {
+            if self.pages.nodes[self.pages.slot(p) as usize].is_empty() || dev.array.oob_lpn(Ppn(p)) != Some(self.tag) {
                 return fail(format!("page {p} is listed live but holds no node or no tree data"));
             }
         }
         if self.dirty.len() > self.write_pages || self.read_cache.len() > self.read_pages {
             return fail("a cache holds more pages than its capacity".into());
         }
-        if let Some(p) = self.read_cache.keys().find(|p| !self.pages.contains_key(p)) {
-            return fail(format!("read cache holds dead page {p}"));
+        if let Some(n) = self.dirty.keys().find(|&n| self.nodes[n as usize].level != 0 || self.free_nodes.contains(&n))
+        {
+            return fail(format!("the write cache holds node {n}, not a live leaf"));
         }
-        if self.update != NONE && space.pool.state(BlockId(self.update)) != crate::ftl::pool::BlockState::Active {
+        if let Some(s) = self.read_cache.keys().find(|&s| !self.pages.listed[s as usize]) {
+            return fail(format!("read cache holds dead page {}", self.pages.ppn(s)));
+        }
+        if self.update != NIL && space.pool.state(BlockId(self.update)) != crate::ftl::pool::BlockState::Active {
             return fail("the tree's update block is not active".into());
         }
         Ok(())
     }
 }
 
+/// Two distinct nodes, mutably.
+fn two(nodes: &mut [Node], a: u32, b: u32) -> (&mut Node, &mut Node) {
+    let (a, b) = (a as usize, b as usize);
+    assert_ne!(a, b);
+    if a < b {
+        let (l, r) = nodes.split_at_mut(b);
+        (&mut l[a], &mut r[0])
+    } else {
+        let (l, r) = nodes.split_at_mut(a);
+        (&mut r[0], &mut l[b])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::GeometryConfig;
+
+    fn tree(page_size: u32) -> MuTree {
+        let geo = Geometry::new(&GeometryConfig {
+            channels: 1,
+            chips_per_channel: 1,
+            dies_per_chip: 1,
+            planes_per_die: 1,
+            blocks_per_plane: 64,
+            pages_per_block: 8,
+            page_size,
+        });
+        MuTree::new(&geo, 4, 4, Lpn(1 << 30), 1 << 31)
+    }
 
     #[test]
     fn splits_grow_a_root_and_removals_shrink_it() {
         // 512 B pages: leaves of 32 entries, parents of 16.
-        let mut t = MuTree::new(512, 4, 4, Lpn(1 << 30), 1 << 31);
+        let mut t = tree(512);
         for k in 0..100 {
             t.insert(k * 3, k as u64);
         }
         assert_eq!(t.height(), 2);
-        assert!(t.levels[0].len() >= 4, "{} leaves", t.levels[0].len());
+        assert!(t.members(t.root) >= 4, "{} leaves", t.members(t.root));
         for k in 0..100 {
             assert_eq!(t.remove(k * 3), Some(k as u64));
         }
         assert_eq!(t.height(), 1);
-        assert_eq!(t.entry_count(), 0);
+        assert_eq!(t.entry_counts(), [0, 0]);
     }
 }
