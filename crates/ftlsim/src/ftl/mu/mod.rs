@@ -107,6 +107,16 @@ pub struct MuStats {
     pub extent_merges: u64,
 }
 
+/// What a remap makes of the pages it unmaps.
+#[derive(Clone, Copy)]
+enum Old {
+    /// The host overwrote or trimmed them: they become invalid.
+    Invalid,
+    /// GC copied them from this page on: they must be exactly those pages,
+    /// all mapped.
+    MovedFrom(u32),
+}
+
 /// Pages being written into one update block, mapped once the run ends.
 #[derive(Clone, Copy)]
 struct Run {
@@ -131,8 +141,10 @@ pub struct Mu {
     /// placed reads, not a modelled table).
     ever: Vec<u64>,
     to_erase: Vec<BlockId>,
-    /// Extents a remap cuts (kept to reuse its allocation).
+    /// Extents a remap cuts and pages a GC run copies (kept to reuse their
+    /// allocations).
     over: Vec<(u32, u32, u32)>,
+    srcs: Vec<u32>,
     scratch: Vec<u8>,
     stats: FtlStats,
     mu: MuStats,
@@ -232,6 +244,7 @@ impl Mu {
             ever: vec![0; (logical as usize).div_ceil(64)],
             to_erase: Vec::new(),
             over: Vec::new(),
+            srcs: Vec::new(),
             scratch: if dev.array.stores_payloads() { vec![0; geo.page_size as usize] } else { Vec::new() },
             stats: FtlStats::default(),
             mu: MuStats::default(),
@@ -252,9 +265,8 @@ impl Mu {
 
     /// Maps `l..l+n` to `new..` (or unmaps it with `None`): cuts the
     /// overlapped extents, then inserts the new one, merged with contiguous
-    /// neighbours. `host` invalidates the old pages; GC moves them instead.
-    /// Returns the pages that were mapped.
-    fn remap(&mut self, l: u32, n: u32, new: Option<u32>, host: bool, now: SimTime) -> u64 {
+    /// neighbours. Returns the pages that were mapped.
+    fn remap(&mut self, l: u32, n: u32, new: Option<u32>, old: Old, now: SimTime) -> Result<u64> {
         let end = l + n;
         let mut over = std::mem::take(&mut self.over);
         over.clear();
@@ -265,11 +277,25 @@ impl Mu {
             }
         }
         over.extend(self.tree.range(l, end).map(|(a, v)| (a, unpack(v).0, unpack(v).1)));
+        if let Old::MovedFrom(src) = old {
+            // The extents must map exactly `src..` to `l..end`, every page.
+            let mut next = l;
+            for &(a, q, m) in &over {
+                let s = a.max(l);
+                if s != next || q + (s - a) != src + (s - l) {
+                    return Err(self.not_moved(src + (next - l), next));
+                }
+                next = (a + m).min(end);
+            }
+            if next != end {
+                return Err(self.not_moved(src + (next - l), next));
+            }
+        }
         let mut unmapped = 0;
         for &(a, q, m) in &over {
             let (s, e) = (a.max(l), (a + m).min(end));
             unmapped += (e - s) as u64;
-            if host {
+            if let Old::Invalid = old {
                 self.invalidate(q + (s - a), e - s, now);
             }
             let (cut_left, cut_right) = (a < l, a + m > end);
@@ -292,7 +318,11 @@ impl Mu {
         if let Some(p) = new {
             self.insert_merged(l, p, n);
         }
-        unmapped
+        Ok(unmapped)
+    }
+
+    fn not_moved(&self, ppn: u32, lpn: u32) -> Error {
+        Error::invariant("mu", format!("page {ppn} is valid by the bitmaps but the extents map LPN {lpn} elsewhere"))
     }
 
     fn insert_merged(&mut self, l: u32, p: u32, n: u32) {
@@ -417,10 +447,11 @@ impl Mu {
     }
 
     /// Maps the pages of a finished run.
-    fn commit(&mut self, run: &mut Option<Run>, now: SimTime) {
+    fn commit(&mut self, run: &mut Option<Run>, now: SimTime) -> Result<()> {
         if let Some(r) = run.take() {
-            self.remap(r.lpn, r.n, Some(r.ppn), true, now);
+            self.remap(r.lpn, r.n, Some(r.ppn), Old::Invalid, now)?;
         }
+        Ok(())
     }
 
     /// The next page of `lpn`'s partition's update block. Opening a block
@@ -435,7 +466,7 @@ impl Mu {
                     return Ok(self.geo.ppn(b, dev.array.written_pages(b)));
                 }
             }
-            self.commit(run, now);
+            self.commit(run, now)?;
         }
         loop {
             if let Some(b) = self.parts.update_block(part) {
@@ -505,26 +536,17 @@ impl Mu {
                 n += 1;
             }
             let known = self.tree.lookup(dev, lpn, t)?;
-            for k in 0..n as u32 {
-                if self.mapped(lpn + k) != Some(Ppn(src + k)) {
-                    return Err(Error::invariant(
-                        "mu",
-                        format!(
-                            "page {} is valid by the bitmaps but the extents map LPN {} elsewhere",
-                            src + k,
-                            lpn + k
-                        ),
-                    ));
-                }
-            }
             let mut moved = 0;
             while moved < n as u32 {
                 let dst = self.alloc(dev, lpn + moved, now, None)?;
                 let room = self.geo.pages_per_block - self.geo.page_in_block(dst);
                 let k = room.min(n as u32 - moved);
-                let srcs: Vec<u32> = (src + moved..src + moved + k).collect();
+                let mut srcs = std::mem::take(&mut self.srcs);
+                srcs.clear();
+                srcs.extend(src + moved..src + moved + k);
                 done = done.max(dev.copy_run(&srcs, dst, known, |_| Cause::Gc)?);
-                self.remap(lpn + moved, k, Some(dst.0), false, now);
+                self.srcs = srcs;
+                self.remap(lpn + moved, k, Some(dst.0), Old::MovedFrom(src + moved), now)?;
                 self.space.pool.transfer_valid(victim, self.geo.block_of(dst), k, now);
                 self.stats.gc_pages_copied += k as u64;
                 moved += k;
@@ -543,7 +565,7 @@ impl Mu {
         self.space.pool.add_valid(self.geo.block_of(ppn), now);
         self.ever[lpn as usize / 64] |= 1 << (lpn % 64);
         self.stats.placed_reads += 1;
-        self.remap(lpn, 1, Some(ppn.0), true, now);
+        self.remap(lpn, 1, Some(ppn.0), Old::Invalid, now)?;
         Ok(ppn)
     }
 
@@ -634,12 +656,12 @@ impl Ftl for Mu {
                 }
                 other => {
                     let mut other = other;
-                    self.commit(&mut other, now);
+                    self.commit(&mut other, now)?;
                     Some(Run { lpn: c.lpn.0, ppn: ppn.0, n: 1 })
                 }
             };
         }
-        self.commit(&mut run, now);
+        self.commit(&mut run, now)?;
         self.finish(dev, now)?;
         Ok(done)
     }
@@ -650,7 +672,7 @@ impl Ftl for Mu {
             return Ok(now);
         }
         let known = self.tree.lookup(dev, pages.start, now)?;
-        self.stats.trimmed_pages += self.remap(pages.start, pages.end - pages.start, None, true, now);
+        self.stats.trimmed_pages += self.remap(pages.start, pages.end - pages.start, None, Old::Invalid, now)?;
         self.finish(dev, now)?;
         Ok(known)
     }

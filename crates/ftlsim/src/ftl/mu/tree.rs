@@ -9,9 +9,10 @@
 //! entries, see [`super`]). Each node covers the keys from its low key up to
 //! its right neighbour's on the same level; leaves hold their entries,
 //! inner nodes their children, both as sorted arrays. A node over capacity
-//! splits at its median member; an emptied node is absorbed by a sibling
-//! under the same parent; the root level is added and dropped as needed.
-//! Simplification: under-full nodes are not rebalanced.
+//! splits at its median member. A node left under half full borrows a
+//! member from a sibling under the same parent, or merges with one, as in a
+//! B⁺-tree, and the root level is added and dropped as needed; the nodes
+//! this changes reach flash with the paths of leaves under them.
 //!
 //! Flash costs are real device operations under [`Cause::Mapping`]:
 //!
@@ -41,6 +42,7 @@ use crate::engine::{Cause, Device};
 use crate::error::{Error, Result};
 use crate::nand::{Geometry, Payload};
 use crate::units::{BlockId, Lpn, Ppn, SimTime};
+use std::cell::Cell;
 
 const NIL: u32 = u32::MAX;
 /// Bytes of one entry: 4 B key, 4 B value (Fig. 3's 25-bit PPN + 7-bit length).
@@ -52,7 +54,8 @@ pub const ENTRY_BYTES: u32 = 8;
 #[derive(Default)]
 struct Node {
     level: u8,
-    /// The lowest key the node covers; fixed for the node's life.
+    /// The lowest key the node covers (borrowing from its left sibling
+    /// lowers it; from the right, raises the right's).
     lo: u32,
     parent: u32,
     /// Neighbours on the same level, in key order.
@@ -151,6 +154,9 @@ impl TreePages {
 
 pub struct MuTree {
     nodes: Vec<Node>,
+    /// The leaf last found: most searches land where the last one did, so
+    /// they skip the descent. Cleared when leaves split, merge or move keys.
+    hint: Cell<u32>,
     free_nodes: Vec<u32>,
     root: u32,
     height: u32,
@@ -206,6 +212,7 @@ impl MuTree {
     pub fn new(geo: &Geometry, read_pages: u32, write_pages: u32, tag: Lpn, bitmap_keys: u32) -> MuTree {
         let mut t = MuTree {
             nodes: Vec::new(),
+            hint: Cell::new(NIL),
             free_nodes: Vec::new(),
             root: NIL,
             height: 1,
@@ -282,10 +289,18 @@ impl MuTree {
     /// The leaf covering `key`.
     #[inline]
     fn leaf_of(&self, key: u32) -> u32 {
+        let h = self.hint.get();
+        if h != NIL {
+            let node = &self.nodes[h as usize];
+            if node.lo <= key && (node.next == NIL || key < self.nodes[node.next as usize].lo) {
+                return h;
+            }
+        }
         let mut n = self.root;
         loop {
             let node = &self.nodes[n as usize];
             if node.level == 0 {
+                self.hint.set(n);
                 return n;
             }
             n = node.kids[node.keys.partition_point(|&k| k <= key) - 1];
@@ -356,6 +371,7 @@ impl MuTree {
                 self.read_cache.trim_to(self.read_pages);
             }
             if level == 0 {
+                self.hint.set(n);
                 return Ok(t);
             }
             n = next;
@@ -387,7 +403,7 @@ impl MuTree {
         let v = n.vals.remove(i);
         self.counts[self.cause(key)] -= 1;
         self.dirty.touch(leaf);
-        self.shrink(leaf);
+        self.rebalance(leaf);
         Some(v)
     }
 
@@ -402,6 +418,7 @@ impl MuTree {
         if count <= self.capacity(level as usize) {
             return;
         }
+        self.hint.set(NIL);
         let half = count as usize / 2;
         let mid = self.nodes[n as usize].keys[half];
         let m = self.new_node(level, mid);
@@ -448,51 +465,51 @@ impl MuTree {
         }
     }
 
-    /// Node `n` lost a member: an emptied node is absorbed by a sibling
-    /// under the same parent.
-    fn shrink(&mut self, n: u32) {
-        if self.members(n) > 0 || n == self.root {
+    /// The fewest members a node of `level` keeps: half its capacity, as in
+    /// a B⁺-tree. The root is exempt, and so is a node below a non-root
+    /// level whose minimum is 1 (capacity 2 or 3; with 4 KiB pages, level 7
+    /// and up): there a node may be an only child.
+    pub fn min_members(&self, level: usize) -> u32 {
+        self.capacity(level) / 2
+    }
+
+    /// Node `n` lost a member: below half full it borrows one from a sibling
+    /// under the same parent that can spare one, or else merges with a
+    /// sibling, and the parent, a member short, is rebalanced in turn; a
+    /// root left with one child gives way to it. A node that is its
+    /// parent's only child (a level of capacity 2 or 3 allows it) has no
+    /// sibling and stays as it is.
+    fn rebalance(&mut self, n: u32) {
+        if n == self.root {
+            self.collapse_root();
             return;
         }
-        let (level, parent, prev, succ) = {
-            let nn = &self.nodes[n as usize];
-            (nn.level, nn.parent, nn.prev, nn.next)
-        };
-        let gone = if succ != NIL && self.nodes[succ as usize].parent == parent {
-            // The successor's members move into this node's range.
-            let (a, b) = two(&mut self.nodes, n, succ);
-            std::mem::swap(&mut a.keys, &mut b.keys);
-            std::mem::swap(&mut a.vals, &mut b.vals);
-            std::mem::swap(&mut a.kids, &mut b.kids);
-            for i in 0..self.nodes[n as usize].kids.len() {
-                let k = self.nodes[n as usize].kids[i];
-                self.nodes[k as usize].parent = n;
-            }
-            succ
-        } else if self.nodes[parent as usize].kids[0] != n {
-            n
-        } else {
-            return; // the parent's only child stays, empty
-        };
-        self.unlink(gone);
-        let page = self.nodes[gone as usize].page;
-        self.forget(gone, page);
-        if level == 0 {
-            self.dirty.remove(gone);
+        let level = self.nodes[n as usize].level as usize;
+        let min = self.min_members(level);
+        if self.members(n) >= min {
+            return;
         }
-        let covering = match (level, gone == n) {
-            (0, true) => prev,
-            (0, false) => n,
-            _ => {
-                let lo = self.nodes[n as usize].lo;
-                self.leaf_of(lo)
-            }
-        };
-        self.dirty.touch(covering);
-        self.free_nodes.push(gone);
-        self.shrink(parent);
-        let root = self.root;
-        if self.height > 1 && self.members(root) == 1 {
+        self.hint.set(NIL);
+        let parent = self.nodes[n as usize].parent;
+        let (left, right) = self.siblings(n);
+        if right != NIL && self.members(right) > min {
+            self.move_first(right, n);
+        } else if left != NIL && self.members(left) > min {
+            self.move_last(left, n);
+        } else if right != NIL {
+            self.merge(n, right);
+            self.rebalance(parent);
+        } else if left != NIL {
+            self.merge(left, n);
+            self.rebalance(parent);
+        }
+    }
+
+    /// A root inner node with one child: the child becomes the root.
+    fn collapse_root(&mut self) {
+        self.hint.set(NIL);
+        while self.height > 1 && self.members(self.root) == 1 {
+            let root = self.root;
             let child = self.nodes[root as usize].kids[0];
             self.nodes[child as usize].parent = NIL;
             self.root = child;
@@ -501,6 +518,87 @@ impl MuTree {
             self.forget(root, page);
             self.free_nodes.push(root);
         }
+    }
+
+    /// `n`'s neighbours under the same parent, or [`NIL`].
+    fn siblings(&self, n: u32) -> (u32, u32) {
+        let node = &self.nodes[n as usize];
+        let under = |s: u32| if s != NIL && self.nodes[s as usize].parent == node.parent { s } else { NIL };
+        (under(node.prev), under(node.next))
+    }
+
+    /// A node changed: it reaches flash with the path of a leaf under it.
+    fn dirty_under(&mut self, n: u32) {
+        let leaf = self.first_leaf(n);
+        self.dirty.touch(leaf);
+    }
+
+    /// Moves the first member of `right` to the end of its left sibling
+    /// `n`; `right`'s low key becomes its new first member's.
+    fn move_first(&mut self, right: u32, n: u32) {
+        let (to, from) = two(&mut self.nodes, n, right);
+        to.keys.push(from.keys.remove(0));
+        if from.level == 0 {
+            to.vals.push(from.vals.remove(0));
+        } else {
+            to.kids.push(from.kids.remove(0));
+        }
+        let old_lo = std::mem::replace(&mut from.lo, from.keys[0]);
+        let (new_lo, parent) = (from.lo, from.parent);
+        if let Some(&k) = self.nodes[n as usize].kids.last() {
+            self.nodes[k as usize].parent = n;
+        }
+        self.set_child_key(parent, old_lo, new_lo);
+        self.dirty_under(n);
+        self.dirty_under(right);
+    }
+
+    /// Moves the last member of `left` to the front of its right sibling
+    /// `n`, whose low key becomes that member's.
+    fn move_last(&mut self, left: u32, n: u32) {
+        let (to, from) = two(&mut self.nodes, n, left);
+        let key = from.keys.pop().expect("a sibling with members to spare");
+        to.keys.insert(0, key);
+        if from.level == 0 {
+            to.vals.insert(0, from.vals.pop().expect("a value per key"));
+        } else {
+            to.kids.insert(0, from.kids.pop().expect("a child per key"));
+        }
+        let old_lo = std::mem::replace(&mut to.lo, key);
+        let parent = to.parent;
+        if let Some(&k) = self.nodes[n as usize].kids.first() {
+            self.nodes[k as usize].parent = n;
+        }
+        self.set_child_key(parent, old_lo, key);
+        self.dirty_under(n);
+        self.dirty_under(left);
+    }
+
+    /// A child of `parent` now starts at `new` instead of `old`.
+    fn set_child_key(&mut self, parent: u32, old: u32, new: u32) {
+        let p = &mut self.nodes[parent as usize];
+        let at = p.keys.binary_search(&old).expect("a child is listed in its parent");
+        p.keys[at] = new;
+    }
+
+    /// Moves every member of `right` into its left sibling `left`, which
+    /// takes over its range; `right` leaves the tree.
+    fn merge(&mut self, left: u32, right: u32) {
+        let (to, from) = two(&mut self.nodes, left, right);
+        to.keys.append(&mut from.keys);
+        to.vals.append(&mut from.vals);
+        let first_kid = to.kids.len();
+        to.kids.append(&mut from.kids);
+        for i in first_kid..self.nodes[left as usize].kids.len() {
+            let k = self.nodes[left as usize].kids[i];
+            self.nodes[k as usize].parent = left;
+        }
+        self.unlink(right);
+        let page = self.nodes[right as usize].page;
+        self.forget(right, page);
+        self.dirty.remove(right);
+        self.free_nodes.push(right);
+        self.dirty_under(left);
     }
 
     /// Takes node `n` out of its level and its parent.
@@ -650,79 +748,20 @@ impl MuTree {
         Ok(read)
     }
 
-    /// The tree's own invariants: levels, members and capacities, node
-    /// pages, caches.
+    /// The tree's own invariants: its shape (see [`check_shape`](Self::check_shape)),
+    /// node pages, caches.
     pub fn check(&self, space: &Space, dev: &Device) -> Result<()> {
         let fail = |r: String| Err(Error::invariant("mu", format!("μ-Tree: {r}")));
-        let root = &self.nodes[self.root as usize];
-        if root.lo != 0 || root.parent != NIL || root.level as u32 + 1 != self.height {
-            return fail(format!("the root covers from {}, has a parent or sits at the wrong level", root.lo));
+        if let Err(r) = self.check_shape() {
+            return fail(r);
         }
-        if self.height > 1 && root.keys.len() < 2 {
-            return fail("a root of one child".into());
-        }
-        let mut counts = [0u64; 2];
-        // Each level, left to right, from its node at key 0.
-        let mut first = self.root;
-        for level in (0..self.height).rev() {
-            let (mut n, mut last) = (first, None);
-            if self.nodes[n as usize].lo != 0 || self.nodes[n as usize].prev != NIL {
-                return fail(format!("level {level} does not start at key 0"));
+        for (n, node) in self.live_nodes() {
+            if node.page != NIL && !self.pages.nodes[self.pages.slot(node.page) as usize].contains(&n) {
+                return fail(format!(
+                    "node {} of level {} is in page {} which does not list it",
+                    node.lo, node.level, node.page
+                ));
             }
-            while n != NIL {
-                let node = &self.nodes[n as usize];
-                let hi = (node.next != NIL).then(|| self.nodes[node.next as usize].lo);
-                let at = |k: u32| format!("node {} of level {level}", k);
-                if node.level as u32 != level || last.is_some_and(|l| l >= node.lo) {
-                    return fail(format!("{} is out of order or on the wrong level", at(node.lo)));
-                }
-                if node.next != NIL && self.nodes[node.next as usize].prev != n {
-                    return fail(format!("{} is badly linked", at(node.lo)));
-                }
-                let members = node.keys.len() as u32;
-                if members > self.capacity(level as usize) || (members == 0 && level > 0) {
-                    return fail(format!("{} holds {members}, capacity {}", at(node.lo), self.capacity(level as usize)));
-                }
-                if !node.keys.windows(2).all(|w| w[0] < w[1])
-                    || node.keys.first().is_some_and(|&k| k < node.lo)
-                    || node.keys.last().is_some_and(|&k| hi.is_some_and(|h| k >= h))
-                {
-                    return fail(format!("{} holds keys out of order or outside its range", at(node.lo)));
-                }
-                if level == 0 {
-                    if node.vals.len() != node.keys.len() {
-                        return fail(format!("{} has {} values for {} keys", at(node.lo), node.vals.len(), members));
-                    }
-                    for &k in &node.keys {
-                        counts[self.cause(k)] += 1;
-                    }
-                } else {
-                    if node.keys.first() != Some(&node.lo) || node.kids.len() != node.keys.len() {
-                        return fail(format!("{} does not start with its first child", at(node.lo)));
-                    }
-                    for (&k, &c) in node.keys.iter().zip(&node.kids) {
-                        let child = &self.nodes[c as usize];
-                        if child.lo != k || child.parent != n || child.level as u32 + 1 != level {
-                            return fail(format!("{} lists child {k} that does not match", at(node.lo)));
-                        }
-                    }
-                    let last_kid = *node.kids.last().expect("inner nodes have children");
-                    let next_first = if node.next == NIL { NIL } else { self.nodes[node.next as usize].kids[0] };
-                    if self.nodes[last_kid as usize].next != next_first {
-                        return fail(format!("{}'s children are not contiguous on their level", at(node.lo)));
-                    }
-                }
-                if node.page != NIL && !self.pages.nodes[self.pages.slot(node.page) as usize].contains(&n) {
-                    return fail(format!("{} is in page {} which does not list it", at(node.lo), node.page));
-                }
-                (last, n) = (Some(node.lo), node.next);
-            }
-            if level > 0 {
-                first = self.nodes[first as usize].kids[0];
-            }
-        }
-        if counts != self.counts {
-            return fail(format!("counts {:?} entries, holds {counts:?}", self.counts));
         }
         for p in self.pages.listed() {
             if self.pages.nodes[self.pages.slot(p) as usize].is_empty() || dev.array.oob_lpn(Ppn(p)) != Some(self.tag) {
@@ -732,15 +771,101 @@ impl MuTree {
         if self.dirty.len() > self.write_pages || self.read_cache.len() > self.read_pages {
             return fail("a cache holds more pages than its capacity".into());
         }
-        if let Some(n) = self.dirty.keys().find(|&n| self.nodes[n as usize].level != 0 || self.free_nodes.contains(&n))
-        {
-            return fail(format!("the write cache holds node {n}, not a live leaf"));
-        }
         if let Some(s) = self.read_cache.keys().find(|&s| !self.pages.listed[s as usize]) {
             return fail(format!("read cache holds dead page {}", self.pages.ppn(s)));
         }
         if self.update != NIL && space.pool.state(BlockId(self.update)) != crate::ftl::pool::BlockState::Active {
             return fail("the tree's update block is not active".into());
+        }
+        Ok(())
+    }
+
+    /// Nodes in the tree, level by level from the root, left to right.
+    fn live_nodes(&self) -> impl Iterator<Item = (u32, &Node)> + '_ {
+        let firsts = std::iter::successors(Some(self.root), |&n| self.nodes[n as usize].kids.first().copied());
+        firsts.flat_map(|first| {
+            std::iter::successors(Some(first), |&n| Some(self.nodes[n as usize].next).filter(|&x| x != NIL))
+                .map(|n| (n, &self.nodes[n as usize]))
+        })
+    }
+
+    /// The B⁺-tree's shape: each level ordered and linked from key 0; every
+    /// inner node lists its children by their low keys; keys inside their
+    /// node's range; no node over capacity, none under its minimum (see
+    /// [`min_members`](Self::min_members)); entries counted; only live
+    /// leaves in the write cache.
+    pub fn check_shape(&self) -> std::result::Result<(), String> {
+        let root = &self.nodes[self.root as usize];
+        if root.lo != 0 || root.parent != NIL || root.level as u32 + 1 != self.height {
+            return Err(format!("the root covers from {}, has a parent or sits at the wrong level", root.lo));
+        }
+        if self.height > 1 && root.keys.len() < 2 {
+            return Err("a root of one child".into());
+        }
+        let mut counts = [0u64; 2];
+        let mut seen = 0;
+        for (n, node) in self.live_nodes() {
+            seen += 1;
+            let level = node.level as usize;
+            let at = format!("node {} of level {level}", node.lo);
+            let hi = (node.next != NIL).then(|| self.nodes[node.next as usize].lo);
+            if node.prev == NIL && node.lo != 0 {
+                return Err(format!("{at} starts its level but not at key 0"));
+            }
+            if node.next != NIL && (self.nodes[node.next as usize].prev != n || hi <= Some(node.lo)) {
+                return Err(format!("{at} is badly linked or out of order"));
+            }
+            let members = node.keys.len() as u32;
+            // Below a non-root node that may hold one member, a node may be
+            // an only child, with no sibling to borrow from or merge with.
+            let top = self.height as usize - 1;
+            let exempt = n == self.root || (top >= level + 2 && self.min_members(top - 1) < 2);
+            if members > self.capacity(level) || (!exempt && members < self.min_members(level)) {
+                return Err(format!(
+                    "{at} holds {members}, capacity {}, minimum {}",
+                    self.capacity(level),
+                    self.min_members(level)
+                ));
+            }
+            if !node.keys.windows(2).all(|w| w[0] < w[1])
+                || node.keys.first().is_some_and(|&k| k < node.lo)
+                || node.keys.last().is_some_and(|&k| hi.is_some_and(|h| k >= h))
+            {
+                return Err(format!("{at} holds keys out of order or outside its range"));
+            }
+            if level == 0 {
+                if node.vals.len() != node.keys.len() || !node.kids.is_empty() {
+                    return Err(format!("{at} has {} values for {members} keys", node.vals.len()));
+                }
+                for &k in &node.keys {
+                    counts[self.cause(k)] += 1;
+                }
+                continue;
+            }
+            if node.keys.first() != Some(&node.lo) || node.kids.len() != node.keys.len() {
+                return Err(format!("{at} does not start with its first child"));
+            }
+            for (&k, &c) in node.keys.iter().zip(&node.kids) {
+                let child = &self.nodes[c as usize];
+                if child.lo != k || child.parent != n || child.level as usize + 1 != level {
+                    return Err(format!("{at} lists child {k} that does not match"));
+                }
+            }
+            let last_kid = *node.kids.last().expect("inner nodes have children");
+            let next_first = if node.next == NIL { NIL } else { self.nodes[node.next as usize].kids[0] };
+            if self.nodes[last_kid as usize].next != next_first {
+                return Err(format!("{at}'s children are not contiguous on their level"));
+            }
+        }
+        if seen + self.free_nodes.len() != self.nodes.len() {
+            return Err(format!("{seen} nodes in the tree and {} free of {}", self.free_nodes.len(), self.nodes.len()));
+        }
+        if counts != self.counts {
+            return Err(format!("counts {:?} entries, holds {counts:?}", self.counts));
+        }
+        if let Some(n) = self.dirty.keys().find(|&n| self.nodes[n as usize].level != 0 || self.free_nodes.contains(&n))
+        {
+            return Err(format!("the write cache holds node {n}, not a live leaf"));
         }
         Ok(())
     }
@@ -783,13 +908,97 @@ mod tests {
         let mut t = tree(512);
         for k in 0..100 {
             t.insert(k * 3, k as u64);
+            t.check_shape().unwrap();
         }
         assert_eq!(t.height(), 2);
         assert!(t.members(t.root) >= 4, "{} leaves", t.members(t.root));
         for k in 0..100 {
             assert_eq!(t.remove(k * 3), Some(k as u64));
+            t.check_shape().unwrap();
         }
         assert_eq!(t.height(), 1);
         assert_eq!(t.entry_counts(), [0, 0]);
+    }
+
+    #[test]
+    fn mass_deletion_merges_nodes_and_lowers_the_tree() {
+        // 1 KiB pages: leaves of 64, then 32, 16: 20,000 entries make three levels.
+        let mut t = tree(1024);
+        for k in 0..20_000u32 {
+            t.insert(k.wrapping_mul(2_654_435_761) >> 8, k as u64);
+        }
+        t.check_shape().unwrap();
+        let (height, nodes) = (t.height(), t.nodes.len() - t.free_nodes.len());
+        assert!(height >= 3, "height {height}");
+        // Delete 99% in key order, as when a large file is overwritten.
+        let keys: Vec<u32> = t.entries().map(|(k, _)| k).collect();
+        for (i, &k) in keys.iter().enumerate() {
+            if i % 100 != 0 {
+                let before = t.check_shape();
+                t.remove(k).unwrap();
+                if let Err(e) = t.check_shape() {
+                    panic!("removing {k} (step {i}, before {before:?}): {e}");
+                }
+            }
+        }
+        t.check_shape().unwrap();
+        assert_eq!(t.entry_counts()[0], 200);
+        // 200 entries fill 200 / 32 leaves at worst, under one parent.
+        assert_eq!(t.height(), 2, "after deleting 99% (was {height})");
+        let live = t.nodes.len() - t.free_nodes.len();
+        assert!(live <= 200 / 32 + 1, "{live} nodes left of {nodes}");
+        let kept: Vec<u32> = t.entries().map(|(k, _)| k).collect();
+        assert_eq!(kept, keys.iter().step_by(100).copied().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn an_underfull_leaf_borrows_from_a_sibling_that_can_spare() {
+        let mut t = tree(512); // leaves of 32: a split leaves 16 and 17
+        for k in 0..33 {
+            t.insert(k, k as u64);
+        }
+        assert_eq!(t.height(), 2);
+        let [l, r] = [t.nodes[t.root as usize].kids[0], t.nodes[t.root as usize].kids[1]];
+        assert_eq!((t.members(l), t.members(r)), (16, 17));
+        t.remove(0); // left at 15 < 16: borrows the right's first entry
+        t.check_shape().unwrap();
+        assert_eq!((t.members(l), t.members(r)), (16, 16));
+        assert_eq!(t.nodes[r as usize].lo, 17, "the right leaf now starts at its new first key");
+        assert!(t.dirty.contains(l) && t.dirty.contains(r), "both leaves reach flash");
+        t.remove(1); // neither can spare one: merged, and the root gives way
+        t.check_shape().unwrap();
+        assert_eq!((t.height(), t.entry_counts()[0]), (1, 31));
+        assert_eq!(t.floor(1), None);
+        assert_eq!(t.floor(40), Some((32, 32)));
+    }
+
+    #[test]
+    fn random_updates_keep_the_shape_and_agree_with_a_sorted_map() {
+        let mut model = std::collections::BTreeMap::new();
+        let mut t = tree(512);
+        let mut x = 12_345u64;
+        for step in 0..30_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let key = (x % 3000) as u32 * 7;
+            // Grow for a while, then shrink, so both paths are exercised.
+            if (x >> 20) % 8 < if (step / 5000) % 2 == 0 { 6 } else { 2 } {
+                t.insert(key, step);
+                model.insert(key, step);
+            } else {
+                assert_eq!(t.remove(key), model.remove(&key));
+            }
+            if step % 97 == 0 {
+                t.check_shape().unwrap();
+                let probe = (x >> 32) as u32 % 21_500;
+                assert_eq!(t.floor(probe), model.range(..=probe).next_back().map(|(&k, &v)| (k, v)));
+                assert_eq!(t.get(probe), model.get(&probe).copied());
+                let want: Vec<(u32, u64)> = model.range(probe..probe + 500).map(|(&k, &v)| (k, v)).collect();
+                assert_eq!(t.range(probe, probe + 500).collect::<Vec<_>>(), want);
+            }
+        }
+        t.check_shape().unwrap();
+        assert_eq!(t.entries().collect::<Vec<_>>(), model.into_iter().collect::<Vec<_>>());
     }
 }
