@@ -27,7 +27,9 @@
 //! Controller RAM is a budget (`ftl.mu_ram_bytes`, by default 4 B per block,
 //! a block-mapped FTL's table, as the paper's (A+B+C) configurations): the
 //! invalid counters, the bitmap cache, and the rest in whole pages for the
-//! μ-Tree caches.
+//! μ-Tree caches. On a drive too small for that table to hold two tree
+//! pages beside the counters and the bitmap cache, the default is the
+//! least budget that does.
 //!
 //! Simplifications: the μ-Tree does not rebalance under-full nodes; tree
 //! pages' validity is known from the tree's own pointers rather than from
@@ -153,22 +155,27 @@ pub struct Mu {
 /// The RAM split: the tree cache's read and write pages.
 fn ram_split(cfg: &Config, geo: &Geometry) -> Result<(u64, u32, u32)> {
     let f = &cfg.ftl;
-    let budget = if f.mu_ram_bytes == 0 { geo.blocks as u64 * 4 } else { f.mu_ram_bytes };
     let fixed = geo.blocks as u64 + f.mu_bitmap_cache_bytes;
     let page = geo.page_size as u64;
-    let tree_pages = budget.saturating_sub(fixed) / page;
-    if tree_pages < 2 {
+    // The smallest budget that works: counters, bitmap cache, and a read
+    // and a write page for the μ-Tree.
+    let least = fixed + 2 * page;
+    // A block-mapped table (4 B per block) is below that on drives of fewer
+    // than (bitmap cache + 2 pages) / 3 blocks (5,462 with 4 KiB pages and
+    // the 8 KiB cache): the default then takes the least budget.
+    let budget = if f.mu_ram_bytes == 0 { (geo.blocks as u64 * 4).max(least) } else { f.mu_ram_bytes };
+    if budget < least {
         return Err(Error::config(
             "ftl.mu_ram_bytes",
             format!(
-                "{budget} B leave no two pages for the μ-Tree caches after {} B of invalid counters and {} B of bitmap \
-                 cache (ftl.mu_bitmap_cache_bytes); raise it to at least {}",
-                geo.blocks,
-                f.mu_bitmap_cache_bytes,
-                fixed + 2 * page
+                "{budget} B leave no two pages for the μ-Tree caches (a read and a write page of {page} B) after {} B \
+                 of invalid counters (1 B per block) and {} B of bitmap cache (ftl.mu_bitmap_cache_bytes); raise it \
+                 to at least {least}, or leave it 0 for the default (4 B per block, at least {least} B)",
+                geo.blocks, f.mu_bitmap_cache_bytes,
             ),
         ));
     }
+    let tree_pages = (budget - fixed) / page;
     let write = if f.mu_write_cache_pages == 0 { (tree_pages / 2) as u32 } else { f.mu_write_cache_pages };
     if write as u64 >= tree_pages {
         return Err(Error::config(

@@ -246,6 +246,11 @@ impl MuTree {
         (self.page_size >> (level + 1)).checked_div(ENTRY_BYTES).unwrap_or(0).max(2)
     }
 
+    /// Pages of the read and the write cache.
+    pub fn cache_pages(&self) -> (usize, usize) {
+        (self.read_pages, self.write_pages)
+    }
+
     /// Dirty leaves in the write cache.
     pub fn dirty_leaves(&self) -> usize {
         self.dirty.len()
