@@ -31,9 +31,9 @@
 //! pages beside the counters and the bitmap cache, the default is the
 //! least budget that does.
 //!
-//! Simplifications: the μ-Tree does not rebalance under-full nodes; tree
-//! pages' validity is known from the tree's own pointers rather than from
-//! bitmaps; tree writes go to a single tree update block; reads of
+//! Simplifications: tree pages' validity is known from the tree's own
+//! pointers rather than from bitmaps; tree writes go to a single tree
+//! update block; reads of
 //! never-written pages placed under `host.unwritten_reads = "place"` still
 //! pay their tree updates; map lookups in RAM cost no time.
 
