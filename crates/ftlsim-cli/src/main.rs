@@ -121,6 +121,14 @@ enum ReproCommand {
     /// Lee et al., μ-FTL, Figs. 8-10: management overhead of FAST, superblock,
     /// DAC and μ-FTL against extra blocks; μ-FTL's bitmap cache and partition size.
     MuFtl {
+        /// Also replay this trace in Fig. 8 (repeatable). Without it, the
+        /// SQLite-on-ext4 trace of the real traces folder ($FTLSIM_REAL_TRACES,
+        /// else ../shared/traces) is replayed when that folder is present.
+        #[arg(long)]
+        trace: Vec<PathBuf>,
+        /// Replay no trace by default.
+        #[arg(long)]
+        no_real_trace: bool,
         /// Directory for mu-ftl.{csv,json,md,svg}.
         #[arg(long, default_value = "repro-out")]
         out: PathBuf,
@@ -447,7 +455,9 @@ fn dispatch(cmd: Command) -> Result<(), Error> {
         Command::Config(c) => config_cmd(c),
         Command::Repro(ReproCommand::TrimFtl { out, quick, seed }) => repro_trim_ftl(&out, quick, seed),
         Command::Repro(ReproCommand::TrimCost { out, quick }) => repro_trim_cost(&out, quick),
-        Command::Repro(ReproCommand::MuFtl { out, quick, seed }) => repro_mu_ftl(&out, quick, seed),
+        Command::Repro(ReproCommand::MuFtl { trace, no_real_trace, out, quick, seed }) => {
+            repro_mu_ftl(&out, quick, seed, trace, no_real_trace)
+        }
         Command::Repro(ReproCommand::Coftl { out, quick, seed }) => repro_coftl(&out, quick, seed),
         Command::Repro(ReproCommand::Hat { trace, out, quick, set }) => repro_hat(trace, &out, quick, set),
         Command::Ftls => {
@@ -752,9 +762,26 @@ fn repro_trim_cost(out: &Path, quick: bool) -> Result<(), Error> {
     write_repro(out, "trim-cost", serde_json::to_string_pretty(&rows).expect("rows serialize"), csv, md, svg)
 }
 
-fn repro_mu_ftl(out: &Path, quick: bool, seed: u64) -> Result<(), Error> {
+fn repro_mu_ftl(out: &Path, quick: bool, seed: u64, mut traces: Vec<PathBuf>, no_real: bool) -> Result<(), Error> {
     use ftlsim::repro::mu_ftl;
-    let rows = mu_ftl::run(quick, seed, &mut |what| eprintln!("ftlsim: repro mu-ftl: {what}"))?;
+    if traces.is_empty() && !no_real {
+        let dir =
+            std::env::var_os("FTLSIM_REAL_TRACES").map_or_else(|| PathBuf::from("../shared/traces"), PathBuf::from);
+        let real = dir.join(mu_ftl::REAL_TRACE);
+        if dir.is_dir() {
+            if !real.is_file() {
+                return Err(Error::config(
+                    "--trace",
+                    format!("the real traces folder {} lacks {}", dir.display(), mu_ftl::REAL_TRACE),
+                ));
+            }
+            eprintln!("ftlsim: repro mu-ftl: also replaying {}", real.display());
+            traces.push(real);
+        } else {
+            eprintln!("ftlsim: repro mu-ftl: no real traces folder at {}: generators only", dir.display());
+        }
+    }
+    let rows = mu_ftl::run(quick, seed, &traces, &mut |what| eprintln!("ftlsim: repro mu-ftl: {what}"))?;
     let (csv, md, svg) = (mu_ftl::to_csv(&rows), mu_ftl::to_markdown(&rows), mu_ftl::to_svg(&rows, quick));
     write_repro(out, "mu-ftl", serde_json::to_string_pretty(&rows).expect("rows serialize"), csv, md, svg)
 }

@@ -266,9 +266,9 @@ fn trim_ftl_figure() {
 }
 
 fn mu_rows() -> Vec<mu_ftl::Row> {
-    let row = |figure, workload, ftl: &str, x: f64, overhead_s: f64| mu_ftl::Row {
+    let row = |figure, workload: &str, ftl: &str, x: f64, overhead_s: f64| mu_ftl::Row {
         figure,
-        workload,
+        workload: workload.into(),
         ftl: ftl.into(),
         x,
         overhead_s,
@@ -305,7 +305,7 @@ fn mu_ftl_figure() {
         "mu-ftl",
         &svg,
         &Expect {
-            title: "repro mu-ftl on mu-ftl-mlc: multimedia and pc workloads at QD 1",
+            title: "repro mu-ftl on mu-ftl-mlc: multimedia, pc workloads at QD 1",
             axis_labels: &[
                 "extra blocks (% of the drive)",
                 "management overhead (s)",

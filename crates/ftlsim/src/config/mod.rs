@@ -360,7 +360,8 @@ pub struct FtlConfig {
     pub allocation: Allocation,
     /// μ-FTL: controller RAM for its structures (invalid counters, μ-Tree
     /// caches, bitmap cache), bytes; 0: a block-mapped FTL's table (4 B per
-    /// physical block), as in the paper.
+    /// physical block), as in the paper, but at least the counters, the
+    /// bitmap cache and two μ-Tree pages (on small drives).
     #[serde(default)]
     pub mu_ram_bytes: u64,
     /// μ-FTL: bitmap cache, bytes (4 B per invalid extent).

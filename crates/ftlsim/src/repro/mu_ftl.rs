@@ -17,6 +17,12 @@
 //!   region (MFT, log), 30% large sequential file writes (64–256 KiB)
 //!   appended in a cold area, 1.5× the drive in all.
 //!
+//! Public traces given (`--trace`; by default the SQLite-on-ext4 trace of
+//! the real traces folder when it is present, the nearest to desktop use
+//! there: no laptop or desktop capture is among them) are replayed in
+//! Fig. 8 too, after a full sequential fill, addresses wrapped into the
+//! drive, named by their file.
+//!
 //! μ-FTL gets 32 KiB of RAM (the block table of the paper's 4 GiB drive:
 //! counters, 8 KiB of bitmap cache, five tree-cache pages). Every run
 //! replays at queue depth 1. The figure of merit is the
@@ -30,8 +36,9 @@
 //!   (counters + 96 KiB), the rest for the μ-Tree caches, at 3% extra blocks.
 //! - (c) Fig. 10: μ-FTL's partition size 32 MiB to the whole space, at 3%.
 
-use crate::config::{Config, HostMode};
+use crate::config::{Config, HostMode, OutOfRange};
 use crate::error::Result;
+use crate::job::{Input, Job};
 use crate::report::Report;
 use crate::repro::figure::{Bars, Figure, Lines, distinct};
 use crate::rng::SimRng;
@@ -41,10 +48,13 @@ use crate::trace::{HostCmd, Op};
 use crate::units::{Sector, SimTime};
 use serde::Serialize;
 use std::fmt::Write;
+use std::path::{Path, PathBuf};
 
 pub const PRESET: &str = "mu-ftl-mlc";
 pub const WORKLOADS: [&str; 2] = ["multimedia", "pc"];
 pub const FIG8_FTLS: [&str; 4] = ["fast", "superblock", "dac", "mu"];
+/// The real trace replayed by default, under the real traces folder.
+pub const REAL_TRACE: &str = "wiscsee_events/wiscsee-sqlitewal-update-ext4.txt";
 const KIB: u64 = 2; // sectors
 const MIB: u64 = 1024 * KIB;
 
@@ -53,7 +63,8 @@ const MIB: u64 = 1024 * KIB;
 pub struct Row {
     /// "fig8", "fig9" or "fig10".
     pub figure: &'static str,
-    pub workload: &'static str,
+    /// A generator's name, or a replayed trace's file name.
+    pub workload: String,
     pub ftl: String,
     /// The swept value: extra blocks %, bitmap cache KiB, or partition MiB (0: whole space).
     pub x: f64,
@@ -87,16 +98,35 @@ fn blocks(quick: bool) -> u32 {
     if quick { 1024 } else { 2048 }
 }
 
-/// Runs the three experiments; `progress` hears of each run.
-pub fn run(quick: bool, seed: u64, progress: &mut dyn FnMut(&str)) -> Result<Vec<Row>> {
+/// What a run replays.
+enum Load<'a> {
+    Generator(&'static str),
+    Trace(&'a Path),
+}
+
+impl Load<'_> {
+    fn name(&self) -> String {
+        match self {
+            Load::Generator(w) => w.to_string(),
+            Load::Trace(p) => p.file_name().map_or_else(|| p.display().to_string(), |f| f.to_string_lossy().into()),
+        }
+    }
+}
+
+/// Runs the three experiments on the generators, and Fig. 8 on each of
+/// `traces`; `progress` hears of each run.
+pub fn run(quick: bool, seed: u64, traces: &[PathBuf], progress: &mut dyn FnMut(&str)) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
-    for w in WORKLOADS {
+    let loads = WORKLOADS.into_iter().map(Load::Generator).chain(traces.iter().map(|p| Load::Trace(p)));
+    for load in loads {
+        let w = load.name();
         for ftl in FIG8_FTLS {
             for extra in [1.0, 2.0, 3.0, 4.0, 5.0] {
                 progress(&format!("fig8 {w} {ftl} {extra}%"));
-                rows.push(run_one("fig8", w, extra, config(ftl, extra, quick, seed, &[])?)?);
+                rows.push(run_one("fig8", &load, extra, config(ftl, extra, quick, seed, &[])?)?);
             }
         }
+        let Load::Generator(_) = load else { continue };
         let blocks = blocks(quick);
         for kib in [0u64, 8, 16, 32, 64] {
             progress(&format!("fig9 {w} bitmap cache {kib} KiB"));
@@ -104,38 +134,57 @@ pub fn run(quick: bool, seed: u64, progress: &mut dyn FnMut(&str)) -> Result<Vec
                 format!("ftl.mu_ram_bytes={}", blocks + 96 * 1024),
                 format!("ftl.mu_bitmap_cache_bytes={}", kib * 1024),
             ];
-            rows.push(run_one("fig9", w, kib as f64, config("mu", 3.0, quick, seed, &more)?)?);
+            rows.push(run_one("fig9", &load, kib as f64, config("mu", 3.0, quick, seed, &more)?)?);
         }
         for mib in [32u64, 64, 128, 256, 0] {
             progress(&format!("fig10 {w} partition {mib} MiB"));
             let more = [format!("ftl.partition_bytes={}", mib << 20)];
-            rows.push(run_one("fig10", w, mib as f64, config("mu", 3.0, quick, seed, &more)?)?);
+            rows.push(run_one("fig10", &load, mib as f64, config("mu", 3.0, quick, seed, &more)?)?);
         }
     }
     Ok(rows)
 }
 
-fn run_one(figure: &'static str, workload: &'static str, x: f64, cfg: Config) -> Result<Row> {
+fn run_one(figure: &'static str, load: &Load, x: f64, mut cfg: Config) -> Result<Row> {
     let ftl = cfg.ftl.name.clone();
     let capacity = cfg.logical_sectors();
     let seed = cfg.seed;
-    let mut sim = Simulation::new(cfg)?;
-    let cmds = match workload {
-        "multimedia" => multimedia(capacity, seed),
-        _ => {
-            sim.precondition(Precondition { fill: 1.0, overwrite: 0.0 })?;
-            pc(capacity, seed)
+    let full = Precondition { fill: 1.0, overwrite: 0.0 };
+    let (mut source, mut opts, mut sim);
+    match load {
+        Load::Generator(w) => {
+            sim = Simulation::new(cfg)?;
+            let cmds = if *w == "multimedia" {
+                multimedia(capacity, seed)
+            } else {
+                sim.precondition(full)?;
+                pc(capacity, seed)
+            };
+            source = Box::new(CmdList::new(*w, cmds)) as Box<dyn crate::trace::CmdSource>;
+            opts = RunOptions::from_config(sim.config());
         }
-    };
-    let mut opts = RunOptions::from_config(sim.config());
+        Load::Trace(path) => {
+            // Public traces address drives of other sizes.
+            cfg.host.out_of_range = OutOfRange::Wrap;
+            let job = Job {
+                config: cfg.clone(),
+                input: Input::Trace { path: path.to_path_buf(), format: None, skip_bad_lines: false },
+                precondition: None,
+            };
+            sim = Simulation::new(cfg)?;
+            sim.precondition(full)?;
+            let prepared = job.prepare(capacity)?;
+            (source, opts) = (prepared.source, prepared.options);
+        }
+    }
     opts.mode = HostMode::Closed;
     opts.queue_depth = 1;
-    let r: Report = sim.run(&mut CmdList::new(workload, cmds), &opts, &mut |_, _| true)?;
+    let r: Report = sim.run(source.as_mut(), &opts, &mut |_, _| true)?;
     sim.check_invariants()?;
     let o = &r.management_overhead_ms;
     Ok(Row {
         figure,
-        workload,
+        workload: load.name(),
         ftl,
         x,
         overhead_s: o.total / 1e3,
@@ -316,12 +365,19 @@ pub fn to_svg(rows: &[Row], quick: bool) -> String {
         let of = rows.iter().filter(|r| r.figure == fig && r.workload == wl && r.ftl == ftl);
         of.map(|r| (r.x, r.overhead_s)).collect()
     };
+    // The generators, then any replayed traces (Fig. 8 only).
+    let mut fig8: Vec<&str> = Vec::new();
+    for r in rows.iter().filter(|r| r.figure == "fig8") {
+        if !fig8.contains(&r.workload.as_str()) {
+            fig8.push(&r.workload);
+        }
+    }
     let mut fig = Figure::new(&format!(
         "repro mu-ftl on {PRESET}{}: {} workloads at QD 1",
         if quick { " (quick)" } else { "" },
-        WORKLOADS.join(" and ")
+        fig8.join(", ")
     ));
-    for wl in WORKLOADS {
+    for wl in fig8 {
         let lines = FIG8_FTLS
             .iter()
             .fold(Lines::new("extra blocks (% of the drive)", Y), |l, ftl| l.series(ftl, points("fig8", wl, ftl)));

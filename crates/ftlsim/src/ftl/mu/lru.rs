@@ -1,9 +1,12 @@
-//! A least-recently-used set of sparse `u32` keys: the μ-Tree's page-granular
-//! read and write caches (keys are flash pages and leaf keys, far too sparse
-//! for the dense arrays of [`crate::ftl::cmt::MapCache`]).
+//! Least-recently-used sets of `u32` keys.
 //!
-//! Recency is a counter, so eviction order never depends on hash order and
-//! runs are deterministic.
+//! - [`DenseLru`]: keys are small dense ids (the μ-Tree's node and tree-page
+//!   slots), threaded on an intrusive doubly linked list over arrays indexed
+//!   by key: O(1) everything, no hashing, no allocation once the arrays have
+//!   grown to the largest id.
+//! - [`Lru`]: keys are sparse (COFTL's virtual blocks); recency is a counter,
+//!   so eviction order never depends on hash order and runs are
+//!   deterministic.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -72,9 +75,143 @@ impl Lru {
     }
 }
 
+const NIL: u32 = u32::MAX;
+
+/// An LRU set of dense ids: `head` is the most, `tail` the least recently used.
+#[derive(Default)]
+pub struct DenseLru {
+    /// Per id: its neighbours towards the head and the tail, or `NIL`.
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    member: Vec<bool>,
+    head: u32,
+    tail: u32,
+    len: usize,
+}
+
+impl DenseLru {
+    pub fn new() -> DenseLru {
+        DenseLru { head: NIL, tail: NIL, ..Default::default() }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    pub fn contains(&self, id: u32) -> bool {
+        self.member.get(id as usize).copied().unwrap_or(false)
+    }
+
+    fn unlink(&mut self, id: u32) {
+        let (p, n) = (self.prev[id as usize], self.next[id as usize]);
+        match p {
+            NIL => self.head = n,
+            p => self.next[p as usize] = n,
+        }
+        match n {
+            NIL => self.tail = p,
+            n => self.prev[n as usize] = p,
+        }
+    }
+
+    fn push_head(&mut self, id: u32) {
+        self.prev[id as usize] = NIL;
+        self.next[id as usize] = self.head;
+        match self.head {
+            NIL => self.tail = id,
+            h => self.prev[h as usize] = id,
+        }
+        self.head = id;
+    }
+
+    /// Makes `id` the most recently used, inserting it; returns whether it
+    /// was present.
+    pub fn touch(&mut self, id: u32) -> bool {
+        let i = id as usize;
+        if i >= self.member.len() {
+            let len = (i + 1).max(self.member.len() * 2);
+            self.prev.resize(len, NIL);
+            self.next.resize(len, NIL);
+            self.member.resize(len, false);
+        }
+        let present = self.member[i];
+        if present {
+            if self.head == id {
+                return true;
+            }
+            self.unlink(id);
+        } else {
+            self.member[i] = true;
+            self.len += 1;
+        }
+        self.push_head(id);
+        present
+    }
+
+    /// Makes `id` the most recently used only when present.
+    pub fn hit(&mut self, id: u32) -> bool {
+        self.contains(id) && self.touch(id)
+    }
+
+    pub fn remove(&mut self, id: u32) -> bool {
+        if !self.contains(id) {
+            return false;
+        }
+        self.unlink(id);
+        self.member[id as usize] = false;
+        self.len -= 1;
+        true
+    }
+
+    /// The least recently used id.
+    pub fn oldest(&self) -> Option<u32> {
+        (self.tail != NIL).then_some(self.tail)
+    }
+
+    /// Keeps at most `capacity` ids, dropping the least recently used.
+    pub fn trim_to(&mut self, capacity: usize) {
+        while self.len > capacity {
+            self.remove(self.tail);
+        }
+    }
+
+    /// Ids from the least to the most recently used.
+    pub fn keys(&self) -> impl Iterator<Item = u32> + '_ {
+        std::iter::successors(self.oldest(), |&id| Some(self.prev[id as usize]).filter(|&p| p != NIL))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dense_evicts_least_recently_used_like_the_sparse_one() {
+        let (mut d, mut s) = (DenseLru::new(), Lru::default());
+        // The same pseudo-random script on both: they agree at every step.
+        let mut x = 7u32;
+        for step in 0..5000 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            let id = (x >> 16) % 40;
+            match step % 5 {
+                0 | 1 => assert_eq!(d.touch(id), s.touch(id)),
+                2 => assert_eq!(d.hit(id), s.hit(id)),
+                3 => assert_eq!(d.remove(id), s.remove(id)),
+                _ => {
+                    d.trim_to(12);
+                    s.trim_to(12);
+                }
+            }
+            assert_eq!((d.len(), d.oldest()), (s.len(), s.oldest()));
+        }
+        assert_eq!(d.keys().collect::<Vec<_>>(), s.keys().collect::<Vec<_>>());
+        assert!(!d.is_empty());
+    }
 
     #[test]
     fn evicts_least_recently_used() {

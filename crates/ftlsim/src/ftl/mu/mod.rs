@@ -27,11 +27,13 @@
 //! Controller RAM is a budget (`ftl.mu_ram_bytes`, by default 4 B per block,
 //! a block-mapped FTL's table, as the paper's (A+B+C) configurations): the
 //! invalid counters, the bitmap cache, and the rest in whole pages for the
-//! μ-Tree caches.
+//! μ-Tree caches. On a drive too small for that table to hold two tree
+//! pages beside the counters and the bitmap cache, the default is the
+//! least budget that does.
 //!
-//! Simplifications: the μ-Tree does not rebalance under-full nodes; tree
-//! pages' validity is known from the tree's own pointers rather than from
-//! bitmaps; tree writes go to a single tree update block; reads of
+//! Simplifications: tree pages' validity is known from the tree's own
+//! pointers rather than from bitmaps; tree writes go to a single tree
+//! update block; reads of
 //! never-written pages placed under `host.unwritten_reads = "place"` still
 //! pay their tree updates; map lookups in RAM cost no time.
 
@@ -107,6 +109,16 @@ pub struct MuStats {
     pub extent_merges: u64,
 }
 
+/// What a remap makes of the pages it unmaps.
+#[derive(Clone, Copy)]
+enum Old {
+    /// The host overwrote or trimmed them: they become invalid.
+    Invalid,
+    /// GC copied them from this page on: they must be exactly those pages,
+    /// all mapped.
+    MovedFrom(u32),
+}
+
 /// Pages being written into one update block, mapped once the run ends.
 #[derive(Clone, Copy)]
 struct Run {
@@ -131,6 +143,10 @@ pub struct Mu {
     /// placed reads, not a modelled table).
     ever: Vec<u64>,
     to_erase: Vec<BlockId>,
+    /// Extents a remap cuts and pages a GC run copies (kept to reuse their
+    /// allocations).
+    over: Vec<(u32, u32, u32)>,
+    srcs: Vec<u32>,
     scratch: Vec<u8>,
     stats: FtlStats,
     mu: MuStats,
@@ -139,22 +155,27 @@ pub struct Mu {
 /// The RAM split: the tree cache's read and write pages.
 fn ram_split(cfg: &Config, geo: &Geometry) -> Result<(u64, u32, u32)> {
     let f = &cfg.ftl;
-    let budget = if f.mu_ram_bytes == 0 { geo.blocks as u64 * 4 } else { f.mu_ram_bytes };
     let fixed = geo.blocks as u64 + f.mu_bitmap_cache_bytes;
     let page = geo.page_size as u64;
-    let tree_pages = budget.saturating_sub(fixed) / page;
-    if tree_pages < 2 {
+    // The smallest budget that works: counters, bitmap cache, and a read
+    // and a write page for the μ-Tree.
+    let least = fixed + 2 * page;
+    // A block-mapped table (4 B per block) is below that on drives of fewer
+    // than (bitmap cache + 2 pages) / 3 blocks (5,462 with 4 KiB pages and
+    // the 8 KiB cache): the default then takes the least budget.
+    let budget = if f.mu_ram_bytes == 0 { (geo.blocks as u64 * 4).max(least) } else { f.mu_ram_bytes };
+    if budget < least {
         return Err(Error::config(
             "ftl.mu_ram_bytes",
             format!(
-                "{budget} B leave no two pages for the μ-Tree caches after {} B of invalid counters and {} B of bitmap \
-                 cache (ftl.mu_bitmap_cache_bytes); raise it to at least {}",
-                geo.blocks,
-                f.mu_bitmap_cache_bytes,
-                fixed + 2 * page
+                "{budget} B leave no two pages for the μ-Tree caches (a read and a write page of {page} B) after {} B \
+                 of invalid counters (1 B per block) and {} B of bitmap cache (ftl.mu_bitmap_cache_bytes); raise it \
+                 to at least {least}, or leave it 0 for the default (4 B per block, at least {least} B)",
+                geo.blocks, f.mu_bitmap_cache_bytes,
             ),
         ));
     }
+    let tree_pages = (budget - fixed) / page;
     let write = if f.mu_write_cache_pages == 0 { (tree_pages / 2) as u32 } else { f.mu_write_cache_pages };
     if write as u64 >= tree_pages {
         return Err(Error::config(
@@ -218,7 +239,7 @@ impl Mu {
         let gc_until = f.gc_until_free.min((spare - parts.count() as u64 - 1) as u32);
         Ok(Mu {
             space: Space::new(geo.clone(), pool),
-            tree: MuTree::new(geo.page_size, read_pages, write_pages, Lpn(logical), BITMAP_KEYS),
+            tree: MuTree::new(&geo, read_pages, write_pages, Lpn(logical), BITMAP_KEYS),
             bitmaps: BitmapCache::new(f.mu_bitmap_cache_bytes),
             parts,
             logical,
@@ -229,6 +250,8 @@ impl Mu {
             unwritten: cfg.host.unwritten_reads,
             ever: vec![0; (logical as usize).div_ceil(64)],
             to_erase: Vec::new(),
+            over: Vec::new(),
+            srcs: Vec::new(),
             scratch: if dev.array.stores_payloads() { vec![0; geo.page_size as usize] } else { Vec::new() },
             stats: FtlStats::default(),
             mu: MuStats::default(),
@@ -249,23 +272,37 @@ impl Mu {
 
     /// Maps `l..l+n` to `new..` (or unmaps it with `None`): cuts the
     /// overlapped extents, then inserts the new one, merged with contiguous
-    /// neighbours. `host` invalidates the old pages; GC moves them instead.
-    /// Returns the pages that were mapped.
-    fn remap(&mut self, l: u32, n: u32, new: Option<u32>, host: bool, now: SimTime) -> u64 {
+    /// neighbours. Returns the pages that were mapped.
+    fn remap(&mut self, l: u32, n: u32, new: Option<u32>, old: Old, now: SimTime) -> Result<u64> {
         let end = l + n;
-        let mut over: Vec<(u32, u32, u32)> = Vec::new();
-        if let Some((a, v)) = self.tree.range(..l).next_back() {
+        let mut over = std::mem::take(&mut self.over);
+        over.clear();
+        if let Some((a, v)) = self.tree.before(l) {
             let (q, m) = unpack(v);
             if a + m > l {
                 over.push((a, q, m));
             }
         }
-        over.extend(self.tree.range(l..end).map(|(a, v)| (a, unpack(v).0, unpack(v).1)));
+        over.extend(self.tree.range(l, end).map(|(a, v)| (a, unpack(v).0, unpack(v).1)));
+        if let Old::MovedFrom(src) = old {
+            // The extents must map exactly `src..` to `l..end`, every page.
+            let mut next = l;
+            for &(a, q, m) in &over {
+                let s = a.max(l);
+                if s != next || q + (s - a) != src + (s - l) {
+                    return Err(self.not_moved(src + (next - l), next));
+                }
+                next = (a + m).min(end);
+            }
+            if next != end {
+                return Err(self.not_moved(src + (next - l), next));
+            }
+        }
         let mut unmapped = 0;
-        for (a, q, m) in over {
+        for &(a, q, m) in &over {
             let (s, e) = (a.max(l), (a + m).min(end));
             unmapped += (e - s) as u64;
-            if host {
+            if let Old::Invalid = old {
                 self.invalidate(q + (s - a), e - s, now);
             }
             let (cut_left, cut_right) = (a < l, a + m > end);
@@ -284,15 +321,20 @@ impl Mu {
                 self.tree.insert(end, pack(q + (end - a), a + m - end));
             }
         }
+        self.over = over;
         if let Some(p) = new {
             self.insert_merged(l, p, n);
         }
-        unmapped
+        Ok(unmapped)
+    }
+
+    fn not_moved(&self, ppn: u32, lpn: u32) -> Error {
+        Error::invariant("mu", format!("page {ppn} is valid by the bitmaps but the extents map LPN {lpn} elsewhere"))
     }
 
     fn insert_merged(&mut self, l: u32, p: u32, n: u32) {
         let (mut k, mut q, mut m) = (l, p, n);
-        if let Some((a, v)) = self.tree.range(..l).next_back() {
+        if let Some((a, v)) = self.tree.before(l) {
             let (pq, pm) = unpack(v);
             if a + pm == l && pq + pm == p && self.same_block(pq, p) {
                 (k, q, m) = (a, pq, pm + n);
@@ -412,10 +454,11 @@ impl Mu {
     }
 
     /// Maps the pages of a finished run.
-    fn commit(&mut self, run: &mut Option<Run>, now: SimTime) {
+    fn commit(&mut self, run: &mut Option<Run>, now: SimTime) -> Result<()> {
         if let Some(r) = run.take() {
-            self.remap(r.lpn, r.n, Some(r.ppn), true, now);
+            self.remap(r.lpn, r.n, Some(r.ppn), Old::Invalid, now)?;
         }
+        Ok(())
     }
 
     /// The next page of `lpn`'s partition's update block. Opening a block
@@ -430,7 +473,7 @@ impl Mu {
                     return Ok(self.geo.ppn(b, dev.array.written_pages(b)));
                 }
             }
-            self.commit(run, now);
+            self.commit(run, now)?;
         }
         loop {
             if let Some(b) = self.parts.update_block(part) {
@@ -473,15 +516,10 @@ impl Mu {
     fn reclaim(&mut self, dev: &mut Device, victim: BlockId, now: SimTime) -> Result<()> {
         self.stats.gc_invocations += 1;
         self.space.pool.start_reclaim(victim);
-        let first = self.geo.ppn(victim, 0).0;
-        if dev.array.oob_lpn(Ppn(first)) == Some(self.tree.tag()) {
-            let mut done = now;
-            for p in self.tree.live_pages(&self.space, victim) {
-                done = done.max(self.tree.relocate(&mut self.space, dev, p, now)?);
-            }
-            dev.erase(victim, done, Cause::Mapping)?;
-            return self.space.release(victim);
+        if self.tree.owns(victim) {
+            return self.tree.reclaim(&mut self.space, dev, victim, now);
         }
+        let first = self.geo.ppn(victim, 0).0;
         if !self.bitmaps.runs(victim.0).is_empty() {
             self.mu.bitmap_taken_by_gc += 1;
         }
@@ -505,26 +543,17 @@ impl Mu {
                 n += 1;
             }
             let known = self.tree.lookup(dev, lpn, t)?;
-            for k in 0..n as u32 {
-                if self.mapped(lpn + k) != Some(Ppn(src + k)) {
-                    return Err(Error::invariant(
-                        "mu",
-                        format!(
-                            "page {} is valid by the bitmaps but the extents map LPN {} elsewhere",
-                            src + k,
-                            lpn + k
-                        ),
-                    ));
-                }
-            }
             let mut moved = 0;
             while moved < n as u32 {
                 let dst = self.alloc(dev, lpn + moved, now, None)?;
                 let room = self.geo.pages_per_block - self.geo.page_in_block(dst);
                 let k = room.min(n as u32 - moved);
-                let srcs: Vec<u32> = (src + moved..src + moved + k).collect();
+                let mut srcs = std::mem::take(&mut self.srcs);
+                srcs.clear();
+                srcs.extend(src + moved..src + moved + k);
                 done = done.max(dev.copy_run(&srcs, dst, known, |_| Cause::Gc)?);
-                self.remap(lpn + moved, k, Some(dst.0), false, now);
+                self.srcs = srcs;
+                self.remap(lpn + moved, k, Some(dst.0), Old::MovedFrom(src + moved), now)?;
                 self.space.pool.transfer_valid(victim, self.geo.block_of(dst), k, now);
                 self.stats.gc_pages_copied += k as u64;
                 moved += k;
@@ -543,7 +572,7 @@ impl Mu {
         self.space.pool.add_valid(self.geo.block_of(ppn), now);
         self.ever[lpn as usize / 64] |= 1 << (lpn % 64);
         self.stats.placed_reads += 1;
-        self.remap(lpn, 1, Some(ppn.0), true, now);
+        self.remap(lpn, 1, Some(ppn.0), Old::Invalid, now)?;
         Ok(ppn)
     }
 
@@ -634,12 +663,12 @@ impl Ftl for Mu {
                 }
                 other => {
                     let mut other = other;
-                    self.commit(&mut other, now);
+                    self.commit(&mut other, now)?;
                     Some(Run { lpn: c.lpn.0, ppn: ppn.0, n: 1 })
                 }
             };
         }
-        self.commit(&mut run, now);
+        self.commit(&mut run, now)?;
         self.finish(dev, now)?;
         Ok(done)
     }
@@ -650,7 +679,7 @@ impl Ftl for Mu {
             return Ok(now);
         }
         let known = self.tree.lookup(dev, pages.start, now)?;
-        self.stats.trimmed_pages += self.remap(pages.start, pages.end - pages.start, None, true, now);
+        self.stats.trimmed_pages += self.remap(pages.start, pages.end - pages.start, None, Old::Invalid, now)?;
         self.finish(dev, now)?;
         Ok(known)
     }
@@ -669,8 +698,7 @@ impl Ftl for Mu {
         let mut s = self.stats.clone();
         let t = &self.tree.stats;
         let mut mu = self.mu.clone();
-        mu.extents = self.tree.count_in(..BITMAP_KEYS) as u64;
-        mu.bitmap_entries = self.tree.count_in(BITMAP_KEYS..) as u64;
+        [mu.extents, mu.bitmap_entries] = self.tree.entry_counts();
         mu.tree_height = self.tree.height();
         mu.tree_node_visits = t.visits;
         mu.tree_cache_hits = t.visit_hits;
@@ -719,7 +747,7 @@ impl Mu {
         let fail = |r: String| Err(Error::invariant("mu", r));
         let mut valid = vec![0u32; self.geo.blocks as usize];
         let mut end = 0;
-        for (a, v) in self.tree.range(..BITMAP_KEYS) {
+        for (a, v) in self.tree.range(0, BITMAP_KEYS) {
             let (q, m) = unpack(v);
             if m == 0 || m > self.geo.pages_per_block || a < end || a + m > self.logical {
                 return fail(format!("extent ⟨{a}, {q}, {m}⟩ is empty, too long, overlaps or leaves the space"));

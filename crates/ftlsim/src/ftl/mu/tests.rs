@@ -43,7 +43,7 @@ fn write(mu: &mut Mu, dev: &mut Device, lpn: u32, n: u32) {
 
 /// Extents as (lpn, ppn, len).
 fn extents(mu: &Mu) -> Vec<(u32, u32, u32)> {
-    mu.tree.range(..BITMAP_KEYS).map(|(a, v)| (a, unpack(v).0, unpack(v).1)).collect()
+    mu.tree.range(0, BITMAP_KEYS).map(|(a, v)| (a, unpack(v).0, unpack(v).1)).collect()
 }
 
 #[test]
@@ -52,6 +52,34 @@ fn ram_equals_the_budget() {
     // 24 counters + 96 B bitmap cache + two 512 B tree cache pages.
     assert_eq!(mu.mapping_ram_bytes(), 1144);
     assert_eq!((mu.tree.capacity(0), mu.ram_bytes), (32, 1144));
+}
+
+/// μ-FTL on the `mu-ftl-mlc` preset (4 KiB pages) with `blocks` blocks.
+fn preset_mu(blocks: u32, more: &[&str]) -> Result<Mu> {
+    let mut o = vec![format!("geometry.blocks_per_plane={blocks}"), "ftl.name=\"mu\"".to_string()];
+    o.extend(more.iter().map(|s| s.to_string()));
+    let cfg = Config::load("mu-ftl-mlc", &o)?;
+    let geo = Geometry::new(&cfg.geometry);
+    let timing = Timing::new(&cfg.timing, geo.page_size, cfg.host.link_ns_per_byte);
+    Mu::new(&cfg, &Device::new(NandArray::new(geo, 1000, false, false), timing))
+}
+
+#[test]
+fn the_default_budget_is_a_block_table_but_never_too_small_to_run() {
+    // The paper's drive: 8,192 blocks × 4 B = 32 KiB (8 KiB counters, 8 KiB
+    // bitmap cache, four tree-cache pages).
+    let mu = preset_mu(8192, &[]).unwrap();
+    assert_eq!(mu.mapping_ram_bytes(), 32 * 1024);
+    // 12,000 blocks: still 4 B per block.
+    assert_eq!(preset_mu(12_000, &[]).unwrap().mapping_ram_bytes(), 48_000);
+    // 1,024 blocks: 4 KiB cannot hold two 4 KiB tree pages; the default is
+    // the least budget that runs: counters + bitmap cache + two pages.
+    let small = preset_mu(1024, &[]).unwrap();
+    assert_eq!(small.mapping_ram_bytes(), 1024 + 8192 + 2 * 4096);
+    assert_eq!(small.tree.cache_pages(), (1, 1));
+    // An explicit budget too small is refused, naming the key and the least.
+    let e = preset_mu(1024, &["ftl.mu_ram_bytes=4096"]).err().expect("refused").to_string();
+    assert!(e.contains("ftl.mu_ram_bytes") && e.contains("at least 17408"), "{e}");
 }
 
 #[test]
@@ -135,7 +163,7 @@ fn bitmap_cache_flushes_to_the_tree_when_full() {
         write(&mut mu, &mut dev, (k * 3) % 128, 1);
     }
     assert!(mu.mu.bitmap_flushes > 0);
-    assert!(mu.tree.count_in(BITMAP_KEYS..) > 0, "no bitmap entry in the tree");
+    assert!(mu.tree.entry_counts()[1] > 0, "no bitmap entry in the tree");
     assert!(mu.bitmaps.extents() <= 24);
 }
 

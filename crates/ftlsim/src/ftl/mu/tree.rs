@@ -6,12 +6,13 @@
 //! entries of 8 B).
 //!
 //! Entries are `u32` keys with a `u64` value (μ-FTL's extents and bitmap
-//! entries, see [`super`]). Each level is an ordered map from a node's low
-//! key to the node; a node covers the keys from its own up to the next
-//! node's and counts its members (entries at the leaves, child nodes above).
-//! A node over capacity splits at its median member; an emptied node is
-//! absorbed by a sibling; the root level is added and dropped as needed.
-//! Simplification: under-full nodes are not rebalanced.
+//! entries, see [`super`]). Each node covers the keys from its low key up to
+//! its right neighbour's on the same level; leaves hold their entries,
+//! inner nodes their children, both as sorted arrays. A node over capacity
+//! splits at its median member. A node left under half full borrows a
+//! member from a sibling under the same parent, or merges with one, as in a
+//! B⁺-tree, and the root level is added and dropped as needed; the nodes
+//! this changes reach flash with the paths of leaves under them.
 //!
 //! Flash costs are real device operations under [`Cause::Mapping`]:
 //!
@@ -26,27 +27,45 @@
 //!
 //! Flash traffic is also counted by who caused it, for the paper's overhead
 //! split: the data map (extent keys) or the bitmap cache (bitmap keys, from
-//! `bitmap_keys` on); a path is charged by its leaf's keys.
+//! `bitmap_keys` on); a path is charged by its leaf's low key.
+//!
+//! In memory (none of this is modelled controller RAM, which is the caches'
+//! page budget): nodes live in an arena addressed by index and recycled
+//! through a free list, each level threaded left to right; tree pages are
+//! slots of the blocks the tree writes, each listing the nodes whose current
+//! version it holds; both caches are intrusive LRU lists over those indices.
+//! A steady-state operation allocates nothing.
 
-use super::lru::Lru;
+use super::lru::DenseLru;
 use super::space::Space;
 use crate::engine::{Cause, Device};
 use crate::error::{Error, Result};
-use crate::nand::Payload;
+use crate::nand::{Geometry, Payload};
 use crate::units::{BlockId, Lpn, Ppn, SimTime};
-use std::collections::BTreeMap;
-use std::ops::Bound::{Excluded, Unbounded};
-use std::ops::RangeBounds;
+use std::cell::Cell;
 
-const NONE: u32 = u32::MAX;
+const NIL: u32 = u32::MAX;
 /// Bytes of one entry: 4 B key, 4 B value (Fig. 3's 25-bit PPN + 7-bit length).
 pub const ENTRY_BYTES: u32 = 8;
 
-#[derive(Clone, Copy, Debug)]
+/// One node. `keys` are a leaf's entry keys (values in `vals`) or an inner
+/// node's children's low keys (children in `kids`); `keys[0]` of an inner
+/// node is its own low key.
+#[derive(Default)]
 struct Node {
-    count: u32,
-    /// Flash page of the node's current version, or [`NONE`].
+    level: u8,
+    /// The lowest key the node covers (borrowing from its left sibling
+    /// lowers it; from the right, raises the right's).
+    lo: u32,
+    parent: u32,
+    /// Neighbours on the same level, in key order.
+    prev: u32,
+    next: u32,
+    /// Flash page of the node's current version, or [`NIL`].
     page: u32,
+    keys: Vec<u32>,
+    vals: Vec<u64>,
+    kids: Vec<u32>,
 }
 
 /// Tree traffic and cache counters.
@@ -62,16 +81,94 @@ pub struct TreeStats {
     pub relocated: u64,
 }
 
+/// The pages of the blocks the tree writes: per page, whether it is a live
+/// (valid) tree page and the nodes whose current version it holds.
+struct TreePages {
+    geo: Geometry,
+    /// Per device block: its index among tree blocks, or [`NIL`].
+    index_of: Vec<u32>,
+    /// Per tree-block index: the device block, or [`NIL`] when unused.
+    block: Vec<u32>,
+    free: Vec<u32>,
+    /// Per slot (tree-block index × pages per block + page).
+    listed: Vec<bool>,
+    nodes: Vec<Vec<u32>>,
+}
+
+impl TreePages {
+    fn new(geo: &Geometry) -> TreePages {
+        TreePages {
+            geo: geo.clone(),
+            index_of: vec![NIL; geo.blocks as usize],
+            block: Vec::new(),
+            free: Vec::new(),
+            listed: Vec::new(),
+            nodes: Vec::new(),
+        }
+    }
+
+    /// The tree starts writing block `b`.
+    fn open(&mut self, b: BlockId) {
+        let ppb = self.geo.pages_per_block as usize;
+        let i = self.free.pop().unwrap_or_else(|| {
+            self.block.push(NIL);
+            self.listed.resize(self.block.len() * ppb, false);
+            self.nodes.resize_with(self.block.len() * ppb, Vec::new);
+            self.block.len() as u32 - 1
+        });
+        self.block[i as usize] = b.0;
+        self.index_of[b.idx()] = i;
+    }
+
+    /// Block `b`, erased, is the tree's no more.
+    fn close(&mut self, b: BlockId) {
+        let i = std::mem::replace(&mut self.index_of[b.idx()], NIL);
+        debug_assert!(i != NIL, "{b} is not a tree block");
+        self.block[i as usize] = NIL;
+        self.free.push(i);
+    }
+
+    /// The slot of a page of a tree block.
+    #[inline]
+    fn slot(&self, ppn: u32) -> u32 {
+        let i = self.index_of[self.geo.block_of(Ppn(ppn)).idx()];
+        debug_assert!(i != NIL, "page {ppn} is not in a tree block");
+        i * self.geo.pages_per_block + self.geo.page_in_block(Ppn(ppn))
+    }
+
+    fn ppn(&self, slot: u32) -> u32 {
+        let ppb = self.geo.pages_per_block;
+        self.geo.ppn(BlockId(self.block[(slot / ppb) as usize]), slot % ppb).0
+    }
+
+    fn is_listed(&self, ppn: u32) -> bool {
+        let i = self.index_of[self.geo.block_of(Ppn(ppn)).idx()];
+        i != NIL && self.listed[self.slot(ppn) as usize]
+    }
+
+    /// Listed pages (live tree pages, and dead ones not yet released).
+    fn listed(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.listed.len() as u32).filter(|&s| self.listed[s as usize]).map(|s| self.ppn(s))
+    }
+}
+
 pub struct MuTree {
-    entries: BTreeMap<u32, u64>,
-    /// `levels[0]` are the leaves, the last level the root.
-    levels: Vec<BTreeMap<u32, Node>>,
+    nodes: Vec<Node>,
+    /// The leaf last found: most searches land where the last one did, so
+    /// they skip the descent. Cleared when leaves split, merge or move keys.
+    hint: Cell<u32>,
+    free_nodes: Vec<u32>,
+    root: u32,
+    height: u32,
+    /// Entries: `[0]` extents, `[1]` bitmap entries.
+    counts: [u64; 2],
     page_size: u32,
-    /// Tree pages on flash: the nodes (level, key) whose current version each holds.
-    pages: BTreeMap<u32, Vec<(u8, u32)>>,
-    read_cache: Lru,
+    pages: TreePages,
+    /// Tree-page slots.
+    read_cache: DenseLru,
     read_pages: usize,
-    dirty: Lru,
+    /// Dirty leaves (node indices).
+    dirty: DenseLru,
     write_pages: usize,
     update: u32,
     /// Pages whose last node moved out, to be invalidated.
@@ -83,28 +180,59 @@ pub struct MuTree {
     pub stats: TreeStats,
 }
 
+/// Entries of the tree in key order from some key on.
+pub struct Range<'a> {
+    tree: &'a MuTree,
+    leaf: u32,
+    i: usize,
+    end: u32,
+}
+
+impl Iterator for Range<'_> {
+    type Item = (u32, u64);
+
+    fn next(&mut self) -> Option<(u32, u64)> {
+        while self.leaf != NIL {
+            let n = &self.tree.nodes[self.leaf as usize];
+            if let Some(&k) = n.keys.get(self.i) {
+                if k >= self.end {
+                    self.leaf = NIL;
+                    return None;
+                }
+                self.i += 1;
+                return Some((k, n.vals[self.i - 1]));
+            }
+            (self.leaf, self.i) = (n.next, 0);
+        }
+        None
+    }
+}
+
 impl MuTree {
-    pub fn new(page_size: u32, read_pages: u32, write_pages: u32, tag: Lpn, bitmap_keys: u32) -> MuTree {
-        let mut root = BTreeMap::new();
-        root.insert(0, Node { count: 0, page: NONE });
-        MuTree {
-            entries: BTreeMap::new(),
-            levels: vec![root],
-            page_size,
-            pages: BTreeMap::new(),
-            read_cache: Lru::default(),
+    pub fn new(geo: &Geometry, read_pages: u32, write_pages: u32, tag: Lpn, bitmap_keys: u32) -> MuTree {
+        let mut t = MuTree {
+            nodes: Vec::new(),
+            hint: Cell::new(NIL),
+            free_nodes: Vec::new(),
+            root: NIL,
+            height: 1,
+            counts: [0; 2],
+            page_size: geo.page_size,
+            pages: TreePages::new(geo),
+            read_cache: DenseLru::new(),
             read_pages: read_pages as usize,
-            dirty: Lru::default(),
+            dirty: DenseLru::new(),
             write_pages: write_pages.max(1) as usize,
-            update: NONE,
+            update: NIL,
             dead: Vec::new(),
             tag,
             bitmap_keys,
             stats: TreeStats::default(),
-        }
+        };
+        t.root = t.new_node(0, 0);
+        t
     }
 
-    /// Members a node of `level` holds (at least 2, so a split makes progress).
     fn cause(&self, key: u32) -> usize {
         (key >= self.bitmap_keys) as usize
     }
@@ -113,13 +241,14 @@ impl MuTree {
         self.tag
     }
 
-    /// Live tree pages.
-    pub fn live_page_list(&self) -> impl Iterator<Item = u32> + '_ {
-        self.pages.keys().copied()
-    }
-
+    /// Members a node of `level` holds (at least 2, so a split makes progress).
     pub fn capacity(&self, level: usize) -> u32 {
         (self.page_size >> (level + 1)).checked_div(ENTRY_BYTES).unwrap_or(0).max(2)
+    }
+
+    /// Pages of the read and the write cache.
+    pub fn cache_pages(&self) -> (usize, usize) {
+        (self.read_pages, self.write_pages)
     }
 
     /// Dirty leaves in the write cache.
@@ -128,161 +257,378 @@ impl MuTree {
     }
 
     pub fn height(&self) -> u32 {
-        self.levels.len() as u32
+        self.height
     }
 
-    pub fn entry_count(&self) -> usize {
-        self.entries.len()
+    /// Extents (keys below `bitmap_keys`) and bitmap entries in the tree.
+    pub fn entry_counts(&self) -> [u64; 2] {
+        self.counts
     }
 
-    pub fn count_in(&self, keys: impl RangeBounds<u32>) -> usize {
-        self.entries.range(keys).count()
+    /// Live tree pages.
+    pub fn live_page_list(&self) -> impl Iterator<Item = u32> + '_ {
+        self.pages.listed()
+    }
+
+    fn new_node(&mut self, level: u8, lo: u32) -> u32 {
+        let fresh = Node { level, lo, parent: NIL, prev: NIL, next: NIL, page: NIL, ..Node::default() };
+        match self.free_nodes.pop() {
+            Some(i) => {
+                let n = &mut self.nodes[i as usize];
+                // Keep the arrays' capacity: recycled nodes allocate nothing.
+                let (mut keys, mut vals, mut kids) =
+                    (std::mem::take(&mut n.keys), std::mem::take(&mut n.vals), std::mem::take(&mut n.kids));
+                keys.clear();
+                vals.clear();
+                kids.clear();
+                *n = Node { keys, vals, kids, ..fresh };
+                i
+            }
+            None => {
+                self.nodes.push(fresh);
+                self.nodes.len() as u32 - 1
+            }
+        }
+    }
+
+    /// The leaf covering `key`.
+    #[inline]
+    fn leaf_of(&self, key: u32) -> u32 {
+        let h = self.hint.get();
+        if h != NIL {
+            let node = &self.nodes[h as usize];
+            if node.lo <= key && (node.next == NIL || key < self.nodes[node.next as usize].lo) {
+                return h;
+            }
+        }
+        let mut n = self.root;
+        loop {
+            let node = &self.nodes[n as usize];
+            if node.level == 0 {
+                self.hint.set(n);
+                return n;
+            }
+            n = node.kids[node.keys.partition_point(|&k| k <= key) - 1];
+        }
+    }
+
+    /// The leftmost leaf under node `n`.
+    fn first_leaf(&self, mut n: u32) -> u32 {
+        while self.nodes[n as usize].level > 0 {
+            n = self.nodes[n as usize].kids[0];
+        }
+        n
     }
 
     pub fn get(&self, key: u32) -> Option<u64> {
-        self.entries.get(&key).copied()
+        let n = &self.nodes[self.leaf_of(key) as usize];
+        n.keys.binary_search(&key).ok().map(|i| n.vals[i])
     }
 
     /// The entry with the greatest key `<= key`.
     pub fn floor(&self, key: u32) -> Option<(u32, u64)> {
-        self.entries.range(..=key).next_back().map(|(&k, &v)| (k, v))
+        let mut leaf = self.leaf_of(key);
+        let mut i = self.nodes[leaf as usize].keys.partition_point(|&k| k <= key);
+        // Leaves before may be empty (an only child stays, empty).
+        while i == 0 {
+            leaf = self.nodes[leaf as usize].prev;
+            if leaf == NIL {
+                return None;
+            }
+            i = self.nodes[leaf as usize].keys.len();
+        }
+        let n = &self.nodes[leaf as usize];
+        Some((n.keys[i - 1], n.vals[i - 1]))
     }
 
-    pub fn range(&self, keys: impl RangeBounds<u32>) -> impl DoubleEndedIterator<Item = (u32, u64)> + '_ {
-        self.entries.range(keys).map(|(&k, &v)| (k, v))
+    /// The entry with the greatest key `< key`.
+    pub fn before(&self, key: u32) -> Option<(u32, u64)> {
+        key.checked_sub(1).and_then(|k| self.floor(k))
     }
 
-    fn node_key(&self, level: usize, key: u32) -> u32 {
-        *self.levels[level].range(..=key).next_back().expect("every level has a node at key 0").0
+    /// Entries with keys in `lo..end`, in key order.
+    pub fn range(&self, lo: u32, end: u32) -> Range<'_> {
+        let leaf = self.leaf_of(lo);
+        let i = self.nodes[leaf as usize].keys.partition_point(|&k| k < lo);
+        Range { tree: self, leaf, i, end }
     }
 
-    fn node_mut(&mut self, level: usize, key: u32) -> &mut Node {
-        let k = self.node_key(level, key);
-        self.levels[level].get_mut(&k).expect("node exists")
-    }
-
-    fn next_key(&self, level: usize, key: u32) -> Option<u32> {
-        self.levels[level].range((Excluded(key), Unbounded)).next().map(|(&k, _)| k)
+    /// Every entry, in key order.
+    pub fn entries(&self) -> Range<'_> {
+        Range { tree: self, leaf: self.first_leaf(self.root), i: 0, end: u32::MAX }
     }
 
     /// Visits the path to `key`, paying for nodes neither cached nor dirty;
     /// returns when the leaf is known.
     pub fn lookup(&mut self, dev: &mut Device, key: u32, mut t: SimTime) -> Result<SimTime> {
-        for level in (0..self.levels.len()).rev() {
-            let k = self.node_key(level, key);
-            let page = self.levels[level][&k].page;
+        let mut n = self.root;
+        loop {
+            let node = &self.nodes[n as usize];
+            let (level, page) = (node.level, node.page);
+            let next = if level == 0 { NIL } else { node.kids[node.keys.partition_point(|&k| k <= key) - 1] };
             self.stats.visits += 1;
-            if (level == 0 && self.dirty.contains(k)) || page == NONE || self.read_cache.hit(page) {
+            if (level == 0 && self.dirty.contains(n)) || page == NIL || self.read_cache.hit(self.pages.slot(page)) {
                 self.stats.visit_hits += 1;
-                continue;
+            } else {
+                t = dev.read(Ppn(page), t, Cause::Mapping)?;
+                self.stats.reads[self.cause(key)] += 1;
+                self.read_cache.touch(self.pages.slot(page));
+                self.read_cache.trim_to(self.read_pages);
             }
-            t = dev.read(Ppn(page), t, Cause::Mapping)?;
-            self.stats.reads[self.cause(key)] += 1;
-            self.read_cache.touch(page);
-            self.read_cache.trim_to(self.read_pages);
+            if level == 0 {
+                self.hint.set(n);
+                return Ok(t);
+            }
+            n = next;
         }
-        Ok(t)
-    }
-
-    fn touch_leaf(&mut self, key: u32) {
-        let leaf = self.node_key(0, key);
-        self.dirty.touch(leaf);
     }
 
     /// Inserts or replaces an entry (the caller has looked it up).
     pub fn insert(&mut self, key: u32, value: u64) {
-        if self.entries.insert(key, value).is_none() {
-            self.grow(0, key);
+        let leaf = self.leaf_of(key);
+        let n = &mut self.nodes[leaf as usize];
+        match n.keys.binary_search(&key) {
+            Ok(i) => n.vals[i] = value,
+            Err(i) => {
+                n.keys.insert(i, key);
+                n.vals.insert(i, value);
+                self.counts[self.cause(key)] += 1;
+                self.grow(leaf);
+            }
         }
-        self.touch_leaf(key);
+        let leaf = self.leaf_of(key);
+        self.dirty.touch(leaf);
     }
 
     pub fn remove(&mut self, key: u32) -> Option<u64> {
-        let v = self.entries.remove(&key)?;
-        self.touch_leaf(key);
-        self.shrink(0, key);
+        let leaf = self.leaf_of(key);
+        let n = &mut self.nodes[leaf as usize];
+        let i = n.keys.binary_search(&key).ok()?;
+        n.keys.remove(i);
+        let v = n.vals.remove(i);
+        self.counts[self.cause(key)] -= 1;
+        self.dirty.touch(leaf);
+        self.rebalance(leaf);
         Some(v)
     }
 
-    /// The keys of the members of a node of `level` covering `lo..hi`.
-    fn members(&self, level: usize, lo: u32, hi: Option<u32>) -> Box<dyn Iterator<Item = u32> + '_> {
-        let keys = (std::ops::Bound::Included(lo), hi.map_or(Unbounded, Excluded));
-        if level == 0 {
-            Box::new(self.entries.range(keys).map(|(&k, _)| k))
-        } else {
-            Box::new(self.levels[level - 1].range(keys).map(|(&k, _)| k))
-        }
+    fn members(&self, n: u32) -> u32 {
+        self.nodes[n as usize].keys.len() as u32
     }
 
-    /// The node of `level` holding `key` gained a member: split it when full.
-    fn grow(&mut self, level: usize, key: u32) {
-        let lo = self.node_key(level, key);
-        let count = {
-            let n = self.node_mut(level, key);
-            n.count += 1;
-            n.count
-        };
-        if count <= self.capacity(level) {
+    /// Node `n` gained a member: split it when full.
+    fn grow(&mut self, n: u32) {
+        let level = self.nodes[n as usize].level;
+        let count = self.members(n);
+        if count <= self.capacity(level as usize) {
             return;
         }
-        let hi = self.next_key(level, lo);
-        let half = count / 2;
-        let mid = self.members(level, lo, hi).nth(half as usize).expect("a full node has its members");
-        self.levels[level].get_mut(&lo).expect("node exists").count = half;
-        self.levels[level].insert(mid, Node { count: count - half, page: NONE });
+        self.hint.set(NIL);
+        let half = count as usize / 2;
+        let mid = self.nodes[n as usize].keys[half];
+        let m = self.new_node(level, mid);
+        let (mut keys, mut vals, mut kids) = {
+            let mn = &mut self.nodes[m as usize];
+            (std::mem::take(&mut mn.keys), std::mem::take(&mut mn.vals), std::mem::take(&mut mn.kids))
+        };
+        let nn = &mut self.nodes[n as usize];
+        keys.extend(nn.keys.drain(half..));
+        if level == 0 {
+            vals.extend(nn.vals.drain(half..));
+        } else {
+            kids.extend(nn.kids.drain(half..));
+        }
+        let after = std::mem::replace(&mut nn.next, m);
+        let parent = nn.parent;
+        for &k in &kids {
+            self.nodes[k as usize].parent = m;
+        }
+        if after != NIL {
+            self.nodes[after as usize].prev = m;
+        }
+        let mn = &mut self.nodes[m as usize];
+        (mn.keys, mn.vals, mn.kids, mn.prev, mn.next) = (keys, vals, kids, n, after);
         // The new node reaches flash with the path of a leaf under it.
-        self.touch_leaf(mid);
-        if level + 1 == self.levels.len() {
-            let mut root = BTreeMap::new();
-            root.insert(0, Node { count: 2, page: NONE });
-            self.levels.push(root);
+        let leaf = self.first_leaf(m);
+        self.dirty.touch(leaf);
+        if n == self.root {
+            let r = self.new_node(level + 1, 0);
+            let rn = &mut self.nodes[r as usize];
+            rn.keys.extend([0, mid]);
+            rn.kids.extend([n, m]);
+            self.nodes[n as usize].parent = r;
+            self.nodes[m as usize].parent = r;
+            self.root = r;
+            self.height += 1;
         } else {
-            self.grow(level + 1, mid);
+            self.nodes[m as usize].parent = parent;
+            let p = &mut self.nodes[parent as usize];
+            let at = p.keys.partition_point(|&k| k <= mid);
+            p.keys.insert(at, mid);
+            p.kids.insert(at, m);
+            self.grow(parent);
         }
     }
 
-    /// The node of `level` holding `key` lost a member: an emptied node is
-    /// absorbed by a sibling under the same parent.
-    fn shrink(&mut self, level: usize, key: u32) {
-        let lo = self.node_key(level, key);
-        let n = self.node_mut(level, key);
-        n.count -= 1;
-        if n.count > 0 || level + 1 == self.levels.len() {
+    /// The fewest members a node of `level` keeps: half its capacity, as in
+    /// a B⁺-tree. The root is exempt, and so is a node below a non-root
+    /// level whose minimum is 1 (capacity 2 or 3; with 4 KiB pages, level 7
+    /// and up): there a node may be an only child.
+    pub fn min_members(&self, level: usize) -> u32 {
+        self.capacity(level) / 2
+    }
+
+    /// Node `n` lost a member: below half full it borrows one from a sibling
+    /// under the same parent that can spare one, or else merges with a
+    /// sibling, and the parent, a member short, is rebalanced in turn; a
+    /// root left with one child gives way to it. A node that is its
+    /// parent's only child (a level of capacity 2 or 3 allows it) has no
+    /// sibling and stays as it is.
+    fn rebalance(&mut self, n: u32) {
+        if n == self.root {
+            self.collapse_root();
             return;
         }
-        let parent_lo = self.node_key(level + 1, lo);
-        let parent_hi = self.next_key(level + 1, parent_lo);
-        let gone = match self.next_key(level, lo).filter(|&s| parent_hi.is_none_or(|h| s < h)) {
-            // The successor's members move into this node's range.
-            Some(s) => {
-                let succ = self.levels[level][&s];
-                self.levels[level].get_mut(&lo).expect("node exists").count = succ.count;
-                s
-            }
-            None if lo != parent_lo => lo,
-            None => return, // the parent's only child stays, empty
-        };
-        let page = self.levels[level].remove(&gone).expect("node exists").page;
-        self.forget(level, gone, page);
-        if level == 0 {
-            self.dirty.remove(gone);
+        let level = self.nodes[n as usize].level as usize;
+        let min = self.min_members(level);
+        if self.members(n) >= min {
+            return;
         }
-        self.touch_leaf(lo);
-        self.shrink(level + 1, gone);
-        let top = self.levels.len() - 1;
-        if top > 0 && self.levels[top].len() == 1 && self.levels[top][&0].count == 1 {
-            let root = self.levels.pop().expect("a top level");
-            self.forget(top, 0, root[&0].page);
+        self.hint.set(NIL);
+        let parent = self.nodes[n as usize].parent;
+        let (left, right) = self.siblings(n);
+        if right != NIL && self.members(right) > min {
+            self.move_first(right, n);
+        } else if left != NIL && self.members(left) > min {
+            self.move_last(left, n);
+        } else if right != NIL {
+            self.merge(n, right);
+            self.rebalance(parent);
+        } else if left != NIL {
+            self.merge(left, n);
+            self.rebalance(parent);
         }
     }
 
-    /// Node (level, key) no longer lives in `page`.
-    fn forget(&mut self, level: usize, key: u32, page: u32) {
-        if page == NONE {
+    /// A root inner node with one child: the child becomes the root.
+    fn collapse_root(&mut self) {
+        self.hint.set(NIL);
+        while self.height > 1 && self.members(self.root) == 1 {
+            let root = self.root;
+            let child = self.nodes[root as usize].kids[0];
+            self.nodes[child as usize].parent = NIL;
+            self.root = child;
+            self.height -= 1;
+            let page = self.nodes[root as usize].page;
+            self.forget(root, page);
+            self.free_nodes.push(root);
+        }
+    }
+
+    /// `n`'s neighbours under the same parent, or [`NIL`].
+    fn siblings(&self, n: u32) -> (u32, u32) {
+        let node = &self.nodes[n as usize];
+        let under = |s: u32| if s != NIL && self.nodes[s as usize].parent == node.parent { s } else { NIL };
+        (under(node.prev), under(node.next))
+    }
+
+    /// A node changed: it reaches flash with the path of a leaf under it.
+    fn dirty_under(&mut self, n: u32) {
+        let leaf = self.first_leaf(n);
+        self.dirty.touch(leaf);
+    }
+
+    /// Moves the first member of `right` to the end of its left sibling
+    /// `n`; `right`'s low key becomes its new first member's.
+    fn move_first(&mut self, right: u32, n: u32) {
+        let (to, from) = two(&mut self.nodes, n, right);
+        to.keys.push(from.keys.remove(0));
+        if from.level == 0 {
+            to.vals.push(from.vals.remove(0));
+        } else {
+            to.kids.push(from.kids.remove(0));
+        }
+        let old_lo = std::mem::replace(&mut from.lo, from.keys[0]);
+        let (new_lo, parent) = (from.lo, from.parent);
+        if let Some(&k) = self.nodes[n as usize].kids.last() {
+            self.nodes[k as usize].parent = n;
+        }
+        self.set_child_key(parent, old_lo, new_lo);
+        self.dirty_under(n);
+        self.dirty_under(right);
+    }
+
+    /// Moves the last member of `left` to the front of its right sibling
+    /// `n`, whose low key becomes that member's.
+    fn move_last(&mut self, left: u32, n: u32) {
+        let (to, from) = two(&mut self.nodes, n, left);
+        let key = from.keys.pop().expect("a sibling with members to spare");
+        to.keys.insert(0, key);
+        if from.level == 0 {
+            to.vals.insert(0, from.vals.pop().expect("a value per key"));
+        } else {
+            to.kids.insert(0, from.kids.pop().expect("a child per key"));
+        }
+        let old_lo = std::mem::replace(&mut to.lo, key);
+        let parent = to.parent;
+        if let Some(&k) = self.nodes[n as usize].kids.first() {
+            self.nodes[k as usize].parent = n;
+        }
+        self.set_child_key(parent, old_lo, key);
+        self.dirty_under(n);
+        self.dirty_under(left);
+    }
+
+    /// A child of `parent` now starts at `new` instead of `old`.
+    fn set_child_key(&mut self, parent: u32, old: u32, new: u32) {
+        let p = &mut self.nodes[parent as usize];
+        let at = p.keys.binary_search(&old).expect("a child is listed in its parent");
+        p.keys[at] = new;
+    }
+
+    /// Moves every member of `right` into its left sibling `left`, which
+    /// takes over its range; `right` leaves the tree.
+    fn merge(&mut self, left: u32, right: u32) {
+        let (to, from) = two(&mut self.nodes, left, right);
+        to.keys.append(&mut from.keys);
+        to.vals.append(&mut from.vals);
+        let first_kid = to.kids.len();
+        to.kids.append(&mut from.kids);
+        for i in first_kid..self.nodes[left as usize].kids.len() {
+            let k = self.nodes[left as usize].kids[i];
+            self.nodes[k as usize].parent = left;
+        }
+        self.unlink(right);
+        let page = self.nodes[right as usize].page;
+        self.forget(right, page);
+        self.dirty.remove(right);
+        self.free_nodes.push(right);
+        self.dirty_under(left);
+    }
+
+    /// Takes node `n` out of its level and its parent.
+    fn unlink(&mut self, n: u32) {
+        let Node { prev, next, parent, lo, .. } = self.nodes[n as usize];
+        if prev != NIL {
+            self.nodes[prev as usize].next = next;
+        }
+        if next != NIL {
+            self.nodes[next as usize].prev = prev;
+        }
+        let p = &mut self.nodes[parent as usize];
+        let at = p.keys.binary_search(&lo).expect("a child is listed in its parent");
+        p.keys.remove(at);
+        p.kids.remove(at);
+    }
+
+    /// Node `n` no longer lives in `page`.
+    fn forget(&mut self, n: u32, page: u32) {
+        if page == NIL {
             return;
         }
-        let nodes = self.pages.get_mut(&page).expect("a node's page is listed");
-        nodes.retain(|&n| n != (level as u8, key));
+        let slot = self.pages.slot(page) as usize;
+        let nodes = &mut self.pages.nodes[slot];
+        nodes.retain(|&x| x != n);
         if nodes.is_empty() {
             self.dead.push(page);
         }
@@ -304,17 +650,18 @@ impl MuTree {
     /// A page of the tree's update block.
     fn alloc(&mut self, space: &mut Space, dev: &Device, now: SimTime) -> Result<Ppn> {
         let ppb = space.geo.pages_per_block;
-        if self.update != NONE {
+        if self.update != NIL {
             let b = BlockId(self.update);
             let used = dev.array.written_pages(b);
             if used < ppb {
                 return Ok(space.geo.ppn(b, used));
             }
             space.pool.close(b, now);
-            self.update = NONE;
+            self.update = NIL;
         }
         let b = space.take_block("μ-Tree")?;
         self.update = b.0;
+        self.pages.open(b);
         Ok(space.geo.ppn(b, 0))
     }
 
@@ -322,18 +669,22 @@ impl MuTree {
     fn write_path(&mut self, space: &mut Space, dev: &mut Device, leaf: u32, t: SimTime) -> Result<()> {
         let ppn = self.alloc(space, dev, t)?;
         dev.program(ppn, self.tag, t, Cause::Mapping, Payload::None)?;
-        self.stats.programs[self.cause(leaf)] += 1;
+        self.stats.programs[self.cause(self.nodes[leaf as usize].lo)] += 1;
         space.pool.add_valid(space.geo.block_of(ppn), t);
-        let mut nodes = Vec::with_capacity(self.levels.len());
-        for level in 0..self.levels.len() {
-            let k = self.node_key(level, leaf);
-            let old = std::mem::replace(&mut self.node_mut(level, leaf).page, ppn.0);
-            self.forget(level, k, old);
-            nodes.push((level as u8, k));
+        let slot = self.pages.slot(ppn.0) as usize;
+        let mut path = std::mem::take(&mut self.pages.nodes[slot]);
+        path.clear();
+        let mut n = leaf;
+        while n != NIL {
+            let old = std::mem::replace(&mut self.nodes[n as usize].page, ppn.0);
+            self.forget(n, old);
+            path.push(n);
+            n = self.nodes[n as usize].parent;
         }
-        self.pages.insert(ppn.0, nodes);
+        self.pages.nodes[slot] = path;
+        self.pages.listed[slot] = true;
         self.dirty.remove(leaf);
-        self.read_cache.touch(ppn.0);
+        self.read_cache.touch(slot as u32);
         self.read_cache.trim_to(self.read_pages);
         Ok(())
     }
@@ -342,109 +693,317 @@ impl MuTree {
     /// left wholly invalid is erased at once.
     pub fn release_dead(&mut self, space: &mut Space, dev: &mut Device, t: SimTime) -> Result<()> {
         while let Some(p) = self.dead.pop() {
-            if self.pages.get(&p).is_none_or(|n| !n.is_empty()) {
+            if !self.pages.is_listed(p) || !self.pages.nodes[self.pages.slot(p) as usize].is_empty() {
                 continue; // rewritten into since, or already gone
             }
-            self.pages.remove(&p);
-            self.read_cache.remove(p);
+            let slot = self.pages.slot(p);
+            self.pages.listed[slot as usize] = false;
+            self.read_cache.remove(slot);
             if space.invalidate(Ppn(p), 1, t) {
                 let b = space.geo.block_of(Ppn(p));
                 dev.erase(b, t, Cause::Mapping)?;
+                self.pages.close(b);
                 space.release(b)?;
             }
         }
         Ok(())
     }
 
-    /// Live tree pages of block `b`.
-    pub fn live_pages(&self, space: &Space, b: BlockId) -> Vec<u32> {
-        let first = space.geo.ppn(b, 0).0;
-        self.pages
-            .range(first..first + space.geo.pages_per_block)
-            .filter(|(_, n)| !n.is_empty())
-            .map(|(&p, _)| p)
-            .collect()
+    /// Whether `b` is a block the tree writes.
+    pub fn owns(&self, b: BlockId) -> bool {
+        self.pages.index_of[b.idx()] != NIL
     }
 
-    /// GC: copies live tree page `src` to a new tree page; returns when the
+    /// GC of tree block `victim`: copies each live page to a new tree page,
+    /// moving its nodes with it, then erases the victim.
+    pub fn reclaim(&mut self, space: &mut Space, dev: &mut Device, victim: BlockId, t: SimTime) -> Result<()> {
+        let mut done = t;
+        for i in 0..space.geo.pages_per_block {
+            let src = space.geo.ppn(victim, i).0;
+            if !self.pages.is_listed(src) {
+                continue;
+            }
+            if self.pages.nodes[self.pages.slot(src) as usize].is_empty() {
+                return Err(Error::invariant("mu", format!("μ-Tree: GC found dead page {src} not yet released")));
+            }
+            done = done.max(self.relocate(space, dev, src, t)?);
+        }
+        dev.erase(victim, done, Cause::Mapping)?;
+        self.pages.close(victim);
+        space.release(victim)
+    }
+
+    /// Copies live tree page `src` to a new tree page; returns when the
     /// source has been read.
-    pub fn relocate(&mut self, space: &mut Space, dev: &mut Device, src: u32, t: SimTime) -> Result<SimTime> {
+    fn relocate(&mut self, space: &mut Space, dev: &mut Device, src: u32, t: SimTime) -> Result<SimTime> {
         let dst = self.alloc(space, dev, t)?;
         let read = dev.copy_run(&[src], dst, t, |_| Cause::Mapping)?;
         self.stats.relocated += 1;
-        let nodes = self.pages.remove(&src).expect("a live tree page");
-        for &(level, key) in &nodes {
-            self.levels[level as usize].get_mut(&key).expect("node exists").page = dst.0;
+        let (from, to) = (self.pages.slot(src) as usize, self.pages.slot(dst.0) as usize);
+        self.pages.nodes.swap(from, to);
+        self.pages.listed[from] = false;
+        self.pages.listed[to] = true;
+        for &n in &self.pages.nodes[to] {
+            self.nodes[n as usize].page = dst.0;
         }
-        self.pages.insert(dst.0, nodes);
-        if self.read_cache.remove(src) {
-            self.read_cache.touch(dst.0);
+        if self.read_cache.remove(from as u32) {
+            self.read_cache.touch(to as u32);
         }
         space.pool.transfer_valid(space.geo.block_of(Ppn(src)), space.geo.block_of(dst), 1, t);
         Ok(read)
     }
 
-    /// The tree's own invariants: member counts, capacities, node pages.
+    /// The tree's own invariants: its shape (see [`check_shape`](Self::check_shape)),
+    /// node pages, caches.
     pub fn check(&self, space: &Space, dev: &Device) -> Result<()> {
         let fail = |r: String| Err(Error::invariant("mu", format!("μ-Tree: {r}")));
-        for (level, nodes) in self.levels.iter().enumerate() {
-            if !nodes.contains_key(&0) {
-                return fail(format!("level {level} has no node at key 0"));
-            }
-            let keys: Vec<u32> = nodes.keys().copied().collect();
-            for (i, (&lo, n)) in nodes.iter().enumerate() {
-                let hi = keys.get(i + 1).copied();
-                let members = self.members(level, lo, hi).count();
-                if members as u32 != n.count || n.count > self.capacity(level) {
-                    return fail(format!(
-                        "node {lo} of level {level} counts {} members, holds {members}, capacity {}",
-                        n.count,
-                        self.capacity(level)
-                    ));
-                }
-                if n.page != NONE && !self.pages.get(&n.page).is_some_and(|v| v.contains(&(level as u8, lo))) {
-                    return fail(format!("node {lo} of level {level} is in page {} which does not list it", n.page));
-                }
+        if let Err(r) = self.check_shape() {
+            return fail(r);
+        }
+        for (n, node) in self.live_nodes() {
+            if node.page != NIL && !self.pages.nodes[self.pages.slot(node.page) as usize].contains(&n) {
+                return fail(format!(
+                    "node {} of level {} is in page {} which does not list it",
+                    node.lo, node.level, node.page
+                ));
             }
         }
-        if self.levels.len() > 1 && self.levels.last().is_some_and(|r| r.len() != 1) {
-            return fail("the root level has more than one node".into());
-        }
-        for (&p, nodes) in &self.pages {
-            if nodes.is_empty() || dev.array.oob_lpn(Ppn(p)) != Some(self.tag) {
+        for p in self.pages.listed() {
+            if self.pages.nodes[self.pages.slot(p) as usize].is_empty() || dev.array.oob_lpn(Ppn(p)) != Some(self.tag) {
                 return fail(format!("page {p} is listed live but holds no node or no tree data"));
             }
         }
         if self.dirty.len() > self.write_pages || self.read_cache.len() > self.read_pages {
             return fail("a cache holds more pages than its capacity".into());
         }
-        if let Some(p) = self.read_cache.keys().find(|p| !self.pages.contains_key(p)) {
-            return fail(format!("read cache holds dead page {p}"));
+        if let Some(s) = self.read_cache.keys().find(|&s| !self.pages.listed[s as usize]) {
+            return fail(format!("read cache holds dead page {}", self.pages.ppn(s)));
         }
-        if self.update != NONE && space.pool.state(BlockId(self.update)) != crate::ftl::pool::BlockState::Active {
+        if self.update != NIL && space.pool.state(BlockId(self.update)) != crate::ftl::pool::BlockState::Active {
             return fail("the tree's update block is not active".into());
         }
         Ok(())
+    }
+
+    /// Nodes in the tree, level by level from the root, left to right.
+    fn live_nodes(&self) -> impl Iterator<Item = (u32, &Node)> + '_ {
+        let firsts = std::iter::successors(Some(self.root), |&n| self.nodes[n as usize].kids.first().copied());
+        firsts.flat_map(|first| {
+            std::iter::successors(Some(first), |&n| Some(self.nodes[n as usize].next).filter(|&x| x != NIL))
+                .map(|n| (n, &self.nodes[n as usize]))
+        })
+    }
+
+    /// The B⁺-tree's shape: each level ordered and linked from key 0; every
+    /// inner node lists its children by their low keys; keys inside their
+    /// node's range; no node over capacity, none under its minimum (see
+    /// [`min_members`](Self::min_members)); entries counted; only live
+    /// leaves in the write cache.
+    pub fn check_shape(&self) -> std::result::Result<(), String> {
+        let root = &self.nodes[self.root as usize];
+        if root.lo != 0 || root.parent != NIL || root.level as u32 + 1 != self.height {
+            return Err(format!("the root covers from {}, has a parent or sits at the wrong level", root.lo));
+        }
+        if self.height > 1 && root.keys.len() < 2 {
+            return Err("a root of one child".into());
+        }
+        let mut counts = [0u64; 2];
+        let mut seen = 0;
+        for (n, node) in self.live_nodes() {
+            seen += 1;
+            let level = node.level as usize;
+            let at = format!("node {} of level {level}", node.lo);
+            let hi = (node.next != NIL).then(|| self.nodes[node.next as usize].lo);
+            if node.prev == NIL && node.lo != 0 {
+                return Err(format!("{at} starts its level but not at key 0"));
+            }
+            if node.next != NIL && (self.nodes[node.next as usize].prev != n || hi <= Some(node.lo)) {
+                return Err(format!("{at} is badly linked or out of order"));
+            }
+            let members = node.keys.len() as u32;
+            // Below a non-root node that may hold one member, a node may be
+            // an only child, with no sibling to borrow from or merge with.
+            let top = self.height as usize - 1;
+            let exempt = n == self.root || (top >= level + 2 && self.min_members(top - 1) < 2);
+            if members > self.capacity(level) || (!exempt && members < self.min_members(level)) {
+                return Err(format!(
+                    "{at} holds {members}, capacity {}, minimum {}",
+                    self.capacity(level),
+                    self.min_members(level)
+                ));
+            }
+            if !node.keys.windows(2).all(|w| w[0] < w[1])
+                || node.keys.first().is_some_and(|&k| k < node.lo)
+                || node.keys.last().is_some_and(|&k| hi.is_some_and(|h| k >= h))
+            {
+                return Err(format!("{at} holds keys out of order or outside its range"));
+            }
+            if level == 0 {
+                if node.vals.len() != node.keys.len() || !node.kids.is_empty() {
+                    return Err(format!("{at} has {} values for {members} keys", node.vals.len()));
+                }
+                for &k in &node.keys {
+                    counts[self.cause(k)] += 1;
+                }
+                continue;
+            }
+            if node.keys.first() != Some(&node.lo) || node.kids.len() != node.keys.len() {
+                return Err(format!("{at} does not start with its first child"));
+            }
+            for (&k, &c) in node.keys.iter().zip(&node.kids) {
+                let child = &self.nodes[c as usize];
+                if child.lo != k || child.parent != n || child.level as usize + 1 != level {
+                    return Err(format!("{at} lists child {k} that does not match"));
+                }
+            }
+            let last_kid = *node.kids.last().expect("inner nodes have children");
+            let next_first = if node.next == NIL { NIL } else { self.nodes[node.next as usize].kids[0] };
+            if self.nodes[last_kid as usize].next != next_first {
+                return Err(format!("{at}'s children are not contiguous on their level"));
+            }
+        }
+        if seen + self.free_nodes.len() != self.nodes.len() {
+            return Err(format!("{seen} nodes in the tree and {} free of {}", self.free_nodes.len(), self.nodes.len()));
+        }
+        if counts != self.counts {
+            return Err(format!("counts {:?} entries, holds {counts:?}", self.counts));
+        }
+        if let Some(n) = self.dirty.keys().find(|&n| self.nodes[n as usize].level != 0 || self.free_nodes.contains(&n))
+        {
+            return Err(format!("the write cache holds node {n}, not a live leaf"));
+        }
+        Ok(())
+    }
+}
+
+/// Two distinct nodes, mutably.
+fn two(nodes: &mut [Node], a: u32, b: u32) -> (&mut Node, &mut Node) {
+    let (a, b) = (a as usize, b as usize);
+    assert_ne!(a, b);
+    if a < b {
+        let (l, r) = nodes.split_at_mut(b);
+        (&mut l[a], &mut r[0])
+    } else {
+        let (l, r) = nodes.split_at_mut(a);
+        (&mut r[0], &mut l[b])
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::GeometryConfig;
+
+    fn tree(page_size: u32) -> MuTree {
+        let geo = Geometry::new(&GeometryConfig {
+            channels: 1,
+            chips_per_channel: 1,
+            dies_per_chip: 1,
+            planes_per_die: 1,
+            blocks_per_plane: 64,
+            pages_per_block: 8,
+            page_size,
+        });
+        MuTree::new(&geo, 4, 4, Lpn(1 << 30), 1 << 31)
+    }
 
     #[test]
     fn splits_grow_a_root_and_removals_shrink_it() {
         // 512 B pages: leaves of 32 entries, parents of 16.
-        let mut t = MuTree::new(512, 4, 4, Lpn(1 << 30), 1 << 31);
+        let mut t = tree(512);
         for k in 0..100 {
             t.insert(k * 3, k as u64);
+            t.check_shape().unwrap();
         }
         assert_eq!(t.height(), 2);
-        assert!(t.levels[0].len() >= 4, "{} leaves", t.levels[0].len());
+        assert!(t.members(t.root) >= 4, "{} leaves", t.members(t.root));
         for k in 0..100 {
             assert_eq!(t.remove(k * 3), Some(k as u64));
+            t.check_shape().unwrap();
         }
         assert_eq!(t.height(), 1);
-        assert_eq!(t.entry_count(), 0);
+        assert_eq!(t.entry_counts(), [0, 0]);
+    }
+
+    #[test]
+    fn mass_deletion_merges_nodes_and_lowers_the_tree() {
+        // 1 KiB pages: leaves of 64, then 32, 16: 20,000 entries make three levels.
+        let mut t = tree(1024);
+        for k in 0..20_000u32 {
+            t.insert(k.wrapping_mul(2_654_435_761) >> 8, k as u64);
+        }
+        t.check_shape().unwrap();
+        let (height, nodes) = (t.height(), t.nodes.len() - t.free_nodes.len());
+        assert!(height >= 3, "height {height}");
+        // Delete 99% in key order, as when a large file is overwritten.
+        let keys: Vec<u32> = t.entries().map(|(k, _)| k).collect();
+        for (i, &k) in keys.iter().enumerate() {
+            if i % 100 != 0 {
+                let before = t.check_shape();
+                t.remove(k).unwrap();
+                if let Err(e) = t.check_shape() {
+                    panic!("removing {k} (step {i}, before {before:?}): {e}");
+                }
+            }
+        }
+        t.check_shape().unwrap();
+        assert_eq!(t.entry_counts()[0], 200);
+        // 200 entries fill 200 / 32 leaves at worst, under one parent.
+        assert_eq!(t.height(), 2, "after deleting 99% (was {height})");
+        let live = t.nodes.len() - t.free_nodes.len();
+        assert!(live <= 200 / 32 + 1, "{live} nodes left of {nodes}");
+        let kept: Vec<u32> = t.entries().map(|(k, _)| k).collect();
+        assert_eq!(kept, keys.iter().step_by(100).copied().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn an_underfull_leaf_borrows_from_a_sibling_that_can_spare() {
+        let mut t = tree(512); // leaves of 32: a split leaves 16 and 17
+        for k in 0..33 {
+            t.insert(k, k as u64);
+        }
+        assert_eq!(t.height(), 2);
+        let [l, r] = [t.nodes[t.root as usize].kids[0], t.nodes[t.root as usize].kids[1]];
+        assert_eq!((t.members(l), t.members(r)), (16, 17));
+        t.remove(0); // left at 15 < 16: borrows the right's first entry
+        t.check_shape().unwrap();
+        assert_eq!((t.members(l), t.members(r)), (16, 16));
+        assert_eq!(t.nodes[r as usize].lo, 17, "the right leaf now starts at its new first key");
+        assert!(t.dirty.contains(l) && t.dirty.contains(r), "both leaves reach flash");
+        t.remove(1); // neither can spare one: merged, and the root gives way
+        t.check_shape().unwrap();
+        assert_eq!((t.height(), t.entry_counts()[0]), (1, 31));
+        assert_eq!(t.floor(1), None);
+        assert_eq!(t.floor(40), Some((32, 32)));
+    }
+
+    #[test]
+    fn random_updates_keep_the_shape_and_agree_with_a_sorted_map() {
+        let mut model = std::collections::BTreeMap::new();
+        let mut t = tree(512);
+        let mut x = 12_345u64;
+        for step in 0..30_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let key = (x % 3000) as u32 * 7;
+            // Grow for a while, then shrink, so both paths are exercised.
+            if (x >> 20) % 8 < if (step / 5000) % 2 == 0 { 6 } else { 2 } {
+                t.insert(key, step);
+                model.insert(key, step);
+            } else {
+                assert_eq!(t.remove(key), model.remove(&key));
+            }
+            if step % 97 == 0 {
+                t.check_shape().unwrap();
+                let probe = (x >> 32) as u32 % 21_500;
+                assert_eq!(t.floor(probe), model.range(..=probe).next_back().map(|(&k, &v)| (k, v)));
+                assert_eq!(t.get(probe), model.get(&probe).copied());
+                let want: Vec<(u32, u64)> = model.range(probe..probe + 500).map(|(&k, &v)| (k, v)).collect();
+                assert_eq!(t.range(probe, probe + 500).collect::<Vec<_>>(), want);
+            }
+        }
+        t.check_shape().unwrap();
+        assert_eq!(t.entries().collect::<Vec<_>>(), model.into_iter().collect::<Vec<_>>());
     }
 }
