@@ -91,7 +91,8 @@ fn random_writes_mostly_full_merges_and_fast_amplifies_far_more_than_page() {
     let steady = Precondition { fill: 1.0, overwrite: 1.0 };
     let page = run(config("page", &[full]), steady, spec()).write_amplification.unwrap();
     for ftl in ["bast", "fast"] {
-        let r = run(config(ftl, &[full]), FILL, spec());
+        // Page striping: a random log gathers pages of more logical blocks.
+        let r = run(config(ftl, &[full, "ftl.striping=page"]), FILL, spec());
         let m = &r.merges;
         assert!(m.full * 10 >= (m.switch + m.partial + m.full) * 9, "{ftl}: {m:?}");
         let wa = r.write_amplification.unwrap();

@@ -89,6 +89,8 @@ pub struct FtlStats {
     pub merge_pages_copied: u64,
     /// Pages programmed without data so a block's pages stay in order.
     pub pages_padded: u64,
+    /// Trimmed pages a merge left erased (skipped) instead of padding.
+    pub pages_skipped: u64,
     /// Merges that reclaimed a log block, and the data blocks they touched
     /// (associativity): summed and at most.
     pub log_merges: u64,
