@@ -73,7 +73,9 @@ fn sequential_overwrite_of_whole_blocks_only_switches() {
         for striping in ["page", "block"] {
             let fresh = Precondition { fill: 0.0, overwrite: 0.0 };
             let r = run(config(ftl, &[&format!("ftl.striping={striping}")]), fresh, Cmds::List(list.clone()));
-            assert!(r.merges.switch >= 2 * 4 * 48 - 4 * 6, "{ftl} {striping}: {:?}", r.merges);
+            // FAST writes the first pass in place (free data-block pages), BAST through its logs.
+            let logged_passes = if ftl == "fast" { 1 } else { 2 };
+            assert!(r.merges.switch >= logged_passes * 4 * 48 - 4 * 6, "{ftl} {striping}: {:?}", r.merges);
             assert_eq!((r.merges.partial, r.merges.full, r.merge_pages_copied), (0, 0, 0), "{ftl} {striping}");
         }
     }

@@ -309,4 +309,17 @@ mod tests {
             assert_eq!(programs(&d) - before, 4 + u64::from(pad), "pad {pad}");
         }
     }
+
+    #[test]
+    fn a_merge_erases_a_data_block_left_without_live_pages() {
+        let (mut f, mut d) = drive("fast", SMALL);
+        write(f.as_mut(), &mut d, &[0, 1, 2, 3, 4, 5, 6, 7]);
+        write(f.as_mut(), &mut d, &[1]); // key 0 now has a page in the random log
+        trim(f.as_mut(), &mut d, 0, 4); // all of key 0, kept in the list
+        write(f.as_mut(), &mut d, &[5, 6, 7]); // the random log is full
+        // The merge finds key 0 without live pages: its data block is erased, nothing copied for it.
+        let c = cost(f.as_mut(), &mut d, |f, d| write(f, d, &[5]));
+        assert_eq!(c, Cost { copies: 4, erases: 3, kinds: [0, 0, 2] }, "key 1 rebuilt (4 copies), key 0 only erased");
+        assert_eq!(f.blocks_with_valid_data(), 2, "key 1's new data block and the new random log");
+    }
 }
