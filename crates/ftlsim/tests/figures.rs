@@ -170,6 +170,7 @@ fn hat_results() -> hat::HatResults {
                 pcm_write_busy: 0.0,
                 iops: 1e6 / (500.0 * ratio),
                 log_associativity: None,
+                write_amplification: None,
                 saturated: false,
             });
         }
