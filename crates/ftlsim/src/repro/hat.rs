@@ -509,11 +509,7 @@ fn headline_rows(r: &HatResults) -> Vec<Headline> {
     if let (Some(first), Some(last)) = (dftl_reads.first(), dftl_reads.last()) {
         let rises = last > first;
         let near = (first - 0.77).abs() < 0.1 && (last - 0.96).abs() < 0.1;
-        let verdict = match (rises, near) {
-            (true, true) => Reproduced,
-            (true, false) => DirectionOnly,
-            _ => Differs,
-        };
+        let verdict = headline::verdict(near, rises);
         out.push(line(
             "Fig. 11 DFTL random reads / page",
             "4 → 128 sectors",

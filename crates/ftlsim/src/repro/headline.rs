@@ -28,6 +28,16 @@ impl fmt::Display for Verdict {
     }
 }
 
+/// Reproduced when the figure is `near` the paper's, else direction only
+/// when it goes the `same_direction`, else differs.
+pub fn verdict(near: bool, same_direction: bool) -> Verdict {
+    match (near, same_direction) {
+        (true, _) => Verdict::Reproduced,
+        (false, true) => Verdict::DirectionOnly,
+        (false, false) => Verdict::Differs,
+    }
+}
+
 /// One claim of the paper on one workload.
 #[derive(Clone, Debug)]
 pub struct Headline {
