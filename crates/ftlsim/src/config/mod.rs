@@ -246,6 +246,24 @@ pub struct GcConfig {
     /// `dftl`, `hat`; the hybrids' merges always block).
     #[serde(default = "defaults::gc_mode")]
     pub mode: GcMode,
+    /// Where a preemptible GC job's copies go (page-mapped FTLs whose map
+    /// has no write streams of its own).
+    #[serde(default = "defaults::gc_frontier")]
+    pub frontier: GcFrontier,
+}
+
+/// Where preemptible GC's copies are programmed.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum GcFrontier {
+    /// The plane's host active block: a job's few copies per host page mix
+    /// data that survived GC with fresh data in every block.
+    Shared,
+    /// An active block of GC's own per plane (MQSim's GC write frontier):
+    /// survivors cluster as blocking GC's runs of copies do, which
+    /// cost-benefit's advantage on hot/cold traffic needs; it costs one more
+    /// open block per plane.
+    Separate,
 }
 
 /// When garbage collection runs (see `ftl::page`).
@@ -570,6 +588,9 @@ mod defaults {
     }
     pub fn gc_mode() -> GcMode {
         GcMode::Preemptible
+    }
+    pub fn gc_frontier() -> GcFrontier {
+        GcFrontier::Shared
     }
     pub fn allocation() -> Allocation {
         Allocation::Dynamic

@@ -12,7 +12,10 @@
 //! A write goes to the plane whose array is free soonest
 //! (`ftl.allocation = "dynamic"`, ties broken in stripe order) or rotates
 //! over the planes in the configured stripe order (`"static"`), one active
-//! block per plane shared by host writes and GC copies. Each plane keeps a
+//! block per plane shared by host writes and GC copies (with
+//! `gc.frontier = "separate"`, a preemptible job's copies go to a second
+//! active block of the plane, so copies made between host pages still
+//! cluster data that survived GC, as blocking GC's runs of copies do). Each plane keeps a
 //! reserve of free blocks for GC's copies (`gc.threshold` of its spare
 //! blocks, at least `gc.min_free_blocks`). GC reclaims victims chosen by the
 //! shared [`BlockPool`] policy, copying valid pages within the plane:
@@ -25,10 +28,11 @@
 //!   victim, emptied a page copy at a time. The engine runs its steps when
 //!   the plane would otherwise be idle ([`Ftl::background`]); and each host
 //!   page written to the plane pays for `v / (pages per block − v)` copies
-//!   first (v: the victim's live pages), so the job is done by the time the
-//!   active block is full and a host write waits for a few copies, never a
-//!   whole victim. Only if the reserve is gone all the same does a host
-//!   write wait for the job (and more, as in blocking mode) to finish.
+//!   first (v: the victim's live pages) and, once they are made, for the
+//!   erase, so the job is done before the host's block is full and a host
+//!   write waits for a few copies or an erase, never a whole victim. Only if
+//!   the reserve is gone all the same does a host write wait for the job to
+//!   finish (and for more, as in blocking mode, if that did not restore it).
 //!
 //! The host never takes a plane's last free block (that only happens when GC
 //! could not restore the reserve): with one free block GC can always make
@@ -36,9 +40,8 @@
 //! its erase returns. Partial-page writes read the old page first
 //! (read-modify-write).
 //!
-//! Simplifications: no separate GC write frontier, no wear levelling beyond
-//! the pool's oldest-erased-first free queue, GC copies go through the bus
-//! (no copy-back).
+//! Simplifications: no wear levelling beyond the pool's oldest-erased-first
+//! free queue, GC copies go through the bus (no copy-back).
 //!
 //! The data path (allocation, striping, GC, partial-page writes, TRIM,
 //! placed reads) is [`PageMapped`], generic over where the forward map lives
@@ -47,7 +50,7 @@
 
 use super::pool::{BlockPool, BlockState};
 use super::{Ftl, FtlStats, PageChunk, Span, page_chunks, whole_pages};
-use crate::config::{Allocation, Config, GcMode, StripeUnit, UnwrittenReads};
+use crate::config::{Allocation, Config, GcFrontier, GcMode, StripeUnit, UnwrittenReads};
 use crate::engine::{Cause, Device};
 use crate::error::{Error, Result};
 use crate::nand::{Geometry, Payload};
@@ -251,8 +254,12 @@ pub struct PageCore {
     /// or `NO_BLOCK`.
     active: Vec<u32>,
     streams: usize,
-    /// The stream allocations write to now (0 but while DAC places a page).
+    /// The stream allocations write to now (0 but while DAC places a page
+    /// or GC copies).
     stream: usize,
+    /// GC copies go to stream 1, the host's to stream 0 (a map with streams
+    /// of its own sorts GC's copies itself).
+    gc_frontier: bool,
     stripe: Vec<PlaneId>,
     cursor: usize,
     /// Free blocks per plane GC keeps in hand.
@@ -312,8 +319,13 @@ impl<M: MapTable> PageMapped<M> {
 const EARLY_PREFETCH: u32 = 16;
 
 impl PageCore {
-    fn new(cfg: &Config, dev: &Device, streams: usize) -> Result<PageCore> {
+    fn new(cfg: &Config, dev: &Device, map_streams: usize) -> Result<PageCore> {
         let geo = dev.geometry().clone();
+        // `gc.frontier = "separate"`: a job's copies, made a few at a time
+        // between host pages, get a block of their own (see `GcFrontier`).
+        let gc_frontier =
+            cfg.gc.mode == GcMode::Preemptible && cfg.gc.frontier == GcFrontier::Separate && map_streams == 1;
+        let streams = map_streams + gc_frontier as usize;
         let logical = cfg.logical_pages() as usize;
         let data_blocks_per_plane = (logical as u64).div_ceil(geo.pages_per_block as u64 * geo.planes as u64);
         let spare = (geo.blocks_per_plane as u64).saturating_sub(data_blocks_per_plane);
@@ -335,6 +347,7 @@ impl PageCore {
             active: vec![NO_BLOCK; geo.planes as usize * streams],
             streams,
             stream: 0,
+            gc_frontier,
             stripe: stripe_sequence(&geo, &cfg.ftl.stripe_order),
             cursor: 0,
             reserve,
@@ -398,7 +411,11 @@ impl PageCore {
                         // The job fell behind the host: the host waits for it
                         // (one GC process per plane at a time), then for more.
                         self.finish_jobs(map, dev, plane, now)?;
-                        if self.pool.free_count(plane) <= self.reserve.max(1) {
+                        // Only if finishing it did not restore the reserve:
+                        // a whole blocking victim more would be seconds of GC
+                        // the job's pace did not call for.
+                        let free = self.pool.free_count(plane);
+                        if free < self.reserve || free <= 1 {
                             self.collect(map, dev, plane, now)?;
                         }
                     }
@@ -500,7 +517,11 @@ impl PageCore {
         let mut live = std::mem::take(&mut self.live_scratch);
         let cause = self.scan_live(map, dev, victim, &mut live);
         let result = if map.streams() == 1 {
-            self.copy_live(map, dev, victim, plane, &live, now, &mut reads_done)
+            // GC may run inside a host allocation: its stream comes back after.
+            let host_stream = std::mem::replace(&mut self.stream, self.gc_frontier as usize);
+            let copied = self.copy_live(map, dev, victim, plane, &live, now, &mut reads_done);
+            self.stream = host_stream;
+            copied
         } else {
             self.copy_streams(map, dev, victim, plane, &live, now, &mut reads_done)
         };
@@ -628,7 +649,8 @@ impl PageCore {
             }
             if dst.is_none() {
                 // GC may run inside a host allocation: its stream comes back after.
-                let host_stream = std::mem::replace(&mut self.stream, map.gc_stream(lpn));
+                let gc_stream = if self.gc_frontier { 1 } else { map.gc_stream(lpn) };
+                let host_stream = std::mem::replace(&mut self.stream, gc_stream);
                 let page = self.next_page(map, dev, plane, now, true);
                 self.stream = host_stream;
                 let page = page?.ok_or_else(|| {
@@ -677,6 +699,12 @@ impl PageCore {
             return Ok(());
         }
         job.debt += job.rate;
+        if job.next >= job.pages.len() {
+            // Every copy made: the erase is due now, not when the plane
+            // next idles (a busy plane would otherwise open its next block
+            // with the victim still unerased).
+            job.debt = job.debt.max(COPY);
+        }
         while self.jobs[plane.idx()].debt >= COPY {
             let owed = self.jobs[plane.idx()].debt / COPY;
             let steps = self.gc_steps(map, dev, plane, now, owed)?;
