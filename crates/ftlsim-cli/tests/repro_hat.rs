@@ -32,6 +32,18 @@ fn repro_hat_quick_writes_tables_data_and_figure() {
     // The figure says what ran (its drawing is checked in crates/ftlsim/tests/figures.rs).
     assert!(svg.trim_end().ends_with("</svg>") && svg.contains("repro hat on hat-table4 (quick)"), "{svg}");
     assert_eq!(std::fs::read_to_string(dir.path().join("hat.md")).unwrap(), stdout);
+    // The regime, the paper's claims with verdicts, and the energy assumptions are printed.
+    assert!(stdout.contains("Regime: gc.policy=\"greedy\", gc.threshold=0.2"), "{stdout}");
+    let heads = stdout.split_once("## Headlines\n\n").unwrap().1.split_once("\n\n").unwrap().0;
+    let claims: Vec<Vec<&str>> = heads.lines().skip(2).map(|l| l.split(" | ").collect()).collect();
+    assert!(claims.iter().filter(|c| c[0] == "| DFTL vs page").count() == 5, "{heads}");
+    assert!(claims.iter().all(|c| ["reproduced", "direction only", "differs"].contains(&c[4])), "{heads}");
+    assert!(stdout.contains("Energy assumptions (HAT's model"), "{stdout}");
+    // A saturated run is shown with the rate it served, not compared as a mean.
+    for w in json["workloads"].as_array().unwrap().iter().filter(|w| w["saturated"] == true) {
+        let served = format!("saturated: served {:.0} req/s", w["iops"].as_f64().unwrap());
+        assert!(stdout.contains(&served), "{served} missing from\n{stdout}");
+    }
 }
 
 #[test]

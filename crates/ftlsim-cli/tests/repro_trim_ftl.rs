@@ -14,7 +14,15 @@ fn repro_trim_ftl_quick_writes_table_and_files() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let table = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(table.lines().count(), 2 + 8, "{table}");
+    let (results, heads) = table.split_once("\n## Headlines\n\n").expect("a Headlines section");
+    assert_eq!(results.lines().count(), 2 + 8, "{table}");
+    // Per workload: TRIM's gain for page and FAST, blocks programmed, wear.
+    let claims: Vec<Vec<&str>> = heads.lines().skip(2).map(|l| l.split(" | ").collect()).collect();
+    assert_eq!(claims.len(), 2 * 4, "{heads}");
+    for c in &claims {
+        assert_eq!(c.len(), 6, "{c:?}");
+        assert!(["reproduced", "direction only", "differs"].contains(&c[4]), "{c:?}");
+    }
     assert_eq!(std::fs::read_to_string(dir.path().join("trim-ftl.md")).unwrap(), table);
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("trim-ftl.json")).unwrap()).unwrap();

@@ -875,6 +875,9 @@ const SATURATION_MIN_REQUESTS: u64 = 1000;
 /// Backlog at the end, as a fraction of the arrival span, that means saturation.
 const SATURATION_BACKLOG: f64 = 0.1;
 
+/// How a saturation warning begins (what readers of `Report::warnings` match).
+pub const SATURATED: &str = "saturated:";
+
 /// A warning when an open-loop run saturated the drive.
 ///
 /// Open-loop arrivals do not wait for completions, so a drive slower than
@@ -896,7 +899,7 @@ fn saturation_warning(mode: HostMode, span: &ArrivalSpan, last_completion: SimTi
     let overload = backlog_s / arrivals_s;
     (overload > SATURATION_BACKLOG).then(|| {
         format!(
-            "saturated: the drive finished {backlog_s:.3} s after the last arrival (arrivals spanned {arrivals_s:.3} s), \
+            "{SATURATED} the drive finished {backlog_s:.3} s after the last arrival (arrivals spanned {arrivals_s:.3} s), \
              so requests arrived about {:.2}x as fast as it served them and the queue grew through the run; \
              latencies depend on the run's length (lower the rate, raise host.time_scale, or use --mode closed)",
             1.0 + overload

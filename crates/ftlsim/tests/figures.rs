@@ -167,6 +167,11 @@ fn hat_results() -> hat::HatResults {
                 paper_hit_ratio: None,
                 energy_j: EnergyReport::default(),
                 energy_vs_page: Some(1.0),
+                pcm_write_busy: 0.0,
+                iops: 1e6 / (500.0 * ratio),
+                log_associativity: None,
+                write_amplification: None,
+                saturated: false,
             });
         }
     }
@@ -192,6 +197,10 @@ fn hat_results() -> hat::HatResults {
         missing_ftls: vec![],
         workloads,
         micro,
+        regime: hat::REGIME.map(String::from).to_vec(),
+        energy: ftlsim::Config::load("hat-table4", &[]).unwrap().energy,
+        pcm_read_us: 0.115,
+        pcm_write_us: 90.0,
     }
 }
 
@@ -228,10 +237,10 @@ fn trim_rows() -> Vec<trim_ftl::Row> {
             for trim in [true, false] {
                 let k = if trim { 1.0 } else { 1.6 };
                 rows.push(trim_ftl::Row {
-                    workload,
+                    workload: workload.into(),
                     ftl: ftl.into(),
                     trim,
-                    phases: vec![trim_ftl::Phase { name: "write", seconds: 10.0 * k, mb_s: 20.0 / k }],
+                    phases: vec![trim_ftl::Phase { name: "write".into(), seconds: 10.0 * k, mb_s: 20.0 / k }],
                     n_pb: (5000.0 * k) as u64,
                     n_vb: 900,
                     n_eb: 1.0,

@@ -216,3 +216,39 @@ fn hat_becomes_pcm_bound_when_pcm_writes_outlast_flash_programs() {
     assert!((2.7..=3.3).contains(&ratio), "HAT IOPS at 300 µs / at 900 µs = {ratio:.2}");
     assert!((slower - 1e6 / 900.0).abs() < 0.1 * 1e6 / 900.0, "{slower:.0} IOPS, PCM allows {:.0}", 1e6 / 900.0);
 }
+
+#[test]
+fn each_synthetic_workload_has_the_mix_size_and_rate_of_the_papers_table_3() {
+    use ftlsim::trace::{CmdSource, Op};
+    use ftlsim::workload::{WorkloadSpec, generator};
+    let cfg = quick_config("page", &[]);
+    let capacity = cfg.logical_sectors();
+    for shape in SHAPES {
+        let spec: WorkloadSpec = hat::spec(&shape, &cfg, 100_000).parse().unwrap();
+        let mut src = generator(&spec, capacity).unwrap();
+        let (mut n, mut reads, mut writes, mut trims, mut sectors, mut top) = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+        let mut last = ftlsim::units::SimTime::ZERO;
+        while let Some(c) = src.next_cmd().unwrap() {
+            n += 1;
+            match c.op {
+                Op::Read => reads += 1,
+                Op::Write => writes += 1,
+                _ => trims += 1,
+            }
+            sectors += c.sectors;
+            top = top.max(c.end().0);
+            last = c.time;
+        }
+        let name = shape.name;
+        let read_pct = reads as f64 / n as f64 * 100.0;
+        // Binomial noise on 100,000 draws: under 0.5 points; Web's 0.1% writes must exist.
+        assert!((read_pct - shape.read_pct).abs() < 0.5, "{name}: {read_pct:.2}% reads, paper {}", shape.read_pct);
+        assert!(writes > 0 && trims == 0, "{name}: {writes} writes, {trims} trims");
+        let mean = sectors as f64 / n as f64;
+        assert!((mean / shape.mean_sectors as f64 - 1.0).abs() < 0.05, "{name}: mean {mean:.2} sectors");
+        let gap_ms = last.0 as f64 / 1e6 / (n - 1) as f64;
+        assert!((gap_ms / shape.interarrival_ms - 1.0).abs() < 0.02, "{name}: inter-arrival {gap_ms:.3} ms");
+        // Cold accesses span the whole drive (the footprint is the logical space).
+        assert!(top as f64 > 0.99 * capacity as f64, "{name}: highest sector {top} of {capacity}");
+    }
+}

@@ -73,7 +73,9 @@ fn sequential_overwrite_of_whole_blocks_only_switches() {
         for striping in ["page", "block"] {
             let fresh = Precondition { fill: 0.0, overwrite: 0.0 };
             let r = run(config(ftl, &[&format!("ftl.striping={striping}")]), fresh, Cmds::List(list.clone()));
-            assert!(r.merges.switch >= 2 * 4 * 48 - 4 * 6, "{ftl} {striping}: {:?}", r.merges);
+            // FAST writes the first pass in place (free data-block pages), BAST through its logs.
+            let logged_passes = if ftl == "fast" { 1 } else { 2 };
+            assert!(r.merges.switch >= logged_passes * 4 * 48 - 4 * 6, "{ftl} {striping}: {:?}", r.merges);
             assert_eq!((r.merges.partial, r.merges.full, r.merge_pages_copied), (0, 0, 0), "{ftl} {striping}");
         }
     }
@@ -91,7 +93,8 @@ fn random_writes_mostly_full_merges_and_fast_amplifies_far_more_than_page() {
     let steady = Precondition { fill: 1.0, overwrite: 1.0 };
     let page = run(config("page", &[full]), steady, spec()).write_amplification.unwrap();
     for ftl in ["bast", "fast"] {
-        let r = run(config(ftl, &[full]), FILL, spec());
+        // Page striping: a random log gathers pages of more logical blocks.
+        let r = run(config(ftl, &[full, "ftl.striping=page"]), FILL, spec());
         let m = &r.merges;
         assert!(m.full * 10 >= (m.switch + m.partial + m.full) * 9, "{ftl}: {m:?}");
         let wa = r.write_amplification.unwrap();

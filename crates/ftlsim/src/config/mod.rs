@@ -329,7 +329,8 @@ pub struct FtlConfig {
     #[serde(default = "defaults::stripe_order")]
     pub stripe_order: Vec<StripeUnit>,
     /// Hybrid FTLs (`block`, `bast`, `fast`): how a request is spread over
-    /// the chips.
+    /// the chips; `block` by default (LBN = LPN / pages per block, the
+    /// HAT and TRIM papers' layout).
     #[serde(default = "defaults::striping")]
     pub striping: Striping,
     /// Hybrid FTLs: TRIM kept in a hash-bucketed list consulted at merge
@@ -339,6 +340,12 @@ pub struct FtlConfig {
     /// Hybrid FTLs: groups (hash buckets) of the TRIM list.
     #[serde(default = "defaults::trim_list_groups")]
     pub trim_list_groups: u32,
+    /// Hybrid FTLs: program a trimmed page below a block's last live page
+    /// as padding when a merge rebuilds the block (ftlsim's earlier model,
+    /// for NAND that may not leave a page erased). Off (the default), the
+    /// page is left erased, so the TRIM paper's merges save its program too.
+    #[serde(default)]
+    pub pad_trimmed_holes: bool,
     /// BAST: log blocks per chip.
     #[serde(default = "defaults::log_blocks")]
     pub log_blocks: u32,
@@ -667,7 +674,9 @@ mod defaults {
         35.0
     }
     pub fn striping() -> Striping {
-        Striping::Page
+        // Logical block = LPN / pages per block, as HAT's block mapping and
+        // the TRIM paper's FAST have it.
+        Striping::Block
     }
     pub fn trim_mode() -> TrimMode {
         TrimMode::List

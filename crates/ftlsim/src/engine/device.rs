@@ -448,6 +448,16 @@ impl Device {
         Ok(done)
     }
 
+    /// Leaves the next page of a block erased (no time: nothing is sent to
+    /// the chip; the block's later pages are programmed past it).
+    pub fn skip(&mut self, ppn: Ppn) -> Result<()> {
+        self.array.skip(ppn)?;
+        if self.geometry().page_in_block(ppn) == 0 {
+            self.counters.blocks_opened += 1;
+        }
+        Ok(())
+    }
+
     /// Programs a page at no cost in time (preconditioning, placed reads).
     pub fn place(&mut self, ppn: Ppn, lpn: Lpn, payload: Payload<'_>) -> Result<()> {
         self.array.program(ppn, lpn, payload)?;

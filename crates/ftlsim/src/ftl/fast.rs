@@ -4,7 +4,11 @@
 //! Lee and Won, "FTL Design for TRIM Command" (1 sequential + 4 random log
 //! blocks per chip there: `ftl.seq_log_blocks`, `ftl.rand_log_blocks`).
 //!
-//! Data blocks are block-mapped (see [`super::hybrid`]). Per chip:
+//! Data blocks are block-mapped (see [`super::hybrid`]). A page's first
+//! write goes **in place**, to its offset of the data block, when that
+//! offset is still free (at or past the block's write pointer, with no live
+//! page below it to move); the block is allocated on the key's first write.
+//! Every other write is an update and goes to a log. Per chip:
 //! - the **sequential log** takes a write at offset 0 (merging the previous
 //!   sequential log first) and the writes that continue it in order; once
 //!   full it is switched in, and a partly written one is partial-merged
@@ -28,7 +32,7 @@ use super::{Ftl, FtlStats, PageChunk, Span};
 use crate::config::Config;
 use crate::engine::{Cause, Device};
 use crate::error::Result;
-use crate::units::{BlockId, Ppn, SimTime};
+use crate::units::{BlockId, Lpn, Ppn, SimTime};
 use std::collections::VecDeque;
 
 pub struct Fast {
@@ -56,6 +60,42 @@ impl Fast {
             assoc: Vec::new(),
             core,
         })
+    }
+
+    /// Classic FAST's first write: `lpn` has no live copy and its offset of
+    /// the data block is free, with only holes (no live page) below it;
+    /// returns `None` when the write is an update for the logs.
+    fn write_in_place(
+        &mut self,
+        dev: &mut Device,
+        key: u32,
+        off: u32,
+        lpn: Lpn,
+        start: SimTime,
+    ) -> Result<Option<SimTime>> {
+        let core = &mut self.core;
+        if core.live(lpn).is_some() {
+            return Ok(None);
+        }
+        let wp = core.data_block(key).map_or(0, |b| core.written(dev, b));
+        if wp > off {
+            return Ok(None);
+        }
+        for o in wp..off {
+            if core.live(core.lpn(key, o)?).is_some() {
+                return Ok(None);
+            }
+        }
+        let b = match core.data_block(key) {
+            Some(b) => b,
+            None => {
+                let b = core.alloc(core.stripes.chip_of(key))?;
+                core.set_data_block(key, Some(b));
+                b
+            }
+        };
+        let filled = core.fill(dev, key, b, off, start)?;
+        core.program_host(dev, core.geo.ppn(b, off), lpn, start.max(filled)).map(Some)
     }
 
     /// Switch or partial merge of the chip's sequential log, if any.
@@ -138,6 +178,9 @@ impl PageWrites for Fast {
         let (key, off) = self.core.stripes.locate(c.lpn);
         let chip = self.core.stripes.chip_of(key) as usize;
         let start = self.core.prepare(dev, c, ready, data)?;
+        if let Some(done) = self.write_in_place(dev, key, off, c.lpn, start)? {
+            return Ok(done);
+        }
         let continues = matches!(self.seq_log[chip], Some((k, b)) if k == key && self.core.written(dev, b) == off);
         if self.seq_enabled && (off == 0 || continues) {
             let mut t = ready;
@@ -214,16 +257,26 @@ impl Ftl for Fast {
 
 #[cfg(test)]
 mod tests {
-    use super::super::hybrid::testing::{Cost, cost, drive, write};
+    use super::super::hybrid::testing::{Cost, cost, drive, trim, write};
 
     /// One sequential and one random log block per chip.
     const SMALL: &[&str] = &["ftl.rand_log_blocks=1"];
 
     #[test]
+    fn first_writes_go_in_place_and_updates_to_the_logs() {
+        let (mut f, mut d) = drive("fast", SMALL);
+        let first = cost(f.as_mut(), &mut d, |f, d| write(f, d, &[0, 1, 2, 3, 6]));
+        assert_eq!(first, Cost { copies: 0, erases: 0, kinds: [0, 0, 0] }, "in place, no log, no merge");
+        assert_eq!(f.stats().pages_padded, 2, "offsets 0 and 1 of key 1 padded below offset 2");
+        // Offset 3 of key 1 is still free: in place. Offset 0 of key 1 is not: a log.
+        let c = cost(f.as_mut(), &mut d, |f, d| write(f, d, &[7, 4]));
+        assert_eq!((c, f.stats().log_merges), (Cost { copies: 0, erases: 0, kinds: [0, 0, 0] }, 0));
+    }
+
+    #[test]
     fn sequential_log_switches_in() {
         let (mut f, mut d) = drive("fast", SMALL);
-        let first = cost(f.as_mut(), &mut d, |f, d| write(f, d, &[0, 1, 2, 3]));
-        assert_eq!(first, Cost { copies: 0, erases: 0, kinds: [1, 0, 0] });
+        write(f.as_mut(), &mut d, &[0, 1, 2, 3]);
         let again = cost(f.as_mut(), &mut d, |f, d| write(f, d, &[0, 1, 2, 3]));
         assert_eq!(again, Cost { copies: 0, erases: 1, kinds: [1, 0, 0] }, "old data block erased");
     }
@@ -231,7 +284,7 @@ mod tests {
     #[test]
     fn partial_merge_of_the_sequential_log() {
         let (mut f, mut d) = drive("fast", SMALL);
-        write(f.as_mut(), &mut d, &[0, 1, 2, 3, 0, 1]);
+        write(f.as_mut(), &mut d, &[0, 1, 2, 3, 4, 5, 6, 7, 0, 1]);
         let c = cost(f.as_mut(), &mut d, |f, d| write(f, d, &[4]));
         assert_eq!(c, Cost { copies: 2, erases: 1, kinds: [0, 1, 0] }, "N - k = 2 copies, 1 erase");
     }
@@ -239,10 +292,42 @@ mod tests {
     #[test]
     fn random_log_merge_touches_every_associated_block() {
         let (mut f, mut d) = drive("fast", SMALL);
-        write(f.as_mut(), &mut d, &[0, 1, 2, 3, 4, 5, 6, 7]); // keys 0 and 1 switched in
+        write(f.as_mut(), &mut d, &[0, 1, 2, 3, 4, 5, 6, 7]); // keys 0 and 1 in place
         write(f.as_mut(), &mut d, &[1, 6, 3, 5]); // the random log: associativity 2
         let c = cost(f.as_mut(), &mut d, |f, d| write(f, d, &[2]));
         assert_eq!(c, Cost { copies: 8, erases: 3, kinds: [0, 0, 2] }, "A·N copies, A + 1 erases");
-        assert_eq!((f.stats().assoc_max, f.stats().log_merges), (2, 3));
+        assert_eq!((f.stats().assoc_max, f.stats().log_merges), (2, 1));
+    }
+
+    #[test]
+    fn a_merge_leaves_trimmed_holes_erased_unless_told_to_pad() {
+        for pad in [false, true] {
+            let (mut f, mut d) = drive("fast", &["ftl.rand_log_blocks=1", &format!("ftl.pad_trimmed_holes={pad}")]);
+            write(f.as_mut(), &mut d, &[0, 1, 2, 3, 4, 5, 6, 7]);
+            trim(f.as_mut(), &mut d, 1, 1);
+            write(f.as_mut(), &mut d, &[2, 3, 3, 3]); // key 0's updates fill the random log
+            let programs = |d: &crate::engine::Device| d.counters.programs.iter().sum::<u64>();
+            let before = programs(&d);
+            // Key 1's update merges key 0: offset 1 is trimmed below live 2 and 3.
+            let c = cost(f.as_mut(), &mut d, |f, d| write(f, d, &[6]));
+            assert_eq!(c, Cost { copies: 3, erases: 2, kinds: [0, 0, 1] }, "pad {pad}: trimmed offset 1 not copied");
+            assert_eq!(f.stats().pages_skipped, u64::from(!pad), "pad {pad}");
+            assert_eq!(f.stats().pages_padded, u64::from(pad), "pad {pad}");
+            // 3 copies and the host page, and the pad when padding.
+            assert_eq!(programs(&d) - before, 4 + u64::from(pad), "pad {pad}");
+        }
+    }
+
+    #[test]
+    fn a_merge_erases_a_data_block_left_without_live_pages() {
+        let (mut f, mut d) = drive("fast", SMALL);
+        write(f.as_mut(), &mut d, &[0, 1, 2, 3, 4, 5, 6, 7]);
+        write(f.as_mut(), &mut d, &[1]); // key 0 now has a page in the random log
+        trim(f.as_mut(), &mut d, 0, 4); // all of key 0, kept in the list
+        write(f.as_mut(), &mut d, &[5, 6, 7]); // the random log is full
+        // The merge finds key 0 without live pages: its data block is erased, nothing copied for it.
+        let c = cost(f.as_mut(), &mut d, |f, d| write(f, d, &[5]));
+        assert_eq!(c, Cost { copies: 4, erases: 3, kinds: [0, 0, 2] }, "key 1 rebuilt (4 copies), key 0 only erased");
+        assert_eq!(f.blocks_with_valid_data(), 2, "key 1's new data block and the new random log");
     }
 }

@@ -9,10 +9,12 @@
 //! one data block, where offset `o` of the key lives at page `o`. NAND pages
 //! of a block must be programmed in order, so a data block can only be
 //! written from its write pointer on: an offset below it needs a new block
-//! (a merge), and a hole below a written offset (never written, trimmed, or
-//! whose live copy is elsewhere) is *padded*: programmed without data, and
-//! counted. The NAND of the TRIM paper (MLC) has this rule; simulators that
-//! let pages be skipped charge nothing for holes.
+//! (a merge). A trimmed hole below a written offset is left erased (the NAND
+//! lets a page be skipped, never revisited), so a merge saves both the read
+//! and the program of a trimmed page, as the TRIM paper's merges do;
+//! `ftl.pad_trimmed_holes` programs it as padding instead (ftlsim's earlier
+//! model). A never-written hole is *padded*, programmed without data and
+//! counted, as data placed before the run would sit there.
 //!
 //! Where each logical page's live copy is (data block or log block) is kept
 //! in one forward index, as the page FTL does, so reads and merges find it
@@ -55,6 +57,7 @@ pub struct Hybrid {
     /// The TRIM list (list mode with TRIM on).
     trims: Option<TrimList>,
     trim_enabled: bool,
+    pad_trimmed: bool,
     unwritten: UnwrittenReads,
     /// One page of bytes, for assembling payloads of host writes.
     scratch: Vec<u8>,
@@ -92,6 +95,7 @@ impl Hybrid {
             pool: BlockPool::new(&geo, &cfg.gc, cfg.seed),
             trims: list.then(|| TrimList::new(space, cfg.ftl.trim_list_groups)),
             trim_enabled: cfg.ftl.trim,
+            pad_trimmed: cfg.ftl.pad_trimmed_holes,
             unwritten: cfg.host.unwritten_reads,
             scratch: if dev.array.stores_payloads() { vec![0; geo.page_size as usize] } else { Vec::new() },
             journal: TrimJournal::new(dev),
@@ -243,8 +247,8 @@ impl Hybrid {
     }
 
     /// Copies the live pages of `key` at offsets from `into`'s write pointer
-    /// up to `to` into `into`, in order, padding holes. Returns when the
-    /// last program is done.
+    /// up to `to` into `into`, in order, skipping trimmed holes and padding
+    /// the others. Returns when the last program is done.
     pub fn fill(&mut self, dev: &mut Device, key: u32, into: BlockId, to: u32, t: SimTime) -> Result<SimTime> {
         let mut done = t;
         for off in self.written(dev, into)..to {
@@ -256,10 +260,24 @@ impl Hybrid {
                     self.stats.merge_pages_copied += 1;
                     self.program_live(dev, dst, lpn, read, Cause::Merge, Payload::CopyFrom(src))?
                 }
+                None if self.is_trimmed(lpn) && !self.pad_trimmed => {
+                    dev.skip(dst)?;
+                    // Its list entry may go before any write: keep it trimmed.
+                    self.fwd[lpn.idx()] = TRIMMED;
+                    self.stats.pages_skipped += 1;
+                    done
+                }
                 None => self.pad(dev, dst, lpn, t, Cause::Merge)?,
             };
         }
         Ok(done)
+    }
+
+    /// Whether the host trimmed `lpn` (listed or already unmapped) and has
+    /// not written it since.
+    #[inline]
+    fn is_trimmed(&self, lpn: Lpn) -> bool {
+        self.fwd[lpn.idx()] == TRIMMED || self.listed(lpn)
     }
 
     /// Programs a page without data to keep a block's pages in order.

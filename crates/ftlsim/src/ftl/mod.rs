@@ -93,6 +93,8 @@ pub struct FtlStats {
     /// Sub-page mapping units (`ftl.map_unit_bytes`) programmed empty: a
     /// write call's (or destaged batch's) last page, and a GC run's.
     pub units_padded: u64,
+    /// Trimmed pages a merge left erased (skipped) instead of padding.
+    pub pages_skipped: u64,
     /// Merges that reclaimed a log block, and the data blocks they touched
     /// (associativity): summed and at most.
     pub log_merges: u64,

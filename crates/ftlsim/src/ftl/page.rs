@@ -1071,7 +1071,7 @@ impl<M: MapTable> Ftl for PageMapped<M> {
             if is_mapped(old) {
                 core.pool.invalidate(core.geo.block_of(Ppn(old >> core.unit_shift)), now);
                 core.stats.trimmed_pages += 1;
-                core.journal.trimmed(dev, lpn);
+                core.journal.trimmed(dev, x);
             }
             map.set(Lpn(x), TRIMMED);
         }

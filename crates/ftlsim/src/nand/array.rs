@@ -1,7 +1,11 @@
 //! Page and block state of the whole array, kept compact: a block's pages
 //! are erased exactly from its write pointer on, so page state needs no
 //! per-page byte; OOB holds each programmed page's LPN (4 B per page) and,
-//! when recording is on, a program sequence number (8 B per page).
+//! when recording is on, a program sequence number (8 B per page). A page
+//! below the write pointer whose OOB holds no LPN was *skipped*: left erased
+//! while a later page of its block was programmed (pages go in ascending
+//! order; leaving one out is allowed, going back is not), and it cannot be
+//! read.
 //!
 //! A power cut during a program tears the page ([`NandArray::tear`]): it
 //! stays consumed (its block's write pointer is past it) but no longer
@@ -252,6 +256,17 @@ impl NandArray {
         self.page_data(Ppn(u >> self.unit_shift)).map(|p| &p[slot..slot + unit_bytes])
     }
 
+    /// Leaves the next page of its block erased: the block's later pages
+    /// may be programmed, this one cannot be, nor read, until the erase.
+    pub fn skip(&mut self, ppn: Ppn) -> Result<()> {
+        let (block, page) = self.check_programmable(ppn)?;
+        if let Some(data) = &mut self.payload {
+            data.write(block.idx(), page as usize, None);
+        }
+        self.write_ptr[block.idx()] += 1;
+        Ok(())
+    }
+
     /// Copies programmed pages of one block (`src`, ascending or not) into
     /// consecutive pages of another from `dst` on: GC's copy loop as one
     /// call, with the checks of [`read`](Self::read) and
@@ -284,6 +299,9 @@ impl NandArray {
         }
         if let Some(&s) = src.iter().find(|&&s| !self.torn.is_empty() && self.torn.contains(&s)) {
             self.check_readable(Ppn(s))?;
+        }
+        if let Some(&s) = src.iter().find(|&&s| self.oob_lpn[(s as usize) << self.unit_shift] == NO_LPN) {
+            return Err(Error::Physics(format!("copy of {}: the page was skipped, it holds no data", Ppn(s))));
         }
         for (i, &s) in src.iter().enumerate() {
             let d = dst.idx() + i;
@@ -330,7 +348,7 @@ impl NandArray {
             return Err(Error::Physics(format!("read of {ppn}: beyond the device's {} pages", self.geo.pages)));
         }
         let block = self.geo.block_of(ppn);
-        if self.geo.page_in_block(ppn) >= self.write_ptr[block.idx()] as u32 {
+        if self.geo.page_in_block(ppn) >= self.write_ptr[block.idx()] as u32 || self.oob_lpn[ppn.idx() << self.unit_shift] == NO_LPN {
             return Err(Error::Physics(format!("read of {ppn} ({block}): page was never programmed since erase")));
         }
         if !self.torn.is_empty() && self.torn.contains(&ppn.0) {
@@ -493,6 +511,22 @@ mod tests {
         a.erase(BlockId(0)).unwrap();
         assert!(a.read(Ppn(0)).is_err());
         assert_eq!(a.oob_lpn(Ppn(0)), None);
+    }
+
+    #[test]
+    fn a_skipped_page_stays_erased_and_later_pages_go_on_in_order() {
+        let mut a = array(true);
+        a.skip(Ppn(0)).unwrap();
+        a.program(Ppn(1), Lpn(3), Payload::None).unwrap();
+        assert_eq!(a.written_pages(BlockId(0)), 2);
+        assert!(a.read(Ppn(0)).unwrap_err().to_string().contains("never programmed"));
+        assert!(a.program(Ppn(0), Lpn(4), Payload::None).unwrap_err().to_string().contains("not erased"));
+        assert!(a.skip(Ppn(3)).unwrap_err().to_string().contains("in order"));
+        assert!(a.copy_run(&[1, 0], Ppn(4)).unwrap_err().to_string().contains("skipped"));
+        let e = a.program(Ppn(4), Lpn(4), Payload::CopyFrom(Ppn(0))).unwrap_err().to_string();
+        assert!(e.contains("never programmed"), "{e}");
+        a.erase(BlockId(0)).unwrap();
+        a.program(Ppn(0), Lpn(4), Payload::None).unwrap();
     }
 
     #[test]

@@ -12,10 +12,10 @@
 //!   for `pcm.read_us` / `pcm.write_us`.
 
 use crate::config::Config;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Joules by component.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct EnergyReport {
     pub flash: f64,
     pub dram: f64,

@@ -202,6 +202,7 @@ pub struct Report {
     pub merges: MergeCounts,
     pub merge_pages_copied: u64,
     pub pages_padded: u64,
+    pub pages_skipped: u64,
     pub log_associativity: Associativity,
     pub trim_list: TrimListReport,
     /// The TRIM cost model's parts (see `trim`).
@@ -335,6 +336,7 @@ pub fn fill_merges(r: &mut Report, s: &FtlStats) {
     r.merges = MergeCounts { switch: s.merges_switch, partial: s.merges_partial, full: s.merges_full };
     r.merge_pages_copied = s.merge_pages_copied;
     r.pages_padded = s.pages_padded;
+    r.pages_skipped = s.pages_skipped;
     r.log_associativity =
         Associativity { mean: (s.log_merges > 0).then(|| s.assoc_sum as f64 / s.log_merges as f64), max: s.assoc_max };
     r.trim_list = TrimListReport {

@@ -119,7 +119,10 @@ fn rows(r: &Report, brief: bool) -> Vec<(&'static str, String)> {
         ("GC invocations / pages copied", format!("{} / {}", r.gc_invocations, r.gc_pages_copied)),
         ("placed reads of unwritten pages", r.placed_reads.to_string()),
         ("merges switch / partial / full", format!("{} / {} / {}", r.merges.switch, r.merges.partial, r.merges.full)),
-        ("merge pages copied / padded", format!("{} / {}", r.merge_pages_copied, r.pages_padded)),
+        (
+            "merge pages copied / padded / skipped",
+            format!("{} / {} / {}", r.merge_pages_copied, r.pages_padded, r.pages_skipped),
+        ),
         ("log associativity mean / max", format!("{} / {}", opt(r.log_associativity.mean, 2), r.log_associativity.max)),
         (
             "TRIM list peak entries / bytes / copies saved",

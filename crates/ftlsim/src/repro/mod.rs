@@ -7,6 +7,7 @@
 pub mod coftl;
 pub mod figure;
 pub mod hat;
+pub mod headline;
 pub mod mu_ftl;
 pub mod trim_cost;
 pub mod trim_ftl;

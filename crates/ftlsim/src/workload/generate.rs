@@ -283,19 +283,20 @@ pub fn generator(spec: &WorkloadSpec, capacity_sectors: u64) -> Result<Workload>
 
     let (mix, fixed_op) = {
         let t = u64::from(spec.trimmix);
-        let m = u64::from(spec.rwmixread);
+        // Reads in basis points of the non-trim share (rwmixread has 0.01% steps).
+        let m = spec.rwmixread;
         let fixed = if spec.rw.is_trim() || t == 100 {
             Some(Op::Trim)
-        } else if t == 0 && m == 100 {
+        } else if t == 0 && m == 100.0 {
             Some(Op::Read)
-        } else if t == 0 && m == 0 {
+        } else if t == 0 && m == 0.0 {
             Some(Op::Write)
         } else {
             None
         };
         match fixed {
             Some(op) => (None, op),
-            None => (Some((t * 100, (100 - t) * m)), Op::Write),
+            None => (Some((t * 100, ((100 - t) as f64 * m).round() as u64)), Op::Write),
         }
     };
 

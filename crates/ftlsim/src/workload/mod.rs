@@ -10,7 +10,7 @@
 //! | key | values | default |
 //! |---|---|---|
 //! | `rw` | `read`, `write`, `rw`, `trim` (sequential); `randread`, `randwrite`, `randrw`, `randtrim` | required |
-//! | `rwmixread` / `rwmixwrite` | percent of reads (writes) in `rw`/`randrw` | 50 |
+//! | `rwmixread` / `rwmixwrite` | percent of reads (writes) in `rw`/`randrw`, to 0.01% | 50 |
 //! | `trimmix` | percent of commands that are trims, in read/write modes | 0 |
 //! | `bs` | `4k`, or `4k-64k` (uniform over multiples of the minimum) | `4k` |
 //! | `bssplit` | `4k/80:64k/20` (fio syntax; sizes without a share split the rest) | — |

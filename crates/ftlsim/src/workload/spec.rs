@@ -154,8 +154,9 @@ pub enum Arrival {
 #[derive(Clone, Debug, PartialEq)]
 pub struct WorkloadSpec {
     pub rw: RwMode,
-    /// Percent of reads among reads+writes (mixed modes only; else 0/100 by mode).
-    pub rwmixread: u32,
+    /// Percent of reads among reads+writes (mixed modes only; else 0/100 by
+    /// mode), to 0.01%: the paper traces' 99.9% must leave writes.
+    pub rwmixread: f64,
     /// Percent of all commands that are trims (read/write modes only).
     pub trimmix: u32,
     pub bs: BlockSize,
@@ -219,6 +220,19 @@ fn parse_f64(key: &str, v: &str) -> Result<f64> {
         return Err(err(key, format!("'{v}' is not finite")));
     }
     Ok(x)
+}
+
+/// A percentage in 0..=100 with at most two decimals (the generator draws
+/// operations in hundredths of a percent).
+fn parse_percent_hundredths(key: &str, v: &str) -> Result<f64> {
+    let x = parse_f64(key, v)?;
+    if !(0.0..=100.0).contains(&x) {
+        return Err(err(key, format!("{x} is not a percentage in 0..100")));
+    }
+    if ((x * 100.0).round() - x * 100.0).abs() > 1e-6 {
+        return Err(err(key, format!("{x}: at most two decimals (0.01%)")));
+    }
+    Ok((x * 100.0).round() / 100.0)
 }
 
 pub(crate) fn parse_percent_int(key: &str, v: &str) -> Result<u32> {
@@ -435,8 +449,8 @@ impl WorkloadSpec {
                     rw = Some(m);
                 }
                 "rwmixread" => {
-                    let p = parse_percent_int(key, v)?;
-                    rwmixread = Some(if key == "rwmixwrite" { 100 - p } else { p });
+                    let p = parse_percent_hundredths(key, v)?;
+                    rwmixread = Some(if key == "rwmixwrite" { 100.0 - p } else { p });
                 }
                 "trimmix" => trimmix = Some(parse_percent_int(key, v)?),
                 "bs" => bs = Some(if key == "bssplit" { parse_bssplit(key, v)? } else { parse_bs(key, v)? }),
@@ -506,10 +520,10 @@ impl WorkloadSpec {
             rw.ok_or_else(|| err("rw", "required (read, write, rw, trim, randread, randwrite, randrw, randtrim)"))?;
         let rwmixread = match (rw, rwmixread) {
             (m, Some(p)) if m.is_mixed() => p,
-            (m, None) if m.is_mixed() => 50,
+            (m, None) if m.is_mixed() => 50.0,
             (_, Some(_)) => return Err(err("rwmixread", "only applies to rw=rw and rw=randrw")),
-            (RwMode::Read | RwMode::RandRead, None) => 100,
-            (_, None) => 0,
+            (RwMode::Read | RwMode::RandRead, None) => 100.0,
+            (_, None) => 0.0,
         };
         let trimmix = match trimmix {
             Some(_) if rw.is_trim() => {

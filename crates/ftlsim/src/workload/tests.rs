@@ -65,7 +65,7 @@ fn parses_options_and_aliases() {
          random_distribution=zipf:1.2,rate_iops=1.5k,arrival=poisson,randseed=99,",
     );
     assert_eq!(s.rw, RwMode::RandRw);
-    assert_eq!(s.rwmixread, 70);
+    assert_eq!(s.rwmixread, 70.0);
     assert_eq!(s.trimmix, 5);
     assert_eq!(s.bs, BlockSize::Range { min: 8192, max: 131072 });
     assert_eq!(s.amount, Amount::Bytes(1 << 30));
@@ -89,7 +89,7 @@ fn parses_options_and_aliases() {
     assert_eq!(spec("rw=read,bs=128KiB,ios=1").bs, BlockSize::Fixed(128 << 10));
     assert_eq!(spec("rw=read,ios=1").bs, BlockSize::Fixed(4096));
     assert_eq!(spec("rw=readwrite,ios=1").rw, RwMode::ReadWrite);
-    assert_eq!(spec("rw=rw,ios=1").rwmixread, 50);
+    assert_eq!(spec("rw=rw,ios=1").rwmixread, 50.0);
     assert_eq!(
         spec("rw=randread,ios=1,dist=hotcold:90/10").dist,
         AccessDist::HotCold { hot_access: 90.0, hot_space: 10.0 }
@@ -143,6 +143,7 @@ fn every_error_names_its_key() {
         ("rw=write,size=1000", "size"),
         ("rw=write,ios=1,size=1m", "size"),
         ("rw=randrw,rwmixread=101,ios=1", "rwmixread"),
+        ("rw=randrw,rwmixread=99.995,ios=1", "rwmixread"),
         ("rw=randrw,rwmixwrite=x,ios=1", "rwmixwrite"),
         ("rw=randwrite,rwmixread=50,ios=1", "rwmixread"),
         ("rw=randtrim,trimmix=10,ios=1", "trimmix"),
@@ -221,7 +222,7 @@ fn hand_built_specs_are_validated() {
     }
     // Fields the mode implies are normalised rather than obeyed.
     let mut s = good.clone();
-    s.rwmixread = 40;
+    s.rwmixread = 40.0;
     let mut w = generator(&s, GIB).unwrap();
     while let Some(c) = w.next_cmd().unwrap() {
         assert_eq!(c.op, Op::Write);
@@ -319,6 +320,13 @@ fn read_mix_matches_rwmixread() {
     assert!(all("rw=randread,ios=1000", GIB).iter().all(|c| c.op == Op::Read));
     assert!(all("rw=trim,ios=1000", GIB).iter().all(|c| c.op == Op::Trim));
     assert!(all("rw=randrw,rwmixread=0,ios=1000", GIB).iter().all(|c| c.op == Op::Write));
+
+    // A tenth of a percent of writes is kept, not rounded away (HAT's Web trace).
+    let v = all("rw=randrw,rwmixread=99.9,ios=200000,seed=5", GIB);
+    let writes = v.iter().filter(|c| c.op == Op::Write).count() as f64 / v.len() as f64;
+    assert!((writes - 0.001).abs() < 0.0003, "{writes}");
+    assert_eq!(spec("rw=randrw,rwmixwrite=0.1,ios=1").rwmixread, 99.9);
+    assert_eq!(spec("rw=randrw,rwmixread=99.9,ios=1").to_string().split(',').nth(1), Some("rwmixread=99.9"));
 }
 
 #[test]
