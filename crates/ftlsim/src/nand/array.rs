@@ -348,7 +348,9 @@ impl NandArray {
             return Err(Error::Physics(format!("read of {ppn}: beyond the device's {} pages", self.geo.pages)));
         }
         let block = self.geo.block_of(ppn);
-        if self.geo.page_in_block(ppn) >= self.write_ptr[block.idx()] as u32 || self.oob_lpn[ppn.idx() << self.unit_shift] == NO_LPN {
+        if self.geo.page_in_block(ppn) >= self.write_ptr[block.idx()] as u32
+            || self.oob_lpn[ppn.idx() << self.unit_shift] == NO_LPN
+        {
             return Err(Error::Physics(format!("read of {ppn} ({block}): page was never programmed since erase")));
         }
         if !self.torn.is_empty() && self.torn.contains(&ppn.0) {
