@@ -231,9 +231,7 @@ impl Controller {
         let Some(buf) = self.buffer.as_mut() else { return Ok(None) };
         let Some((slot, lpn, mask)) = buf.next_dirty() else { return Ok(None) };
         let mut done = at;
-        for (first, n) in sector_runs(mask, spp) {
-            let span = Span { start: Sector(lpn as u64 * spp as u64 + first as u64), sectors: n as u64 };
-            let data = self.payloads.then(|| &buf.page(slot)[first as usize * 512..(first + n) as usize * 512]);
+        for (span, data) in slot_spans(buf, slot, lpn, mask, spp, self.payloads) {
             done = done.max(ftl.write(dev, span, at, at, data)?);
         }
         buf.destaging(slot, done);
@@ -249,14 +247,10 @@ impl Controller {
         if oldest.is_empty() {
             return Ok(None);
         }
-        let mut spans = Vec::with_capacity(oldest.len());
-        for &(slot, unit, mask) in &oldest {
-            for (first, n) in sector_runs(mask, spu) {
-                let span = Span { start: Sector(unit as u64 * spu as u64 + first as u64), sectors: n as u64 };
-                let data = self.payloads.then(|| &buf.page(slot)[first as usize * 512..(first + n) as usize * 512]);
-                spans.push((span, data));
-            }
-        }
+        let spans: Vec<_> = oldest
+            .iter()
+            .flat_map(|&(slot, unit, mask)| slot_spans(buf, slot, unit, mask, spu, self.payloads))
+            .collect();
         let done = ftl.write_batch(dev, &spans, at, at)?;
         for &(slot, ..) in &oldest {
             buf.destaging(slot, done);
@@ -407,6 +401,24 @@ impl Controller {
     pub fn check(&self) -> std::result::Result<(), String> {
         self.buffer.as_ref().map_or(Ok(()), WriteBuffer::check)
     }
+}
+
+/// The sector runs dirty in buffer `slot` (holding page or unit `index`
+/// of `sectors` sectors, dirty sectors in `mask`) as spans to write, each
+/// with its bytes when payloads are stored.
+fn slot_spans(
+    buf: &WriteBuffer,
+    slot: u32,
+    index: u32,
+    mask: SectorMask,
+    sectors: u32,
+    payloads: bool,
+) -> impl Iterator<Item = (Span, Option<&[u8]>)> + '_ {
+    sector_runs(mask, sectors).map(move |(first, n)| {
+        let span = Span { start: Sector(index as u64 * sectors as u64 + first as u64), sectors: n as u64 };
+        let data = payloads.then(|| &buf.page(slot)[first as usize * 512..(first + n) as usize * 512]);
+        (span, data)
+    })
 }
 
 /// The runs of consecutive set bits of `mask` below `spp`: (first, length).

@@ -313,10 +313,17 @@ impl Device {
         self.count_program(ppn, cause);
         let (ch, unit) = self.resources(self.geometry().block_of(ppn));
         let done = self.time_program(ch, unit, not_before, cause);
+        self.log_program(ppn, done);
+        done
+    }
+
+    /// Tells the power-cut model when the program of `ppn` ends (a cut
+    /// before then tears it).
+    #[inline]
+    fn log_program(&mut self, ppn: Ppn, done: SimTime) {
         if let Some(p) = self.power.as_mut() {
             p.programmed(ppn, done);
         }
-        done
     }
 
     /// Copies programmed pages of one block into consecutive pages from
@@ -347,9 +354,7 @@ impl Device {
             self.counters.programs[cause as usize] += 1;
             reads_done = self.time_read(ch_r, unit_r, not_before, cause);
             let done = self.time_program(ch_w, unit_w, reads_done, cause);
-            if let Some(p) = self.power.as_mut() {
-                p.programmed(Ppn(dst.0 + i as u32), done);
-            }
+            self.log_program(Ppn(dst.0 + i as u32), done);
         }
         Ok(reads_done)
     }
@@ -392,7 +397,7 @@ impl Device {
         let shift = self.array.units_per_page().trailing_zeros();
         let (ch_w, unit_w) = self.resources(geo.block_of(dst));
         let (mut reads_done, mut last_read) = (not_before, u32::MAX);
-        for units in src.chunks(1 << shift) {
+        for (i, units) in src.chunks(1 << shift).enumerate() {
             let cause = cause_of(Lpn(self.array.oob_unit_raw(units[0])));
             let mut ready = not_before;
             for &u in units {
@@ -408,7 +413,8 @@ impl Device {
             ready = ready.max(reads_done);
             reads_done = ready;
             self.counters.programs[cause as usize] += 1;
-            self.time_program(ch_w, unit_w, ready, cause);
+            let done = self.time_program(ch_w, unit_w, ready, cause);
+            self.log_program(Ppn(dst.0 + i as u32), done);
         }
         Ok(reads_done)
     }
@@ -418,9 +424,8 @@ impl Device {
     /// shows as no LPN. Timed and counted as a read either way.
     pub fn probe(&mut self, ppn: Ppn, not_before: SimTime, cause: Cause) -> (Option<Lpn>, SimTime) {
         let lpn = self.array.oob_lpn(ppn);
-        self.counters.reads[cause as usize] += 1;
-        let (ch, unit) = self.resources(self.geometry().block_of(ppn));
-        (lpn, self.time_read(ch, unit, not_before, cause))
+        let (_, done) = self.scan_oob(ppn, not_before, cause);
+        (lpn, done)
     }
 
     /// Reads a page's OOB whatever its state (crash recovery's scan), timed

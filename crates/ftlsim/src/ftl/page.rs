@@ -291,9 +291,6 @@ pub struct PageCore {
     /// The stream allocations write to now (0 but while DAC places a page
     /// or GC copies).
     stream: usize,
-    /// GC copies go to stream 1, the host's to stream 0 (a map with streams
-    /// of its own sorts GC's copies itself).
-    gc_frontier: bool,
     stripe: Vec<PlaneId>,
     cursor: usize,
     /// Free blocks per plane GC keeps in hand.
@@ -396,7 +393,6 @@ impl PageCore {
             active: vec![NO_BLOCK; geo.planes as usize * streams],
             streams,
             stream: 0,
-            gc_frontier,
             stripe: stripe_sequence(&geo, &cfg.ftl.stripe_order),
             cursor: 0,
             reserve,
@@ -578,8 +574,10 @@ impl PageCore {
         let mut live = std::mem::take(&mut self.live_scratch);
         let cause = self.scan_live(map, dev, victim, &mut live);
         let result = if map.streams() == 1 {
-            // GC may run inside a host allocation: its stream comes back after.
-            let host_stream = std::mem::replace(&mut self.stream, self.gc_frontier as usize);
+            // GC may run inside a host allocation: its stream comes back
+            // after. (A map of one stream sends every entry alike.)
+            let gc_stream = self.gc_stream(map, 0);
+            let host_stream = std::mem::replace(&mut self.stream, gc_stream);
             let copied = self.copy_live(map, dev, victim, plane, &live, now, &mut reads_done);
             self.stream = host_stream;
             copied
@@ -615,6 +613,13 @@ impl PageCore {
         }
         live.truncate(n);
         if 2 * table_pages > written { Cause::Mapping } else { Cause::Gc }
+    }
+
+    /// The stream GC copies entry `x` into: the core's own GC frontier (the
+    /// stream it adds after the map's, `gc.frontier = "separate"`), else
+    /// the map's choice (stream 0 for a map without streams).
+    fn gc_stream<M: MapTable>(&self, map: &mut M, x: u32) -> usize {
+        if self.streams > map.streams() { self.streams - 1 } else { map.gc_stream(x) }
     }
 
     /// Gives `plane` a preemptible GC job if it has none and a victim worth
@@ -716,7 +721,7 @@ impl PageCore {
             }
             if dst.is_none() {
                 // GC may run inside a host allocation: its stream comes back after.
-                let gc_stream = if self.gc_frontier { 1 } else { map.gc_stream(lpn) };
+                let gc_stream = self.gc_stream(map, lpn);
                 let host_stream = std::mem::replace(&mut self.stream, gc_stream);
                 let page = self.next_page(map, dev, plane, now, true);
                 self.stream = host_stream;
