@@ -914,6 +914,11 @@ fn page_power_cuts_free_space_gc_reclaiming_empty_blocks() {
 }
 
 #[test]
+fn page_power_cuts_separate_gc_frontier() {
+    check_oob_recovery("page", &["gc.frontier=\"separate\""]);
+}
+
+#[test]
 fn dftl_power_cuts() {
     check_oob_recovery("dftl", &[TINY_CACHE]);
 }
