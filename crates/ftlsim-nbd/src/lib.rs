@@ -25,8 +25,11 @@
 //! Not supported: structured replies, block status, TLS, resizing. Clients
 //! negotiating them are answered `NBD_REP_ERR_UNSUP` and fall back.
 
+pub mod client;
 pub mod drive;
 pub mod handshake;
+pub mod image;
+pub mod journal;
 pub mod proto;
 pub mod server;
 pub mod state;
@@ -35,4 +38,4 @@ pub mod transmission;
 
 pub use drive::Pace;
 pub use server::{Control, Listen, ServeOptions, Server};
-pub use state::StateDir;
+pub use state::{Attach, Durable, StateDir};

@@ -4,7 +4,7 @@
 
 use ftlsim::{Config, Report, Simulation};
 use ftlsim_nbd::proto::*;
-use ftlsim_nbd::{Control, Listen, Pace, ServeOptions, Server, StateDir};
+use ftlsim_nbd::{Attach, Control, Listen, Pace, ServeOptions, Server, StateDir};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -44,15 +44,13 @@ fn start_with_state(sets: &[&str], f: impl FnOnce(&mut ServeOptions), state: Opt
     let mut o: Vec<String> = vec!["nand.store_payloads=true".into(), "geometry.blocks_per_plane=64".into()];
     o.extend(sets.iter().map(|s| s.to_string()));
     let mut sim = Simulation::new(Config::load("k9lag08u0m-4ch", &o).unwrap()).unwrap();
-    let state = state.map(|p| StateDir::open(p).unwrap());
-    if let Some(s) = &state {
-        s.restore(&mut sim, &mut |_, _| {}).unwrap();
-    }
+    let durable =
+        state.map(|p| StateDir::open(p).unwrap().attach(&mut sim, Attach::default(), &mut |_, _| {}).unwrap());
     let mut opts = ServeOptions::new(Listen::Tcp("127.0.0.1:0".into()));
     f(&mut opts);
     let mut server = Server::bind(sim, opts).unwrap();
-    if let Some(s) = state {
-        server = server.save_to(s).unwrap();
+    if let Some(d) = durable {
+        server = server.durable(d);
     }
     let addr = server.url().trim_start_matches("nbd://").to_string();
     let control = Control::default();
