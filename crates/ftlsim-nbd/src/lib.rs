@@ -8,7 +8,10 @@
 //! The roles: [`proto`] (wire format), [`handshake`] (newstyle fixed
 //! greeting, option haggling), [`transmission`] (requests and simple
 //! replies), [`drive`] (NBD commands to host commands, simulated time,
-//! metrics, recording), [`server`] (sockets, connection threads, signals).
+//! metrics, recording), [`server`] (sockets, connection threads, signals),
+//! [`state`] (`--state`: a durable drive, journalled by [`journal`] and
+//! checkpointed into a checksummed [`image`]) and [`client`] (a minimal
+//! client, for tests and tools).
 //!
 //! ```no_run
 //! use ftlsim::{Config, Simulation};

@@ -106,7 +106,15 @@ impl StateDir {
                 let table: toml::Table = text.parse().map_err(|e: toml::de::Error| bad(&path, e.message()))?;
                 match table.get("format").and_then(toml::Value::as_str) {
                     Some(FORMAT) => {}
-                    Some(other) => return Err(bad(&path, format!("format '{other}' is not {FORMAT}"))),
+                    Some(other) => {
+                        return Err(bad(
+                            &path,
+                            format!(
+                                "format '{other}' is not {FORMAT}; serve it with the ftlsim that wrote it, or use a \
+                                 new --state directory"
+                            ),
+                        ));
+                    }
                     None => return Err(bad(&path, format!("no format = \"{FORMAT}\": not an ftlsim state"))),
                 }
                 Some(toml::from_str::<Manifest>(&text).map_err(|e| bad(&path, e.message()))?)
