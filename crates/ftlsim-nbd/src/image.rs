@@ -241,3 +241,35 @@ fn punch_hole(file: &File, at: u64, len: u64) -> io::Result<()> {
     };
     if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_of_an_interrupted_checkpoint_may_hold_either_contents() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let mut image = Image::create(d, 8 * 512, 512).unwrap();
+        let page = |b: u8| Some(Cow::Owned(vec![b; 512]));
+        image.update(d, 1, &[1, 5], &|lpn| page(lpn as u8 + 1)).unwrap();
+        image.committed(d);
+        let sums = std::fs::read(d.join(SUMS)).unwrap();
+        Image::open(d, 8 * 512, 512, 1).unwrap();
+        // Checkpoint 2 wrote its pages, then was killed before its sums.
+        image.update(d, 2, &[1, 2], &|lpn| if lpn == 1 { None } else { page(9) }).unwrap();
+        std::fs::write(d.join(SUMS), &sums).unwrap();
+        Image::open(d, 8 * 512, 512, 1).unwrap();
+        // Without the intent, or with one of another checkpoint, they are damage.
+        let intent = std::fs::read(d.join(PENDING)).unwrap();
+        std::fs::remove_file(d.join(PENDING)).unwrap();
+        let e = Image::open(d, 8 * 512, 512, 1).err().unwrap().to_string();
+        assert!(e.contains("page 1 (bytes 512..1024) does not match its checksum"), "{e}");
+        std::fs::write(d.join(PENDING), &intent).unwrap();
+        assert!(Image::open(d, 8 * 512, 512, 2).is_err());
+        // A page that is neither is damage even so.
+        std::fs::OpenOptions::new().write(true).open(d.join(IMAGE)).unwrap().write_all_at(&[3; 512], 5 * 512).unwrap();
+        let e = Image::open(d, 8 * 512, 512, 1).err().unwrap().to_string();
+        assert!(e.contains("page 5 "), "{e}");
+    }
+}

@@ -176,8 +176,9 @@ fn fast_immediate_trim() {
 
 /// A page-FTL drive with one checkpoint (after seed 5) and a journal of
 /// seed 6 after it, left as a killed server leaves it.
-fn saved_drive(path: &Path) {
-    let state = StateDir::open(path).unwrap();
+fn saved_drive() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let state = StateDir::open(dir.path()).unwrap();
     let mut s = sim("page", &[]);
     let durable = state.attach(&mut s, Attach::default(), &mut |_, _| {}).unwrap();
     let mut d = Drive::new(s, Pace::None, None).unwrap();
@@ -186,6 +187,7 @@ fn saved_drive(path: &Path) {
     let durable = d.checkpoint_and_detach().unwrap().unwrap();
     d.make_durable(durable);
     drive_on(&mut d, 6, 200, 8 << 20);
+    dir
 }
 
 fn attach(path: &Path, s: &mut Simulation, recover: bool) -> ftlsim::Result<Durable> {
@@ -205,8 +207,7 @@ fn contents(s: &Simulation) -> Vec<u8> {
 
 #[test]
 fn refuses_another_drive_naming_the_difference() {
-    let dir = tempfile::tempdir().unwrap();
-    saved_drive(dir.path());
+    let dir = saved_drive();
     let e = load_error(dir.path(), &mut sim("page", &["geometry.blocks_per_plane=64"]));
     assert!(e.contains("geometry.blocks_per_plane is 48 there, 64 here"), "{e}");
     assert!(e.contains("state.toml"), "{e}");
@@ -216,8 +217,7 @@ fn refuses_another_drive_naming_the_difference() {
 
 #[test]
 fn a_torn_journal_tail_is_dropped_with_a_notice() {
-    let dir = tempfile::tempdir().unwrap();
-    saved_drive(dir.path());
+    let dir = saved_drive();
     let mut whole = sim("page", &[]);
     drop(attach(dir.path(), &mut whole, false).unwrap());
     let journal = dir.path().join("journal.bin");
@@ -235,8 +235,7 @@ fn a_torn_journal_tail_is_dropped_with_a_notice() {
 
 #[test]
 fn a_damaged_journal_is_refused_and_recover_cuts_it() {
-    let dir = tempfile::tempdir().unwrap();
-    saved_drive(dir.path());
+    let dir = saved_drive();
     let journal = dir.path().join("journal.bin");
     let good = std::fs::read(&journal).unwrap();
     // Walk to record 40 by the records' lengths.
@@ -276,8 +275,7 @@ fn a_damaged_journal_is_refused_and_recover_cuts_it() {
 
 #[test]
 fn a_damaged_image_is_refused_not_served() {
-    let dir = tempfile::tempdir().unwrap();
-    saved_drive(dir.path());
+    let dir = saved_drive();
     let image = dir.path().join("image.bin");
     let mut bytes = std::fs::read(&image).unwrap();
     let at = bytes.iter().position(|&b| b != 0).expect("data in the image");
@@ -301,8 +299,7 @@ fn a_second_server_on_the_directory_is_refused_naming_the_first() {
 
 #[test]
 fn a_kill_during_a_checkpoint_leaves_the_previous_one() {
-    let dir = tempfile::tempdir().unwrap();
-    saved_drive(dir.path());
+    let dir = saved_drive();
     let mut whole = sim("page", &[]);
     drop(attach(dir.path(), &mut whole, false).unwrap());
     let keep = |name: &str| (name.to_string(), std::fs::read(dir.path().join(name)).unwrap());
@@ -324,8 +321,7 @@ fn a_kill_during_a_checkpoint_leaves_the_previous_one() {
 
 #[test]
 fn damaged_states_are_clear_errors() {
-    let dir = tempfile::tempdir().unwrap();
-    saved_drive(dir.path());
+    let dir = saved_drive();
     let commands = dir.path().join("commands.bin");
     let good = std::fs::read(&commands).unwrap();
     std::fs::write(&commands, &good[..good.len() - 3]).unwrap();
