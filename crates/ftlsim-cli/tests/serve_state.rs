@@ -120,6 +120,11 @@ fn flushed_writes_survive_sigkill() {
     }
     let log = server.kill();
     assert!(log.contains("listening on"), "{log}");
+    // 150 × 30 writes of 4 KiB: checkpoints (every MiB) and a journal after the last.
+    let manifest = std::fs::read_to_string(dir.path().join("state/state.toml")).unwrap();
+    let checkpoints: u64 = manifest.lines().find_map(|l| l.strip_prefix("checkpoint = ")).unwrap().parse().unwrap();
+    assert!(checkpoints >= 10, "{checkpoints} checkpoints");
+    assert!(std::fs::metadata(dir.path().join("state/journal.bin")).unwrap().len() > 4096);
     let server = serve(dir.path(), 1);
     let mut c = server.client();
     let mut mismatches = 0;

@@ -97,6 +97,9 @@ fn save_load_continue(ftl: &str, extra: &[&str], precondition: Option<&str>) {
     let path = dir.path().join("drive");
     // Checkpoints in the middle of the second session too.
     two_sessions(&path, ftl, extra, precondition, 256 << 10);
+    let manifest: toml::Table = std::fs::read_to_string(path.join("state.toml")).unwrap().parse().unwrap();
+    let checkpoints = manifest["checkpoint"].as_integer().unwrap();
+    assert!(checkpoints >= 3, "{ftl}: {checkpoints} checkpoints; some should be in the second session");
     // The original, never saved: the same two sessions in one process.
     let mut s = sim(ftl, extra);
     if let Some(p) = precondition {
