@@ -1010,6 +1010,7 @@ fn serve_state_errors_are_one_line() {
     let saved = "format = \"ftlsim-state-2\"\ncheckpoint = 0\ncommands = 0\ncommands_crc = 0\nconfig = \"\"\n";
     std::fs::write(state.join("state.toml"), saved).unwrap();
     fails_with(serve(&["--precondition", "fill=1.0"]), &["--precondition", "already conditioned"]);
+    fails_with(serve(&["--checkpoint-mib", "0"]), &["--checkpoint-mib", "0 is not in 1..=1048576"]);
     let err = fails(serve(&[]));
     let last = err.trim_end().lines().last().unwrap();
     assert!(last.starts_with("ftlsim: error: ") && last.contains("state.toml"), "{err}");

@@ -343,7 +343,8 @@ impl Replay {
             return Err(bad(
                 path,
                 format!(
-                    "its first {} commands do not match their checksum in {MANIFEST}: the file is damaged",
+                    "its first {} commands do not match their checksum in {MANIFEST}: the file is damaged; the \
+                     drive cannot be rebuilt without it (restore the directory from a backup, or use a new --state)",
                     m.commands
                 ),
             ));
