@@ -31,36 +31,71 @@ impl Calendar {
     /// `earliest` (and the horizon); returns the start.
     #[inline]
     pub fn book(&mut self, earliest: SimTime, len: Nanos) -> SimTime {
+        let start = self.find(earliest, len);
+        self.insert(start, len);
+        start
+    }
+
+    /// Where [`book`](Self::book) would put `len`, booking nothing.
+    #[inline]
+    pub fn find(&self, earliest: SimTime, len: Nanos) -> SimTime {
         let mut t = earliest.0.max(self.horizon);
-        let len = len.0;
-        self.busy_ns += len;
-        // The common case: booking after everything already booked.
-        match self.busy.back_mut() {
-            None => {
-                self.busy.push_back((t, t + len));
-                return SimTime(t);
-            }
-            Some(last) if t >= last.1 => {
-                if t == last.1 {
-                    last.1 += len;
-                } else {
-                    self.busy.push_back((t, t + len));
-                }
-                return SimTime(t);
-            }
+        // The common case: after everything already booked.
+        match self.busy.back() {
+            None => return SimTime(t),
+            Some(last) if t >= last.1 => return SimTime(t),
             Some(_) => {}
         }
         let mut i = self.busy.partition_point(|&(_, end)| end <= t);
         while let Some(&(start, end)) = self.busy.get(i) {
-            if t + len <= start {
+            if t + len.0 <= start {
                 break;
             }
             t = t.max(end);
             i += 1;
         }
-        let end = t + len;
+        SimTime(t)
+    }
+
+    /// Whether `[from, to)` is idle; if not, the end of the first busy
+    /// interval in it.
+    #[inline]
+    pub fn fits(&self, from: SimTime, to: SimTime) -> Result<(), SimTime> {
+        if self.busy.back().is_none_or(|last| from.0 >= last.1) {
+            return Ok(());
+        }
+        let i = self.busy.partition_point(|&(_, end)| end <= from.0);
+        match self.busy.get(i) {
+            Some(&(start, end)) if start < to.0 => Err(SimTime(end)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Books `[start, start + len)`, which must be idle ([`find`](Self::find),
+    /// [`fits`](Self::fits)).
+    #[inline]
+    pub fn insert(&mut self, start: SimTime, len: Nanos) {
+        let (t, end) = (start.0, start.0 + len.0);
+        self.busy_ns += len.0;
+        match self.busy.back_mut() {
+            None => {
+                self.busy.push_back((t, end));
+                return;
+            }
+            Some(last) if t >= last.1 => {
+                if t == last.1 {
+                    last.1 = end;
+                } else {
+                    self.busy.push_back((t, end));
+                }
+                return;
+            }
+            Some(_) => {}
+        }
+        let i = self.busy.partition_point(|&(_, e)| e <= t);
+        debug_assert!(self.busy.get(i).is_none_or(|&(s, _)| s >= end), "booking over a busy interval");
         let joins_prev = i > 0 && self.busy[i - 1].1 == t;
-        let joins_next = self.busy.get(i).is_some_and(|&(start, _)| start == end);
+        let joins_next = self.busy.get(i).is_some_and(|&(s, _)| s == end);
         match (joins_prev, joins_next) {
             (true, true) => {
                 self.busy[i - 1].1 = self.busy[i].1;
@@ -70,7 +105,6 @@ impl Calendar {
             (false, true) => self.busy[i].0 = t,
             (false, false) => self.busy.insert(i, (t, end)),
         }
-        SimTime(t)
     }
 
     /// No booking will start before `t` from now on: forgets the past.
@@ -137,6 +171,29 @@ mod tests {
                 let expected = (earliest as usize..).find(|&s| busy[s..s + len as usize].iter().all(|b| !b)).unwrap();
                 prop_assert_eq!(start, expected);
                 busy[start..start + len as usize].iter_mut().for_each(|b| *b = true);
+            }
+        }
+
+        /// `fits` against the same model: idle over the whole span, or the
+        /// end of the first busy stretch in it.
+        #[test]
+        fn fits_finds_the_first_busy_interval(
+            reqs in prop::collection::vec((0u64..400, 1u64..30), 1..40),
+            probes in prop::collection::vec((0u64..500, 1u64..60), 1..20),
+        ) {
+            let mut c = Calendar::default();
+            let mut busy = vec![false; 2000];
+            for (earliest, len) in reqs {
+                let start = c.book(SimTime(earliest), Nanos(len)).0 as usize;
+                busy[start..start + len as usize].iter_mut().for_each(|b| *b = true);
+            }
+            for (from, len) in probes {
+                let (from, to) = (from as usize, (from + len) as usize);
+                let expected = match (from..to).find(|&t| busy[t]) {
+                    None => Ok(()),
+                    Some(t) => Err(SimTime((t..).find(|&e| !busy[e]).unwrap() as u64)),
+                };
+                prop_assert_eq!(c.fits(SimTime(from as u64), SimTime(to as u64)), expected);
             }
         }
     }

@@ -104,7 +104,15 @@ pub struct Device {
     pcm_write_free: SimTime,
     pub pcm: PcmCounters,
     channels: Vec<Calendar>,
-    unit_free: Vec<SimTime>,
+    /// Each array unit's booked operations: like a bus, a unit takes an
+    /// operation into an idle gap, so time it spends waiting for another
+    /// unit's read (a read-modify-write's old page) is not lost to the
+    /// operations booked after.
+    units: Vec<Calendar>,
+    /// When the latest operation booked on each block ends: operations on
+    /// one block keep their booking order (programs in page order, a read
+    /// after its page's program, an erase after the block's copies).
+    block_last: Vec<SimTime>,
     host_free: SimTime,
     /// Channel and array unit of each plane (lookups beat divisions here).
     plane_channel: Vec<u32>,
@@ -129,7 +137,8 @@ impl Device {
         let planes_per_unit = if timing.plane_parallel { 1 } else { geo.planes_per_die };
         Device {
             channels: vec![Calendar::default(); geo.channels as usize],
-            unit_free: vec![SimTime::ZERO; (geo.planes / planes_per_unit) as usize],
+            units: vec![Calendar::default(); (geo.planes / planes_per_unit) as usize],
+            block_last: vec![SimTime::ZERO; geo.blocks as usize],
             host_free: SimTime::ZERO,
             plane_channel: (0..geo.planes).map(|p| geo.channel_of(PlaneId(p))).collect(),
             plane_unit: (0..geo.planes).map(|p| p / planes_per_unit).collect(),
@@ -191,7 +200,7 @@ impl Device {
         let mut done = not_before;
         for _ in 0..pages {
             self.counters.programs[Cause::Mapping as usize] += 1;
-            done = self.time_program(0, 0, not_before, Cause::Mapping);
+            done = self.time_program(0, 0, None, not_before, Cause::Mapping);
         }
         done
     }
@@ -201,7 +210,7 @@ impl Device {
         let mut done = not_before;
         for _ in 0..pages {
             self.counters.reads[Cause::Mapping as usize] += 1;
-            done = done.max(self.time_read(0, 0, not_before, Cause::Mapping));
+            done = done.max(self.time_read(0, 0, None, not_before, Cause::Mapping));
         }
         done
     }
@@ -256,40 +265,94 @@ impl Device {
     pub fn read(&mut self, ppn: Ppn, not_before: SimTime, cause: Cause) -> Result<SimTime> {
         self.array.read(ppn)?;
         self.counters.reads[cause as usize] += 1;
-        let (ch, unit) = self.resources(self.geometry().block_of(ppn));
-        Ok(self.time_read(ch, unit, not_before, cause))
+        let block = self.geometry().block_of(ppn);
+        let (ch, unit) = self.resources(block);
+        Ok(self.time_read(ch, unit, Some(block), not_before, cause))
     }
 
     /// The timeline of a page read on `ch` and `unit`: the unit senses the
     /// page, then it crosses the bus; both are busy until it has.
     #[inline]
-    fn time_read(&mut self, ch: usize, unit: usize, not_before: SimTime, cause: Cause) -> SimTime {
+    fn time_read(
+        &mut self,
+        ch: usize,
+        unit: usize,
+        block: Option<BlockId>,
+        not_before: SimTime,
+        cause: Cause,
+    ) -> SimTime {
         let t = self.timing;
-        let start = not_before.max(self.unit_free[unit]);
+        let sense = t.command + t.read;
+        let (start, on_bus) = self.unit_slot(unit, block, not_before, sense + t.page_transfer, |d, start| {
+            let on_bus = d.channels[ch].find(start + sense, t.page_transfer);
+            (on_bus, on_bus + t.page_transfer)
+        });
         self.serve(start, cause);
-        let sensed = start + t.command + t.read;
-        let on_bus = self.channels[ch].book(sensed, t.page_transfer);
-        self.bus_wait(on_bus - sensed, cause);
+        self.channels[ch].insert(on_bus, t.page_transfer);
+        self.bus_wait(on_bus - (start + sense), cause);
         let done = on_bus + t.page_transfer;
-        self.unit_free[unit] = done;
-        self.busy.units[cause as usize] += (done - start).0;
+        self.hold(unit, block, start, done, cause);
         done
+    }
+
+    /// The earliest start at or after `not_before` (and the block's last
+    /// operation) at which `unit` is idle until the operation ends, as
+    /// `end_of` computes from its start (it waits for a bus slot): a gap
+    /// at least `min_len` long, or the next. Returns the start and what
+    /// `end_of` returned first (the bus slot).
+    #[inline]
+    fn unit_slot(
+        &self,
+        unit: usize,
+        block: Option<BlockId>,
+        not_before: SimTime,
+        min_len: Nanos,
+        end_of: impl Fn(&Device, SimTime) -> (SimTime, SimTime),
+    ) -> (SimTime, SimTime) {
+        let earliest = block.map_or(not_before, |b| not_before.max(self.block_last[b.idx()]));
+        let mut start = self.units[unit].find(earliest, min_len);
+        loop {
+            let (slot, end) = end_of(self, start);
+            match self.units[unit].fits(start, end) {
+                Ok(()) => return (start, slot),
+                Err(busy_until) => start = self.units[unit].find(busy_until, min_len),
+            }
+        }
+    }
+
+    /// Books `unit` (and `block`) busy from `start` to `done`.
+    #[inline]
+    fn hold(&mut self, unit: usize, block: Option<BlockId>, start: SimTime, done: SimTime, cause: Cause) {
+        self.units[unit].insert(start, done - start);
+        if let Some(b) = block {
+            self.block_last[b.idx()] = done;
+        }
+        self.busy.units[cause as usize] += (done - start).0;
     }
 
     /// The timeline of a page program on `ch` and `unit`: once the unit is
     /// free the data crosses the bus, then the unit programs it. Returns
     /// when the program ends.
     #[inline]
-    fn time_program(&mut self, ch: usize, unit: usize, not_before: SimTime, cause: Cause) -> SimTime {
+    fn time_program(
+        &mut self,
+        ch: usize,
+        unit: usize,
+        block: Option<BlockId>,
+        not_before: SimTime,
+        cause: Cause,
+    ) -> SimTime {
         let t = self.timing;
-        let start = not_before.max(self.unit_free[unit]);
+        let send = t.command + t.page_transfer;
+        let (start, on_bus) = self.unit_slot(unit, block, not_before, send + t.program, |d, start| {
+            let on_bus = d.channels[ch].find(start, send);
+            (on_bus, on_bus + send + t.program)
+        });
         self.serve(start, cause);
-        let on_bus = self.channels[ch].book(start, t.command + t.page_transfer);
+        self.channels[ch].insert(on_bus, send);
         self.bus_wait(on_bus - start, cause);
-        let transferred = on_bus + t.command + t.page_transfer;
-        let done = transferred + t.program;
-        self.unit_free[unit] = done;
-        self.busy.units[cause as usize] += (done - start).0;
+        let done = on_bus + send + t.program;
+        self.hold(unit, block, start, done, cause);
         done
     }
 
@@ -311,8 +374,9 @@ impl Device {
     #[inline]
     fn programmed(&mut self, ppn: Ppn, not_before: SimTime, cause: Cause) -> SimTime {
         self.count_program(ppn, cause);
-        let (ch, unit) = self.resources(self.geometry().block_of(ppn));
-        let done = self.time_program(ch, unit, not_before, cause);
+        let block = self.geometry().block_of(ppn);
+        let (ch, unit) = self.resources(block);
+        let done = self.time_program(ch, unit, Some(block), not_before, cause);
         self.log_program(ppn, done);
         done
     }
@@ -345,15 +409,16 @@ impl Device {
         if geo.page_in_block(dst) == 0 {
             self.counters.blocks_opened += 1;
         }
-        let (ch_r, unit_r) = self.resources(geo.block_of(Ppn(first)));
-        let (ch_w, unit_w) = self.resources(geo.block_of(dst));
+        let (src_block, dst_block) = (geo.block_of(Ppn(first)), geo.block_of(dst));
+        let (ch_r, unit_r) = self.resources(src_block);
+        let (ch_w, unit_w) = self.resources(dst_block);
         let mut reads_done = not_before;
         for i in 0..src.len() {
             let cause = cause_of(Lpn(self.array.oob_lpn_raw(Ppn(dst.0 + i as u32))));
             self.counters.reads[cause as usize] += 1;
             self.counters.programs[cause as usize] += 1;
-            reads_done = self.time_read(ch_r, unit_r, not_before, cause);
-            let done = self.time_program(ch_w, unit_w, reads_done, cause);
+            reads_done = self.time_read(ch_r, unit_r, Some(src_block), not_before, cause);
+            let done = self.time_program(ch_w, unit_w, Some(dst_block), reads_done, cause);
             self.log_program(Ppn(dst.0 + i as u32), done);
         }
         Ok(reads_done)
@@ -395,7 +460,8 @@ impl Device {
             self.counters.blocks_opened += 1;
         }
         let shift = self.array.units_per_page().trailing_zeros();
-        let (ch_w, unit_w) = self.resources(geo.block_of(dst));
+        let dst_block = geo.block_of(dst);
+        let (ch_w, unit_w) = self.resources(dst_block);
         let (mut reads_done, mut last_read) = (not_before, u32::MAX);
         for (i, units) in src.chunks(1 << shift).enumerate() {
             let cause = cause_of(Lpn(self.array.oob_unit_raw(units[0])));
@@ -405,15 +471,16 @@ impl Device {
                 if page != last_read {
                     last_read = page;
                     self.counters.reads[cause as usize] += 1;
-                    let (ch_r, unit_r) = self.resources(self.geometry().block_of(Ppn(page)));
-                    ready = ready.max(self.time_read(ch_r, unit_r, not_before, cause));
+                    let block = self.geometry().block_of(Ppn(page));
+                    let (ch_r, unit_r) = self.resources(block);
+                    ready = ready.max(self.time_read(ch_r, unit_r, Some(block), not_before, cause));
                 }
             }
             // A unit of the page read for the previous destination page.
             ready = ready.max(reads_done);
             reads_done = ready;
             self.counters.programs[cause as usize] += 1;
-            let done = self.time_program(ch_w, unit_w, ready, cause);
+            let done = self.time_program(ch_w, unit_w, Some(dst_block), ready, cause);
             self.log_program(Ppn(dst.0 + i as u32), done);
         }
         Ok(reads_done)
@@ -433,8 +500,9 @@ impl Device {
     pub fn scan_oob(&mut self, ppn: Ppn, not_before: SimTime, cause: Cause) -> (PageOob, SimTime) {
         let oob = self.array.oob(ppn);
         self.counters.reads[cause as usize] += 1;
-        let (ch, unit) = self.resources(self.geometry().block_of(ppn));
-        (oob, self.time_read(ch, unit, not_before, cause))
+        let block = self.geometry().block_of(ppn);
+        let (ch, unit) = self.resources(block);
+        (oob, self.time_read(ch, unit, Some(block), not_before, cause))
     }
 
     /// Erases a block; returns when the erase finishes.
@@ -443,13 +511,12 @@ impl Device {
         self.counters.erases[cause as usize] += 1;
         let (_, unit) = self.resources(block);
         let took = self.timing.command + self.timing.erase;
-        let start = not_before.max(self.unit_free[unit]);
+        let (start, _) = self.unit_slot(unit, Some(block), not_before, took, |_, start| (start, start + took));
         if let Some(p) = self.power.as_mut() {
             p.erase_started(start);
         }
         let done = start + took;
-        self.unit_free[unit] = done;
-        self.busy.units[cause as usize] += took.0;
+        self.hold(unit, Some(block), start, done, cause);
         Ok(done)
     }
 
@@ -534,17 +601,17 @@ impl Device {
     /// When plane `plane`'s array unit has finished everything booked on it.
     #[inline]
     pub fn plane_free(&self, plane: PlaneId) -> SimTime {
-        self.unit_free[self.plane_unit[plane.idx()] as usize]
+        self.units[self.plane_unit[plane.idx()] as usize].last_end()
     }
 
     /// When every array unit has finished what is booked on it.
     pub fn last_unit_end(&self) -> SimTime {
-        self.unit_free.iter().copied().max().unwrap_or(SimTime::ZERO)
+        self.units.iter().map(Calendar::last_end).max().unwrap_or(SimTime::ZERO)
     }
 
     /// Array units: dies, or planes with `timing.plane_parallel`.
     pub fn units(&self) -> usize {
-        self.unit_free.len()
+        self.units.len()
     }
 
     /// Asks the engine for background time on `plane`: it will call the
@@ -564,7 +631,7 @@ impl Device {
     /// has reached it): the buses forget their past.
     #[inline]
     pub fn advance(&mut self, t: SimTime) {
-        for c in &mut self.channels {
+        for c in self.channels.iter_mut().chain(&mut self.units) {
             c.advance(t);
         }
     }
@@ -578,7 +645,8 @@ impl Device {
     /// the measured run starts at time zero on an idle drive.
     pub fn reset_time_and_counters(&mut self) {
         self.channels.iter_mut().for_each(Calendar::reset);
-        self.unit_free.fill(SimTime::ZERO);
+        self.units.iter_mut().for_each(Calendar::reset);
+        self.block_last.fill(SimTime::ZERO);
         self.host_free = SimTime::ZERO;
         self.counters = FlashCounters::default();
         self.busy = BusyTime::default();
@@ -680,7 +748,10 @@ mod tests {
             }
             assert_eq!(reads_done, expected);
             assert_eq!(batch.counters, single.counters);
-            assert_eq!(batch.unit_free, single.unit_free);
+            assert_eq!(
+                batch.units.iter().map(Calendar::last_end).collect::<Vec<_>>(),
+                single.units.iter().map(Calendar::last_end).collect::<Vec<_>>()
+            );
             for (b, s) in batch.channels.iter().zip(&single.channels) {
                 assert_eq!((b.last_end(), b.len(), b.busy_ns), (s.last_end(), s.len(), s.busy_ns));
             }
