@@ -121,6 +121,9 @@ pub struct Device {
     bus_waited: Nanos,
     /// Programs in flight for power cuts, when they are modelled.
     power: Option<super::power::PowerTrack>,
+    /// Operations change the array and the counters but take no time (see
+    /// [`set_untimed`](Self::set_untimed)).
+    untimed: bool,
 }
 
 impl Device {
@@ -139,6 +142,7 @@ impl Device {
             served_from: SimTime(u64::MAX),
             bus_waited: Nanos::ZERO,
             power: None,
+            untimed: false,
             pcm_read: Nanos::ZERO,
             pcm_write: Nanos::ZERO,
             pcm_write_queue: 1,
@@ -184,6 +188,19 @@ impl Device {
         }
     }
 
+    /// Untimed (functional) mode, for fast-forwarding the drive to a state
+    /// (preconditioning): every operation still changes the array, the
+    /// counters and the wear as it would, but books nothing on a timeline
+    /// and completes at its earliest start, and no power cut can tear it.
+    /// The timelines keep what was booked before and resume from there.
+    pub fn set_untimed(&mut self, untimed: bool) {
+        self.untimed = untimed;
+    }
+
+    pub fn is_untimed(&self) -> bool {
+        self.untimed
+    }
+
     /// Programs `pages` pages of the system area (outside the FTL's
     /// geometry: the TRIM log) on the first array unit and channel;
     /// returns when the last ends.
@@ -210,6 +227,9 @@ impl Device {
     #[inline]
     pub fn pcm_read(&mut self, not_before: SimTime) -> SimTime {
         self.pcm.reads += 1;
+        if self.untimed {
+            return not_before;
+        }
         self.busy.pcm += self.pcm_read.0;
         let start = not_before.max(self.pcm_read_free);
         self.serve(start, Cause::Mapping);
@@ -226,6 +246,9 @@ impl Device {
     #[inline]
     pub fn pcm_write(&mut self, not_before: SimTime) -> (SimTime, SimTime) {
         self.pcm.writes += 1;
+        if self.untimed {
+            return (not_before, not_before);
+        }
         self.busy.pcm += self.pcm_write.0;
         let start = not_before.max(self.pcm_write_free);
         self.serve(start, Cause::Mapping);
@@ -264,6 +287,9 @@ impl Device {
     /// page, then it crosses the bus; both are busy until it has.
     #[inline]
     fn time_read(&mut self, ch: usize, unit: usize, not_before: SimTime, cause: Cause) -> SimTime {
+        if self.untimed {
+            return not_before;
+        }
         let t = self.timing;
         let start = not_before.max(self.unit_free[unit]);
         self.serve(start, cause);
@@ -281,6 +307,9 @@ impl Device {
     /// when the program ends.
     #[inline]
     fn time_program(&mut self, ch: usize, unit: usize, not_before: SimTime, cause: Cause) -> SimTime {
+        if self.untimed {
+            return not_before;
+        }
         let t = self.timing;
         let start = not_before.max(self.unit_free[unit]);
         self.serve(start, cause);
@@ -321,6 +350,9 @@ impl Device {
     /// before then tears it).
     #[inline]
     fn log_program(&mut self, ppn: Ppn, done: SimTime) {
+        if self.untimed {
+            return;
+        }
         if let Some(p) = self.power.as_mut() {
             p.programmed(ppn, done);
         }
@@ -441,6 +473,9 @@ impl Device {
     pub fn erase(&mut self, block: BlockId, not_before: SimTime, cause: Cause) -> Result<SimTime> {
         self.array.erase(block)?;
         self.counters.erases[cause as usize] += 1;
+        if self.untimed {
+            return Ok(not_before);
+        }
         let (_, unit) = self.resources(block);
         let took = self.timing.command + self.timing.erase;
         let start = not_before.max(self.unit_free[unit]);
@@ -487,6 +522,9 @@ impl Device {
 
     /// Moves `bytes` over the host link; returns when the transfer ends.
     pub fn host_transfer(&mut self, bytes: u64, not_before: SimTime) -> SimTime {
+        if self.untimed {
+            return not_before;
+        }
         let took = self.timing.host_transfer(bytes);
         let start = not_before.max(self.host_free);
         self.serve(start, Cause::Host);
@@ -531,9 +569,14 @@ impl Device {
         }
     }
 
-    /// When plane `plane`'s array unit has finished everything booked on it.
+    /// When plane `plane`'s array unit has finished everything booked on it
+    /// (untimed, every unit is free at once: allocation by soonest-free
+    /// then falls to its tie-breaks instead of to stale timelines).
     #[inline]
     pub fn plane_free(&self, plane: PlaneId) -> SimTime {
+        if self.untimed {
+            return SimTime::ZERO;
+        }
         self.unit_free[self.plane_unit[plane.idx()] as usize]
     }
 
