@@ -60,14 +60,14 @@ impl Precondition {
 /// what it was).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum PreconditionMode {
-    /// Fast-forward: the overwrites go straight to the FTL on an untimed
-    /// device ([`Device::set_untimed`]): mapping, GC and wear as the FTL
-    /// decides them, without timelines, the write buffer or background
-    /// scheduling. GC keeps pace through the FTL's own host-paced
-    /// mechanisms (as on a saturated drive), and the clock advances one
-    /// idle-drive write time per overwrite, so age-based policies see ages.
-    /// Where the FTL's decisions do not depend on time the drive ends in
-    /// exactly the state `timed` leaves; see `docs/preconditioning.md`.
+    /// Fast-forward: each overwrite goes straight to the FTL, issued as the
+    /// previous one completes, on a device timing its array units only
+    /// ([`Device::set_units_only`]): mapping, GC and wear as the FTL decides
+    /// them, without bus calendars, the write buffer or background
+    /// scheduling; GC keeps pace through the FTL's own host-paced
+    /// mechanisms. Where the FTL's decisions do not depend on time the
+    /// drive ends in exactly the state `timed` leaves; see
+    /// `docs/preconditioning.md`.
     #[default]
     Fast,
     /// Every overwrite is a host command at queue depth 1 through the timed
@@ -276,6 +276,12 @@ impl Simulation {
 
     pub fn take_latencies(&mut self) -> Option<RequestLatencies> {
         self.latencies.take()
+    }
+
+    /// The page holding logical page `lpn`'s data now, found without side
+    /// effects; `None` when it reads as zeros.
+    pub fn physical(&self, lpn: u32) -> Option<crate::units::Ppn> {
+        self.ftl.physical(crate::units::Lpn(lpn))
     }
 
     /// Every block's erase count with its physical coordinates.
@@ -491,8 +497,16 @@ impl Simulation {
             tick(lpn)?;
         }
         let mut rng = SimRng::derived(self.cfg.seed, 0x7072_6563);
-        if p.mode == PreconditionMode::Fast && self.can_fast_forward() {
-            let overwrite = Overwrites { slots, count: overwrites, write_sectors, progress_pages: (write_pages, per_page) };
+        // What ran is what the report says: a drive that cannot fast-forward
+        // is conditioned timed.
+        let mode = if p.mode == PreconditionMode::Fast && self.can_fast_forward() {
+            PreconditionMode::Fast
+        } else {
+            PreconditionMode::Timed
+        };
+        if mode == PreconditionMode::Fast {
+            let overwrite =
+                Overwrites { slots, count: overwrites, write_sectors, progress_pages: (write_pages, per_page) };
             self.fast_forward(overwrite, &mut rng, now, filled, &mut tick)?;
         } else {
             for i in 0..overwrites {
@@ -511,7 +525,7 @@ impl Simulation {
         }
         on_progress(Progress { done: total, total: Some(total) });
         self.restart_measurement()?;
-        self.precondition = Some(p);
+        self.precondition = Some(Precondition { mode, ..p });
         Ok(())
     }
 
@@ -524,9 +538,9 @@ impl Simulation {
     }
 
     /// Preconditioning's random overwrites, fast-forwarded: straight to the
-    /// FTL on an untimed device, the clock advancing one idle-drive write
-    /// per overwrite from `start`. Buffered writes and pending GC land
-    /// first, since the overwrites bypass the buffer and the engine.
+    /// FTL on a device timing its array units only, each issued as the
+    /// previous one completes, from `start`. Buffered writes and pending GC
+    /// land first, since the overwrites bypass the buffer and the engine.
     fn fast_forward(
         &mut self,
         w: Overwrites,
@@ -536,21 +550,17 @@ impl Simulation {
         tick: &mut dyn FnMut(u64) -> Result<()>,
     ) -> Result<()> {
         let now = start.max(self.settle()?);
-        let bytes = w.write_sectors * SECTOR_BYTES;
-        let t = self.dev.timing();
-        let step = t.host_transfer(bytes) + t.command + t.page_transfer + t.program;
-        self.dev.set_untimed(true);
-        let result = self.overwrite_untimed(&w, rng, now, step, filled, tick);
-        self.dev.set_untimed(false);
+        self.dev.set_units_only(true);
+        let result = self.overwrite_units_only(&w, rng, now, filled, tick);
+        self.dev.set_units_only(false);
         result
     }
 
-    fn overwrite_untimed(
+    fn overwrite_units_only(
         &mut self,
         w: &Overwrites,
         rng: &mut SimRng,
         mut now: SimTime,
-        step: Nanos,
         filled: u64,
         tick: &mut dyn FnMut(u64) -> Result<()>,
     ) -> Result<()> {
@@ -569,8 +579,7 @@ impl Simulation {
                 drawn += 1;
             }
             let slot = ahead.pop_front().expect("drawn ahead");
-            self.ftl.write(&mut self.dev, span(slot), now, now, None)?;
-            now += step;
+            now = self.ftl.write(&mut self.dev, span(slot), now, now, None)?;
             tick(filled + (i + 1) * write_pages / per_page)?;
         }
         Ok(())
@@ -1108,6 +1117,14 @@ mod tests {
             assert!(err.contains(want), "{spec}: {err}");
         }
         assert_eq!("overwrite=100".parse::<Precondition>().unwrap().overwrite, limits::MAX_OVERWRITE);
+        // Fast unless asked otherwise; the spec round-trips with its mode.
+        for (spec, mode) in [("fill=1", PreconditionMode::Fast), ("fill=1,mode=timed", PreconditionMode::Timed)] {
+            let p: Precondition = spec.parse().unwrap();
+            assert_eq!(p.mode, mode);
+            assert_eq!(p.to_string().parse::<Precondition>().unwrap(), p);
+        }
+        let err = "fill=1,mode=slow".parse::<Precondition>().unwrap_err().to_string();
+        assert!(err.contains("precondition.mode: 'slow' is not a mode; expected fast or timed"), "{err}");
     }
 
     #[test]

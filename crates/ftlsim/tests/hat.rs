@@ -46,10 +46,7 @@ fn dftl_with_the_whole_table_cached_equals_page() {
     let logical = quick_config("page", &[]).logical_pages();
     let whole = format!("ftl.cache_bytes={}", logical * 8);
     let cases = [
-        (
-            Input::Workload(hat::spec(&SHAPES[0], &quick_config("page", &[]), 3000)),
-            Precondition::new(1.0, 0.0),
-        ),
+        (Input::Workload(hat::spec(&SHAPES[0], &quick_config("page", &[]), 3000)), Precondition::new(1.0, 0.0)),
         // Steady state with GC running: random overwrites first.
         (
             Input::Workload("rw=randrw,rwmixread=30,bs=512-16k,ios=20000,iodepth=16,dist=zipf:0.9".into()),

@@ -121,9 +121,8 @@ pub struct Device {
     bus_waited: Nanos,
     /// Programs in flight for power cuts, when they are modelled.
     power: Option<super::power::PowerTrack>,
-    /// Operations change the array and the counters but take no time (see
-    /// [`set_untimed`](Self::set_untimed)).
-    untimed: bool,
+    /// Only the array units keep time (see [`set_units_only`](Self::set_units_only)).
+    units_only: bool,
 }
 
 impl Device {
@@ -142,7 +141,7 @@ impl Device {
             served_from: SimTime(u64::MAX),
             bus_waited: Nanos::ZERO,
             power: None,
-            untimed: false,
+            units_only: false,
             pcm_read: Nanos::ZERO,
             pcm_write: Nanos::ZERO,
             pcm_write_queue: 1,
@@ -188,17 +187,16 @@ impl Device {
         }
     }
 
-    /// Untimed (functional) mode, for fast-forwarding the drive to a state
-    /// (preconditioning): every operation still changes the array, the
-    /// counters and the wear as it would, but books nothing on a timeline
-    /// and completes at its earliest start, and no power cut can tear it.
-    /// The timelines keep what was booked before and resume from there.
-    pub fn set_untimed(&mut self, untimed: bool) {
-        self.untimed = untimed;
-    }
-
-    pub fn is_untimed(&self) -> bool {
-        self.untimed
+    /// Units-only timing, for fast-forwarding the drive to a state
+    /// (preconditioning): every operation changes the array, the counters
+    /// and the wear as it would, and occupies its array unit for as long,
+    /// so allocation to the plane free soonest spreads writes as it does
+    /// when timed; but the channel buses, the host link and the PCM are
+    /// not modelled (a transfer takes its time on the unit, never waits for
+    /// a bus), nothing is counted as busy, and no power cut can tear it.
+    /// Cheap: a bus booking searches its calendar; a unit's is one addition.
+    pub fn set_units_only(&mut self, units_only: bool) {
+        self.units_only = units_only;
     }
 
     /// Programs `pages` pages of the system area (outside the FTL's
@@ -227,7 +225,7 @@ impl Device {
     #[inline]
     pub fn pcm_read(&mut self, not_before: SimTime) -> SimTime {
         self.pcm.reads += 1;
-        if self.untimed {
+        if self.units_only {
             return not_before;
         }
         self.busy.pcm += self.pcm_read.0;
@@ -246,7 +244,7 @@ impl Device {
     #[inline]
     pub fn pcm_write(&mut self, not_before: SimTime) -> (SimTime, SimTime) {
         self.pcm.writes += 1;
-        if self.untimed {
+        if self.units_only {
             return (not_before, not_before);
         }
         self.busy.pcm += self.pcm_write.0;
@@ -287,10 +285,10 @@ impl Device {
     /// page, then it crosses the bus; both are busy until it has.
     #[inline]
     fn time_read(&mut self, ch: usize, unit: usize, not_before: SimTime, cause: Cause) -> SimTime {
-        if self.untimed {
-            return not_before;
-        }
         let t = self.timing;
+        if self.units_only {
+            return self.time_unit(unit, not_before, t.command + t.read + t.page_transfer);
+        }
         let start = not_before.max(self.unit_free[unit]);
         self.serve(start, cause);
         let sensed = start + t.command + t.read;
@@ -302,15 +300,23 @@ impl Device {
         done
     }
 
+    /// Units-only timing: `unit` busy for `took` from when it is free.
+    #[inline]
+    fn time_unit(&mut self, unit: usize, not_before: SimTime, took: Nanos) -> SimTime {
+        let done = not_before.max(self.unit_free[unit]) + took;
+        self.unit_free[unit] = done;
+        done
+    }
+
     /// The timeline of a page program on `ch` and `unit`: once the unit is
     /// free the data crosses the bus, then the unit programs it. Returns
     /// when the program ends.
     #[inline]
     fn time_program(&mut self, ch: usize, unit: usize, not_before: SimTime, cause: Cause) -> SimTime {
-        if self.untimed {
-            return not_before;
-        }
         let t = self.timing;
+        if self.units_only {
+            return self.time_unit(unit, not_before, t.command + t.page_transfer + t.program);
+        }
         let start = not_before.max(self.unit_free[unit]);
         self.serve(start, cause);
         let on_bus = self.channels[ch].book(start, t.command + t.page_transfer);
@@ -350,7 +356,7 @@ impl Device {
     /// before then tears it).
     #[inline]
     fn log_program(&mut self, ppn: Ppn, done: SimTime) {
-        if self.untimed {
+        if self.units_only {
             return;
         }
         if let Some(p) = self.power.as_mut() {
@@ -473,10 +479,10 @@ impl Device {
     pub fn erase(&mut self, block: BlockId, not_before: SimTime, cause: Cause) -> Result<SimTime> {
         self.array.erase(block)?;
         self.counters.erases[cause as usize] += 1;
-        if self.untimed {
-            return Ok(not_before);
-        }
         let (_, unit) = self.resources(block);
+        if self.units_only {
+            return Ok(self.time_unit(unit, not_before, self.timing.command + self.timing.erase));
+        }
         let took = self.timing.command + self.timing.erase;
         let start = not_before.max(self.unit_free[unit]);
         if let Some(p) = self.power.as_mut() {
@@ -522,7 +528,7 @@ impl Device {
 
     /// Moves `bytes` over the host link; returns when the transfer ends.
     pub fn host_transfer(&mut self, bytes: u64, not_before: SimTime) -> SimTime {
-        if self.untimed {
+        if self.units_only {
             return not_before;
         }
         let took = self.timing.host_transfer(bytes);
@@ -569,14 +575,9 @@ impl Device {
         }
     }
 
-    /// When plane `plane`'s array unit has finished everything booked on it
-    /// (untimed, every unit is free at once: allocation by soonest-free
-    /// then falls to its tie-breaks instead of to stale timelines).
+    /// When plane `plane`'s array unit has finished everything booked on it.
     #[inline]
     pub fn plane_free(&self, plane: PlaneId) -> SimTime {
-        if self.untimed {
-            return SimTime::ZERO;
-        }
         self.unit_free[self.plane_unit[plane.idx()] as usize]
     }
 
