@@ -27,7 +27,7 @@
 
 use ftlsim::trace::{HostCmd, Op};
 use ftlsim::units::{SECTOR_BYTES, Sector, SimTime};
-use ftlsim::{Error, Precondition, Result, Simulation};
+use ftlsim::{Error, Precondition, PreconditionMode, Result, Simulation};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
@@ -113,7 +113,12 @@ impl StateDir {
             ));
         }
         if let Some(p) = &m.precondition {
-            sim.precondition(p.parse::<Precondition>().map_err(|e| bad(&manifest, e))?)?;
+            let mut pre = p.parse::<Precondition>().map_err(|e| bad(&manifest, e))?;
+            if !p.contains("mode=") {
+                // Saved before preconditioning had modes, when it was timed.
+                pre.mode = PreconditionMode::Timed;
+            }
+            sim.precondition(pre)?;
         }
         let commands_path = self.file("commands", m.generation);
         let image_path = self.file("image", m.generation);

@@ -3,7 +3,7 @@
 //! the loaded copy on with the same commands and comparing everything.
 
 use ftlsim::report::Metrics;
-use ftlsim::{Config, Simulation};
+use ftlsim::{Config, PreconditionMode, Simulation};
 use ftlsim_nbd::drive::{Command, Drive};
 use ftlsim_nbd::{Pace, StateDir};
 
@@ -168,6 +168,30 @@ fn saved_drive(path: &std::path::Path) {
 
 fn restore_error(path: &std::path::Path, s: &mut Simulation) -> String {
     StateDir::open(path).and_then(|st| st.restore(s, &mut |_, _| {})).unwrap_err().to_string()
+}
+
+#[test]
+fn a_state_saved_before_precondition_modes_restores_timed() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = StateDir::open(dir.path()).unwrap();
+    let mut s = sim("page", &[]);
+    s.precondition("fill=1.0,overwrite=0.5,mode=timed".parse().unwrap()).unwrap();
+    let mut original = Drive::new(s, Pace::None, None).unwrap();
+    original.log_commands(state.session_log().unwrap());
+    drive_on(&mut original, 5, 200, 8 << 20);
+    let log = original.take_command_log().unwrap();
+    state.save(original.simulation(), log).unwrap();
+    // As an older ftlsim wrote it: no mode, which meant timed.
+    let manifest = dir.path().join("state.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    assert!(text.contains(",mode=timed"), "{text}");
+    std::fs::write(&manifest, text.replace(",mode=timed", "")).unwrap();
+    let mut s = sim("page", &[]);
+    StateDir::open(dir.path()).unwrap().restore(&mut s, &mut |_, _| {}).unwrap();
+    assert_eq!(s.preconditioned().unwrap().mode, PreconditionMode::Timed);
+    let loaded = Drive::new(s, Pace::None, None).unwrap();
+    let (a, b) = (fingerprint(&original), fingerprint(&loaded));
+    assert!(a.0 == b.0 && a.1 == b.1, "data or wear differ");
 }
 
 #[test]
