@@ -173,14 +173,18 @@ fn restore_error(path: &std::path::Path, s: &mut Simulation) -> String {
 #[test]
 fn a_state_saved_before_precondition_modes_restores_timed() {
     let dir = tempfile::tempdir().unwrap();
+    let timed = "fill=1.0,overwrite=0.5,mode=timed";
+    let conditioned = || {
+        let mut s = sim("page", &[]);
+        s.precondition(timed.parse().unwrap()).unwrap();
+        Drive::new(s, Pace::None, None).unwrap()
+    };
     let state = StateDir::open(dir.path()).unwrap();
-    let mut s = sim("page", &[]);
-    s.precondition("fill=1.0,overwrite=0.5,mode=timed".parse().unwrap()).unwrap();
-    let mut original = Drive::new(s, Pace::None, None).unwrap();
-    original.log_commands(state.session_log().unwrap());
-    drive_on(&mut original, 5, 200, 8 << 20);
-    let log = original.take_command_log().unwrap();
-    state.save(original.simulation(), log).unwrap();
+    let mut d = conditioned();
+    d.log_commands(state.session_log().unwrap());
+    drive_on(&mut d, 5, 200, 8 << 20);
+    let log = d.take_command_log().unwrap();
+    state.save(d.simulation(), log).unwrap();
     // As an older ftlsim wrote it: no mode, which meant timed.
     let manifest = dir.path().join("state.toml");
     let text = std::fs::read_to_string(&manifest).unwrap();
@@ -190,8 +194,13 @@ fn a_state_saved_before_precondition_modes_restores_timed() {
     StateDir::open(dir.path()).unwrap().restore(&mut s, &mut |_, _| {}).unwrap();
     assert_eq!(s.preconditioned().unwrap().mode, PreconditionMode::Timed);
     let loaded = Drive::new(s, Pace::None, None).unwrap();
-    let (a, b) = (fingerprint(&original), fingerprint(&loaded));
-    assert!(a.0 == b.0 && a.1 == b.1, "data or wear differ");
+    // The original, never saved, as a new session starts.
+    let mut original = conditioned();
+    drive_on(&mut original, 5, 200, 8 << 20);
+    let mut s = original.into_simulation();
+    s.restart_measurement().unwrap();
+    let original = Drive::new(s, Pace::None, None).unwrap();
+    assert!(fingerprint(&loaded) == fingerprint(&original), "the loaded drive differs");
 }
 
 #[test]
