@@ -109,6 +109,17 @@ fn measured(sim: &mut Simulation) -> serde_json::Value {
     v
 }
 
+/// The drive preconditioned fast (checked not to have fallen back) and
+/// timed, each with its placement.
+fn both_ways(name: &str, cfg: &Config) -> [(Simulation, Placement); 2] {
+    [PreconditionMode::Fast, PreconditionMode::Timed].map(|mode| {
+        let sim = preconditioned(cfg, mode);
+        assert_eq!(sim.preconditioned().unwrap().mode, mode, "{name}: asked {mode:?}");
+        let p = placement(&sim);
+        (sim, p)
+    })
+}
+
 fn erased(p: &Placement) -> f64 {
     p.erases.iter().map(|&e| e as f64).sum()
 }
@@ -116,10 +127,7 @@ fn erased(p: &Placement) -> f64 {
 #[test]
 fn where_no_decision_depends_on_time_fast_leaves_exactly_what_timed_leaves() {
     for (name, cfg) in time_blind() {
-        let mut fast = preconditioned(&cfg, PreconditionMode::Fast);
-        let mut timed = preconditioned(&cfg, PreconditionMode::Timed);
-        assert_eq!(fast.preconditioned().unwrap().mode, PreconditionMode::Fast, "{name}: fell back");
-        let (f, t) = (placement(&fast), placement(&timed));
+        let [(mut fast, f), (mut timed, t)] = both_ways(name, &cfg);
         assert!(erased(&t) > 0.0, "{name}: GC must run for the comparison to mean something");
         assert!(f == t, "{name}: placement differs");
         // The FTL's own state (caches, logs, free lists, counters) shows in
@@ -131,10 +139,7 @@ fn where_no_decision_depends_on_time_fast_leaves_exactly_what_timed_leaves() {
 #[test]
 fn where_decisions_depend_on_time_fast_holds_the_same_data_at_about_the_same_wear() {
     for (name, cfg) in time_aware() {
-        let mut fast = preconditioned(&cfg, PreconditionMode::Fast);
-        let mut timed = preconditioned(&cfg, PreconditionMode::Timed);
-        assert_eq!(fast.preconditioned().unwrap().mode, PreconditionMode::Fast, "{name}: fell back");
-        let (f, t) = (placement(&fast), placement(&timed));
+        let [(mut fast, f), (mut timed, t)] = both_ways(name, &cfg);
         // Every logical page is where its OOB says, in both.
         for (lpn, (a, b)) in f.map.iter().zip(&t.map).enumerate() {
             assert_eq!(a.is_some(), b.is_some(), "{name}: page {lpn} mapped in one only");
