@@ -94,12 +94,13 @@ def config_args(config: ConfigLike) -> dict[str, Any]:
     raise _error(ConfigError, "config", f"expected a preset name, a TOML path or a dict, not {type(config).__name__}")
 
 
-def precondition_spec(p: str | Mapping[str, float] | None) -> str | None:
+def precondition_spec(p: str | Mapping[str, float | str] | None) -> str | None:
     if p is None or isinstance(p, str):
         return p
     if isinstance(p, Mapping):
         return ",".join(f"{k}={v}" for k, v in p.items())
-    raise _error(WorkloadError, "precondition", "expected 'fill=F,overwrite=F' or a dict with fill/overwrite")
+    expected = "expected 'fill=F,overwrite=F[,mode=fast|timed]' or a dict with fill/overwrite/mode"
+    raise _error(WorkloadError, "precondition", expected)
 
 
 def resolve_config(config: ConfigLike = "k9lag08u0m-4ch", overrides: Overrides = None, **named: Any) -> str:
@@ -115,7 +116,7 @@ def run(
     workload: str | None = None,
     format: str | None = None,
     skip_bad_lines: bool = False,
-    precondition: str | Mapping[str, float] | None = None,
+    precondition: str | Mapping[str, float | str] | None = None,
     seed: int | None = None,
     overrides: Overrides = None,
     window_ms: float | None = None,

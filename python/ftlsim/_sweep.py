@@ -185,7 +185,7 @@ def sweep(
     traces: Iterable[str | os.PathLike[str]] | None = None,
     workloads: Iterable[str] | None = None,
     seeds: Sequence[int] | None = None,
-    precondition: str | Mapping[str, float] | None = None,
+    precondition: str | Mapping[str, float | str] | None = None,
     overrides: _api.Overrides = None,
     format: str | None = None,
     backend: Literal["local", "ray"] = "local",

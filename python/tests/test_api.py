@@ -125,7 +125,7 @@ def test_trace_input_and_overrides_as_strings():
 
 def test_precondition_as_dict_equals_string():
     a = small_run(precondition={"fill": 1.0, "overwrite": 0.5}).summary
-    assert a["input"]["precondition"] == "fill=1,overwrite=0.5"
+    assert a["input"]["precondition"] == "fill=1,overwrite=0.5,mode=fast"
     assert a["write_amplification"] == small_run().summary["write_amplification"]
 
 

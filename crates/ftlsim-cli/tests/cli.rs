@@ -195,7 +195,7 @@ fn run_writes_a_complete_sane_json_report() {
 
     let input = &r["input"];
     assert_eq!(input["format"], Value::Null);
-    assert_eq!(input["precondition"], "fill=1,overwrite=0.5");
+    assert_eq!(input["precondition"], "fill=1,overwrite=0.5,mode=fast");
     assert_eq!(input["host_mode"], "closed");
     assert_eq!(input["queue_depth"], 1);
 }

@@ -204,6 +204,7 @@ impl StateDir {
             ));
         }
         if let Some(p) = &m.precondition {
+            // `ftlsim-state-2` names the mode (`mode=fast|timed`) the drive was conditioned in.
             sim.precondition(p.parse::<Precondition>().map_err(|e| bad(&manifest, e))?)?;
         }
         let page_bytes = sim.config().geometry.page_size as u64;

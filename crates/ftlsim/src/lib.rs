@@ -36,4 +36,4 @@ pub mod workload;
 pub use config::Config;
 pub use error::{Error, Result};
 pub use report::Report;
-pub use sim::{Precondition, RunOptions, Simulation};
+pub use sim::{Precondition, PreconditionMode, RunOptions, Simulation};

@@ -39,11 +39,49 @@ const LOOKAHEAD: usize = 8;
 
 /// Unmeasured conditioning before a run: `fill` of the logical space written
 /// sequentially, then `overwrite` × that space in random page-aligned 4 KiB
-/// writes (at least one page), so the run starts in steady state.
+/// writes (at least one page), so the run starts in steady state; `mode`
+/// says how the overwrites are executed.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Precondition {
     pub fill: f64,
     pub overwrite: f64,
+    pub mode: PreconditionMode,
+}
+
+impl Precondition {
+    /// `fill` then `overwrite`, the overwrites fast-forwarded.
+    pub const fn new(fill: f64, overwrite: f64) -> Precondition {
+        Precondition { fill, overwrite, mode: PreconditionMode::Fast }
+    }
+}
+
+/// How preconditioning executes its random overwrites (the sequential fill
+/// is always timed: it is cheap, and fill-only conditioning stays exactly
+/// what it was).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PreconditionMode {
+    /// Fast-forward: each overwrite goes straight to the FTL, issued as the
+    /// previous one completes, on a device timing its array units only
+    /// ([`Device::set_units_only`]): mapping, GC and wear as the FTL decides
+    /// them, without bus calendars, the write buffer or background
+    /// scheduling; GC keeps pace through the FTL's own host-paced
+    /// mechanisms. Where the FTL's decisions do not depend on time the
+    /// drive ends in exactly the state `timed` leaves; see
+    /// `docs/preconditioning.md`.
+    #[default]
+    Fast,
+    /// Every overwrite is a host command at queue depth 1 through the timed
+    /// path, GC running in the idle time between them.
+    Timed,
+}
+
+impl PreconditionMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            PreconditionMode::Fast => "fast",
+            PreconditionMode::Timed => "timed",
+        }
+    }
 }
 
 impl std::str::FromStr for Precondition {
@@ -53,9 +91,10 @@ impl std::str::FromStr for Precondition {
             let key = if key.is_empty() { "precondition".into() } else { format!("precondition.{key}") };
             Error::Workload { key, reason }
         };
-        let mut p = Precondition { fill: 1.0, overwrite: 0.0 };
-        let parts = crate::workload::split_fields(s)
-            .map_err(|why| bad("", format!("'{s}' {why}; give fill=F[,overwrite=X], e.g. fill=1.0,overwrite=1.0")))?;
+        let mut p = Precondition::new(1.0, 0.0);
+        let parts = crate::workload::split_fields(s).map_err(|why| {
+            bad("", format!("'{s}' {why}; give fill=F[,overwrite=X][,mode=fast|timed], e.g. fill=1.0,overwrite=1.0"))
+        })?;
         let mut seen = Vec::new();
         for part in parts {
             let (k, v) = part.split_once('=').ok_or_else(|| bad(part, "expected KEY=VALUE".into()))?;
@@ -64,6 +103,14 @@ impl std::str::FromStr for Precondition {
                 return Err(bad(k, "given twice".into()));
             }
             seen.push(k);
+            if k == "mode" {
+                p.mode = match v.trim() {
+                    "fast" => PreconditionMode::Fast,
+                    "timed" => PreconditionMode::Timed,
+                    other => return Err(bad(k, format!("'{other}' is not a mode; expected fast or timed"))),
+                };
+                continue;
+            }
             let x: f64 = v.trim().parse().map_err(|_| bad(k, format!("'{v}' is not a number")))?;
             if !x.is_finite() || x < 0.0 {
                 return Err(bad(k, format!("{x} must be a finite, non-negative number")));
@@ -79,7 +126,7 @@ impl std::str::FromStr for Precondition {
                         format!("{} is more than {most} (times the filled space), the most accepted", v.trim()),
                     ));
                 }
-                other => return Err(bad(other, "unknown key; expected fill or overwrite".into())),
+                other => return Err(bad(other, "unknown key; expected fill, overwrite or mode".into())),
             }
         }
         Ok(p)
@@ -88,7 +135,7 @@ impl std::str::FromStr for Precondition {
 
 impl std::fmt::Display for Precondition {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "fill={},overwrite={}", self.fill, self.overwrite)
+        write!(f, "fill={},overwrite={},mode={}", self.fill, self.overwrite, self.mode.name())
     }
 }
 
@@ -229,6 +276,12 @@ impl Simulation {
 
     pub fn take_latencies(&mut self) -> Option<RequestLatencies> {
         self.latencies.take()
+    }
+
+    /// The page holding logical page `lpn`'s data now, found without side
+    /// effects; `None` when it reads as zeros.
+    pub fn physical(&self, lpn: u32) -> Option<crate::units::Ppn> {
+        self.ftl.physical(crate::units::Lpn(lpn))
     }
 
     /// Every block's erase count with its physical coordinates.
@@ -444,22 +497,91 @@ impl Simulation {
             tick(lpn)?;
         }
         let mut rng = SimRng::derived(self.cfg.seed, 0x7072_6563);
-        for i in 0..overwrites {
-            let slot = rng.below(slots);
-            let cmd = HostCmd {
-                time: now,
-                op: Op::Write,
-                start: Sector(slot * write_sectors),
-                sectors: write_sectors,
-                continued: false,
-            };
-            // Issued as the previous one completes, so cost-benefit ages are meaningful.
-            now = self.submit(&cmd, now, None, None)?;
-            tick(filled + (i + 1) * write_pages / per_page)?;
+        // What ran is what the report says: a drive that cannot fast-forward
+        // is conditioned timed.
+        let mode = if p.mode == PreconditionMode::Fast && self.can_fast_forward() {
+            PreconditionMode::Fast
+        } else {
+            PreconditionMode::Timed
+        };
+        if mode == PreconditionMode::Fast {
+            let overwrite =
+                Overwrites { slots, count: overwrites, write_sectors, progress_pages: (write_pages, per_page) };
+            self.fast_forward(overwrite, &mut rng, now, filled, &mut tick)?;
+        } else {
+            for i in 0..overwrites {
+                let slot = rng.below(slots);
+                let cmd = HostCmd {
+                    time: now,
+                    op: Op::Write,
+                    start: Sector(slot * write_sectors),
+                    sectors: write_sectors,
+                    continued: false,
+                };
+                // Issued as the previous one completes, so cost-benefit ages are meaningful.
+                now = self.submit(&cmd, now, None, None)?;
+                tick(filled + (i + 1) * write_pages / per_page)?;
+            }
         }
         on_progress(Progress { done: total, total: Some(total) });
         self.restart_measurement()?;
-        self.precondition = Some(p);
+        self.precondition = Some(Precondition { mode, ..p });
+        Ok(())
+    }
+
+    /// Whether [`PreconditionMode::Fast`] can run on this drive: sub-page
+    /// mapping units behind a write buffer are packed by its destagers, which
+    /// the fast-forward bypasses (each unit would pad a page of its own), so
+    /// that drive preconditions timed.
+    fn can_fast_forward(&self) -> bool {
+        self.cfg.units_per_page() == 1 || self.ctrl.buffer_capacity() == 0
+    }
+
+    /// Preconditioning's random overwrites, fast-forwarded: straight to the
+    /// FTL on a device timing its array units only, each issued as the
+    /// previous one completes, from `start`. Buffered writes and pending GC
+    /// land first, since the overwrites bypass the buffer and the engine.
+    fn fast_forward(
+        &mut self,
+        w: Overwrites,
+        rng: &mut SimRng,
+        start: SimTime,
+        filled: u64,
+        tick: &mut dyn FnMut(u64) -> Result<()>,
+    ) -> Result<()> {
+        let now = start.max(self.settle()?);
+        self.dev.set_units_only(true);
+        let result = self.overwrite_units_only(&w, rng, now, filled, tick);
+        self.dev.set_units_only(false);
+        result
+    }
+
+    fn overwrite_units_only(
+        &mut self,
+        w: &Overwrites,
+        rng: &mut SimRng,
+        mut now: SimTime,
+        filled: u64,
+        tick: &mut dyn FnMut(u64) -> Result<()>,
+    ) -> Result<()> {
+        let span = |slot: u64| Span { start: Sector(slot * w.write_sectors), sectors: w.write_sectors };
+        // Slots drawn LOOKAHEAD ahead and their mappings prefetched, as `run`
+        // does: the forward map's cache misses overlap. The draws are the
+        // timed path's, in its order.
+        let mut ahead: VecDeque<u64> = VecDeque::with_capacity(LOOKAHEAD);
+        let (write_pages, per_page) = w.progress_pages;
+        let mut drawn = 0;
+        for i in 0..w.count {
+            while drawn < w.count && ahead.len() < LOOKAHEAD {
+                let slot = rng.below(w.slots);
+                self.ftl.prefetch(span(slot));
+                ahead.push_back(slot);
+                drawn += 1;
+            }
+            let slot = ahead.pop_front().expect("drawn ahead");
+            now = self.ftl.write(&mut self.dev, span(slot), now, now, None)?;
+            tick(filled + (i + 1) * write_pages / per_page)?;
+        }
         Ok(())
     }
 
@@ -851,6 +973,16 @@ impl Simulation {
     }
 }
 
+/// Preconditioning's random overwrites: `count` writes of `write_sectors`
+/// to slots drawn below `slots`; progress counts `write_pages / per_page`
+/// pages a write.
+struct Overwrites {
+    slots: u64,
+    count: u64,
+    write_sectors: u64,
+    progress_pages: (u64, u64),
+}
+
 /// Preconditioning commands between progress reports.
 pub const PRECONDITION_PROGRESS: u64 = 4096;
 
@@ -985,6 +1117,14 @@ mod tests {
             assert!(err.contains(want), "{spec}: {err}");
         }
         assert_eq!("overwrite=100".parse::<Precondition>().unwrap().overwrite, limits::MAX_OVERWRITE);
+        // Fast unless asked otherwise; the spec round-trips with its mode.
+        for (spec, mode) in [("fill=1", PreconditionMode::Fast), ("fill=1,mode=timed", PreconditionMode::Timed)] {
+            let p: Precondition = spec.parse().unwrap();
+            assert_eq!(p.mode, mode);
+            assert_eq!(p.to_string().parse::<Precondition>().unwrap(), p);
+        }
+        let err = "fill=1,mode=slow".parse::<Precondition>().unwrap_err().to_string();
+        assert!(err.contains("precondition.mode: 'slow' is not a mode; expected fast or timed"), "{err}");
     }
 
     #[test]

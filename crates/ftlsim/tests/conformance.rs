@@ -148,7 +148,7 @@ fn run_case_counting(cfg: &Config, case: &Case) -> Result<u64, String> {
     let mut sim = Simulation::new(cfg.clone()).map_err(|e| e.to_string())?;
     let mut reference = vec![0u8; (sim.logical_sectors() * 512) as usize];
     if case.precondition {
-        sim.precondition(Precondition { fill: 1.0, overwrite: 1.0 }).map_err(|e| format!("precondition: {e}"))?;
+        sim.precondition(Precondition::new(1.0, 1.0)).map_err(|e| format!("precondition: {e}"))?;
         sim.check_invariants().map_err(|e| format!("after precondition: {e}"))?;
     }
     let mut now = SimTime::ZERO;

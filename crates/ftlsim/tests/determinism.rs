@@ -50,7 +50,7 @@ const MIXED: &str = "rw=randrw,rwmixread=30,trimmix=5,bs=4k-32k,ios=20000,seed=5
 fn same_inputs_same_report() {
     for policy in ["greedy", "d-choices", "random", "cost-benefit"] {
         let cfg = small("hat-table4", &[&format!("gc.policy={policy}")]);
-        let pre = Some(Precondition { fill: 1.0, overwrite: 0.5 });
+        let pre = Some(Precondition::new(1.0, 0.5));
         let a = run_spec(cfg.clone(), pre, MIXED, 8);
         let b = run_spec(cfg.clone(), pre, MIXED, 8);
         assert!(a.gc_invocations > 0, "{policy}: GC must run for the comparison to mean something");
@@ -90,7 +90,7 @@ fn check_sane(name: &str, r: &Report) {
 fn presets_run_with_gc_active() {
     for preset in ["hat-table4", "k9lag08u0m-4ch"] {
         let cfg = small(preset, &[]);
-        let pre = Some(Precondition { fill: 1.0, overwrite: 1.0 });
+        let pre = Some(Precondition::new(1.0, 1.0));
         let r = run_spec(cfg, pre, "rw=randrw,rwmixread=40,bs=4k-16k,ios=30000,seed=2", 16);
         check_sane(preset, &r);
     }

@@ -88,7 +88,7 @@ fn measure_dist(ratio: f64, policy: &str, extra: &[&str], overwrites: f64, dist:
     let cfg = config(ratio, policy, extra);
     let logical = cfg.logical_pages();
     let mut sim = Simulation::new(cfg).unwrap();
-    sim.precondition(Precondition { fill: 1.0, overwrite: 2.0 }).unwrap();
+    sim.precondition(Precondition::new(1.0, 2.0)).unwrap();
     let ios = (logical as f64 * overwrites) as u64;
     let spec: WorkloadSpec = format!("rw=randwrite,bs=4k,ios={ios},seed=7,iodepth=1,dist={dist}").parse().unwrap();
     let mut src = generator(&spec, sim.logical_sectors()).unwrap();

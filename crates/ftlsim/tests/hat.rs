@@ -46,14 +46,11 @@ fn dftl_with_the_whole_table_cached_equals_page() {
     let logical = quick_config("page", &[]).logical_pages();
     let whole = format!("ftl.cache_bytes={}", logical * 8);
     let cases = [
-        (
-            Input::Workload(hat::spec(&SHAPES[0], &quick_config("page", &[]), 3000)),
-            Precondition { fill: 1.0, overwrite: 0.0 },
-        ),
+        (Input::Workload(hat::spec(&SHAPES[0], &quick_config("page", &[]), 3000)), Precondition::new(1.0, 0.0)),
         // Steady state with GC running: random overwrites first.
         (
             Input::Workload("rw=randrw,rwmixread=30,bs=512-16k,ios=20000,iodepth=16,dist=zipf:0.9".into()),
-            Precondition { fill: 1.0, overwrite: 1.0 },
+            Precondition::new(1.0, 1.0),
         ),
     ];
     for (input, pre) in cases {
@@ -67,7 +64,7 @@ fn dftl_with_the_whole_table_cached_equals_page() {
     let gc = run(
         quick_config("page", &[]),
         Input::Workload("rw=randwrite,bs=4k,ios=20000,iodepth=16".into()),
-        Precondition { fill: 1.0, overwrite: 1.0 },
+        Precondition::new(1.0, 1.0),
     );
     assert!(gc.blocks_erased > 0, "the steady-state case must exercise GC");
 }
@@ -75,7 +72,7 @@ fn dftl_with_the_whole_table_cached_equals_page() {
 #[test]
 fn dftl_with_a_small_cache_pays_for_translation_on_flash() {
     let input = Input::Workload("rw=randrw,rwmixread=50,bs=2k,ios=20000,iodepth=8".into());
-    let pre = Precondition { fill: 1.0, overwrite: 0.5 };
+    let pre = Precondition::new(1.0, 0.5);
     let page = run(quick_config("page", &[]), input.clone(), pre);
     let dftl = run(quick_config("dftl", &["ftl.cache_bytes=4096"]), input, pre);
     assert!(dftl.flash_reads_by_cause.mapping > 0 && dftl.flash_programs_by_cause.mapping > 0);
@@ -87,7 +84,7 @@ fn dftl_with_a_small_cache_pays_for_translation_on_flash() {
 }
 
 fn mean_vs_page(ftl: &str, shape: &Shape, extra: &[&str]) -> f64 {
-    let fill = Precondition { fill: 1.0, overwrite: 0.0 };
+    let fill = Precondition::new(1.0, 0.0);
     let spec = hat::spec(shape, &quick_config("page", extra), 3000);
     let page = hat::measure(quick_config("page", extra), Input::Workload(spec.clone()), fill).unwrap();
     let other = hat::measure(quick_config(ftl, extra), Input::Workload(spec), fill).unwrap();
@@ -99,7 +96,7 @@ fn hat_stays_within_one_percent_of_page_unless_pcm_bound() {
     for shape in SHAPES {
         let dev = mean_vs_page("hat", &shape, &[]);
         let spec = hat::spec(&shape, &quick_config("page", &[]), 3000);
-        let fill = Precondition { fill: 1.0, overwrite: 0.0 };
+        let fill = Precondition::new(1.0, 0.0);
         let r = hat::measure(quick_config("hat", &[]), Input::Workload(spec), fill).unwrap();
         let busy = hat::pcm_write_busy(&r, &quick_config("hat", &[]));
         assert!(
@@ -113,7 +110,7 @@ fn hat_stays_within_one_percent_of_page_unless_pcm_bound() {
     // The real-trace layer: a 5-request sample says nothing about HAT vs page.
     let Some(path) = real(FIN1_EXCERPT) else { return };
     let trace = Input::Trace { path, format: None, skip_bad_lines: false };
-    let fill = Precondition { fill: 1.0, overwrite: 0.0 };
+    let fill = Precondition::new(1.0, 0.0);
     let page = hat::measure(quick_config("page", &["host.out_of_range=wrap"]), trace.clone(), fill).unwrap();
     let hat = hat::measure(quick_config("hat", &["host.out_of_range=wrap"]), trace, fill).unwrap();
     let dev = hat.latency_us.all.mean / page.latency_us.all.mean - 1.0;
@@ -185,7 +182,7 @@ fn dftl_reads_a_translation_page_once_per_request() {
     let cfg = quick_config("dftl", &[]);
     let spp = cfg.geometry.page_size as u64 / 512;
     let mut sim = Simulation::new(cfg).unwrap();
-    sim.precondition(Precondition { fill: 1.0, overwrite: 0.0 }).unwrap();
+    sim.precondition(Precondition::new(1.0, 0.0)).unwrap();
     // 32 KiB at the start of the drive: its 16 pages share translation page
     // 0, and the sequential fill left only the drive's last entries cached.
     let read = HostCmd { time: SimTime::ZERO, op: Op::Read, start: Sector(0), sectors: 64, continued: false };
@@ -208,7 +205,7 @@ fn hat_becomes_pcm_bound_when_pcm_writes_outlast_flash_programs() {
         let set = format!("pcm.write_us={write_us}");
         let cfg = quick_config(ftl, &["ftl.cache_bytes=1024", &set]);
         let input = Input::Workload("rw=randwrite,bs=2k,ios=4000,iodepth=32".into());
-        run(cfg, input, Precondition { fill: 1.0, overwrite: 0.0 }).iops
+        run(cfg, input, Precondition::new(1.0, 0.0)).iops
     };
     let page = iops("page", 300);
     let (slow, slower) = (iops("hat", 300), iops("hat", 900));

@@ -61,7 +61,7 @@ fn cmd(op: Op, start: u64, sectors: u64) -> HostCmd {
     HostCmd { time: SimTime::ZERO, op, start: Sector(start), sectors, continued: false }
 }
 
-const FILL: Precondition = Precondition { fill: 1.0, overwrite: 0.0 };
+const FILL: Precondition = Precondition::new(1.0, 0.0);
 
 #[test]
 fn sequential_overwrite_of_whole_blocks_only_switches() {
@@ -71,7 +71,7 @@ fn sequential_overwrite_of_whole_blocks_only_switches() {
     let list: Vec<_> = (0..2).flat_map(|_| (0..sectors).step_by(512).map(|s| cmd(Op::Write, s, 512))).collect();
     for ftl in ["bast", "fast"] {
         for striping in ["page", "block"] {
-            let fresh = Precondition { fill: 0.0, overwrite: 0.0 };
+            let fresh = Precondition::new(0.0, 0.0);
             let r = run(config(ftl, &[&format!("ftl.striping={striping}")]), fresh, Cmds::List(list.clone()));
             // FAST writes the first pass in place (free data-block pages), BAST through its logs.
             let logged_passes = if ftl == "fast" { 1 } else { 2 };
@@ -90,7 +90,7 @@ fn random_writes_mostly_full_merges_and_fast_amplifies_far_more_than_page() {
     // after the fill.
     let full = "geometry.blocks_per_plane=2048";
     let spec = || Cmds::Spec("rw=randwrite,bs=4k,ios=10000,seed=3".into());
-    let steady = Precondition { fill: 1.0, overwrite: 1.0 };
+    let steady = Precondition::new(1.0, 1.0);
     let page = run(config("page", &[full]), steady, spec()).write_amplification.unwrap();
     for ftl in ["bast", "fast"] {
         // Page striping: a random log gathers pages of more logical blocks.

@@ -76,7 +76,7 @@ fn four_kib_units_cut_byte_write_amplification_fourfold_before_gc() {
 /// small drive preemptible GC inflates WA for pages and units alike.
 #[test]
 fn gc_packs_units_like_pages_of_the_unit_size() {
-    let p = Some(Precondition { fill: 1.0, overwrite: 1.0 });
+    let p = Some(Precondition::new(1.0, 1.0));
     let blocking = "gc.mode=\"blocking\"";
     let units = run(&["ftl.map_unit_bytes=4096", blocking], p, 60_000);
     let small_pages = run(&["geometry.page_size=4096", "geometry.pages_per_block=256", blocking], p, 60_000);
@@ -89,7 +89,7 @@ fn gc_packs_units_like_pages_of_the_unit_size() {
 
 #[test]
 fn every_programmed_unit_is_a_host_unit_a_gc_copy_or_padding() {
-    let p = Precondition { fill: 1.0, overwrite: 1.0 };
+    let p = Precondition::new(1.0, 1.0);
     let r = run(&["ftl.map_unit_bytes=4096"], Some(p), 40_000);
     let programs = r.flash_programs_by_cause.host + r.flash_programs_by_cause.gc;
     // Buffer slots are units: each destaged slot is one host unit staged.

@@ -7,7 +7,7 @@ use ftlsim::job::{Input, Job};
 use ftlsim::nand::{Geometry, Timing};
 use ftlsim::trace::{HostCmd, Op};
 use ftlsim::units::{Sector, SimTime};
-use ftlsim::{Config, Precondition, Report, Simulation};
+use ftlsim::{Config, Precondition, PreconditionMode, Report, Simulation};
 
 fn run(cfg: Config, spec: &str, pre: Precondition) -> Report {
     Job { config: cfg, input: Input::Workload(spec.into()), precondition: Some(pre) }.run(&mut |_, _| true).unwrap()
@@ -39,7 +39,7 @@ fn preset(name: &str, extra: &[&str]) -> Config {
     Config::load(name, &o).unwrap()
 }
 
-const STEADY: Precondition = Precondition { fill: 1.0, overwrite: 1.0 };
+const STEADY: Precondition = Precondition::new(1.0, 1.0);
 
 #[test]
 fn deep_queues_reach_the_resource_bound_on_four_presets() {
@@ -131,7 +131,10 @@ fn the_buffer_drains_when_the_drive_is_left_idle() {
 #[test]
 fn preemptible_gc_cuts_the_write_tail_against_blocking_gc() {
     let spec = "rw=randwrite,bs=16k,ios=40000,iodepth=32,seed=9";
-    let pre = Precondition { fill: 1.0, overwrite: 0.5 };
+    // Timed conditioning: the fast one starts a dynamically allocating drive
+    // from another placement (docs/preconditioning.md: here 1.9% more WA
+    // after it), which would blur the 2% this compares.
+    let pre = Precondition { mode: PreconditionMode::Timed, ..Precondition::new(1.0, 0.5) };
     let with = |extra: &[&str]| {
         let mut o = vec!["geometry.blocks_per_plane=128"];
         o.extend(extra);

@@ -129,6 +129,8 @@ pub struct Device {
     bus_waited: Nanos,
     /// Programs in flight for power cuts, when they are modelled.
     power: Option<super::power::PowerTrack>,
+    /// Only the array units keep time (see [`set_units_only`](Self::set_units_only)).
+    units_only: bool,
 }
 
 impl Device {
@@ -148,6 +150,7 @@ impl Device {
             served_from: SimTime(u64::MAX),
             bus_waited: Nanos::ZERO,
             power: None,
+            units_only: false,
             pcm_read: Nanos::ZERO,
             pcm_write: Nanos::ZERO,
             pcm_write_queue: 1,
@@ -193,6 +196,18 @@ impl Device {
         }
     }
 
+    /// Units-only timing, for fast-forwarding the drive to a state
+    /// (preconditioning): every operation changes the array, the counters
+    /// and the wear as it would, and occupies its array unit for as long,
+    /// so allocation to the plane free soonest spreads writes as it does
+    /// when timed; but the channel buses, the host link and the PCM are
+    /// not modelled (a transfer takes its time on the unit, never waits for
+    /// a bus), nothing is counted as busy, and no power cut can tear it.
+    /// Cheap: a bus booking searches its calendar; a unit's is one addition.
+    pub fn set_units_only(&mut self, units_only: bool) {
+        self.units_only = units_only;
+    }
+
     /// Programs `pages` pages of the system area (outside the FTL's
     /// geometry: the TRIM log) on the first array unit and channel;
     /// returns when the last ends.
@@ -219,6 +234,9 @@ impl Device {
     #[inline]
     pub fn pcm_read(&mut self, not_before: SimTime) -> SimTime {
         self.pcm.reads += 1;
+        if self.units_only {
+            return not_before;
+        }
         self.busy.pcm += self.pcm_read.0;
         let start = not_before.max(self.pcm_read_free);
         self.serve(start, Cause::Mapping);
@@ -235,6 +253,9 @@ impl Device {
     #[inline]
     pub fn pcm_write(&mut self, not_before: SimTime) -> (SimTime, SimTime) {
         self.pcm.writes += 1;
+        if self.units_only {
+            return (not_before, not_before);
+        }
         self.busy.pcm += self.pcm_write.0;
         let start = not_before.max(self.pcm_write_free);
         self.serve(start, Cause::Mapping);
@@ -282,6 +303,9 @@ impl Device {
         cause: Cause,
     ) -> SimTime {
         let t = self.timing;
+        if self.units_only {
+            return self.time_unit(unit, not_before, t.command + t.read + t.page_transfer);
+        }
         let sense = t.command + t.read;
         let (start, on_bus) = self.unit_slot(unit, block, not_before, sense + t.page_transfer, |d, start| {
             let on_bus = d.channels[ch].find(start + sense, t.page_transfer);
@@ -330,6 +354,17 @@ impl Device {
         self.busy.units[cause as usize] += (done - start).0;
     }
 
+    /// Units-only timing: `unit` busy for `took` from when it is free,
+    /// after all it has (fast-forwarding books nothing into gaps, so the
+    /// calendar keeps only its last interval).
+    #[inline]
+    fn time_unit(&mut self, unit: usize, not_before: SimTime, took: Nanos) -> SimTime {
+        let start = not_before.max(self.units[unit].last_end());
+        self.units[unit].advance(start);
+        self.units[unit].insert(start, took);
+        start + took
+    }
+
     /// The timeline of a page program on `ch` and `unit`: once the unit is
     /// free the data crosses the bus, then the unit programs it. Returns
     /// when the program ends.
@@ -343,6 +378,9 @@ impl Device {
         cause: Cause,
     ) -> SimTime {
         let t = self.timing;
+        if self.units_only {
+            return self.time_unit(unit, not_before, t.command + t.page_transfer + t.program);
+        }
         let send = t.command + t.page_transfer;
         let (start, on_bus) = self.unit_slot(unit, block, not_before, send + t.program, |d, start| {
             let on_bus = d.channels[ch].find(start, send);
@@ -385,6 +423,9 @@ impl Device {
     /// before then tears it).
     #[inline]
     fn log_program(&mut self, ppn: Ppn, done: SimTime) {
+        if self.units_only {
+            return;
+        }
         if let Some(p) = self.power.as_mut() {
             p.programmed(ppn, done);
         }
@@ -510,6 +551,9 @@ impl Device {
         self.array.erase(block)?;
         self.counters.erases[cause as usize] += 1;
         let (_, unit) = self.resources(block);
+        if self.units_only {
+            return Ok(self.time_unit(unit, not_before, self.timing.command + self.timing.erase));
+        }
         let took = self.timing.command + self.timing.erase;
         let (start, _) = self.unit_slot(unit, Some(block), not_before, took, |_, start| (start, start + took));
         if let Some(p) = self.power.as_mut() {
@@ -554,6 +598,9 @@ impl Device {
 
     /// Moves `bytes` over the host link; returns when the transfer ends.
     pub fn host_transfer(&mut self, bytes: u64, not_before: SimTime) -> SimTime {
+        if self.units_only {
+            return not_before;
+        }
         let took = self.timing.host_transfer(bytes);
         let start = not_before.max(self.host_free);
         self.serve(start, Cause::Host);

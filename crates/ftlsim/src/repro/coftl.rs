@@ -50,7 +50,7 @@ use std::fmt::Write;
 pub const PRESET: &str = "coftl-mt29f64g08";
 /// Closed-loop queue depth of every measured run (a desktop's NCQ depth).
 pub const QUEUE_DEPTH: u32 = 8;
-pub const FILL: Precondition = Precondition { fill: 0.97, overwrite: 0.0 };
+pub const FILL: Precondition = Precondition::new(0.97, 0.0);
 /// The desktop streams: (share of requests %, name, workload spec).
 pub const STREAMS: [(u64, &str, &str); 4] = [
     (35, "metadata writes", "rw=randwrite,bssplit=4k/60:8k/25:16k/15,offset=1%,range=32m,dist=zipf:0.9"),

@@ -70,7 +70,7 @@ pub const SHAPES: [Shape; 4] = [
 
 /// The state every FTL starts from: the drive filled sequentially, then
 /// flushed ([`measure`]).
-pub const PRECONDITION: Precondition = Precondition { fill: 1.0, overwrite: 0.0 };
+pub const PRECONDITION: Precondition = Precondition::new(1.0, 0.0);
 
 /// Request sizes of the micro-benchmark (Figure 11), sectors.
 pub const MICRO_SECTORS: [u64; 6] = [4, 8, 16, 32, 64, 128];

@@ -149,7 +149,7 @@ fn run_one(figure: &'static str, load: &Load, x: f64, mut cfg: Config) -> Result
     let ftl = cfg.ftl.name.clone();
     let capacity = cfg.logical_sectors();
     let seed = cfg.seed;
-    let full = Precondition { fill: 1.0, overwrite: 0.0 };
+    let full = Precondition::new(1.0, 0.0);
     let (mut source, mut opts, mut sim);
     match load {
         Load::Generator(w) => {

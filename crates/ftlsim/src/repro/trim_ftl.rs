@@ -224,7 +224,7 @@ fn iozone(capacity: u64) -> Workload {
     random.push(cmd(Op::Trim, start, file));
     Workload {
         name: "iozone",
-        precondition: Some(Precondition { fill: 1.0, overwrite: 0.0 }),
+        precondition: Some(Precondition::new(1.0, 0.0)),
         prep: vec![cmd(Op::Trim, start, capacity - start)],
         phases: vec![("write", write), ("rewrite", rewrite), ("randwrite", random)],
     }
