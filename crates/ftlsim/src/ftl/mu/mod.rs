@@ -274,6 +274,11 @@ impl Mu {
     /// overlapped extents, then inserts the new one, merged with contiguous
     /// neighbours. Returns the pages that were mapped.
     fn remap(&mut self, l: u32, n: u32, new: Option<u32>, old: Old, now: SimTime) -> Result<u64> {
+        if let Some(p) = new {
+            if self.remap_in_place(l, n, p, old, now) {
+                return Ok(n as u64);
+            }
+        }
         let end = l + n;
         let mut over = std::mem::take(&mut self.over);
         over.clear();
@@ -326,6 +331,37 @@ impl Mu {
             self.insert_merged(l, p, n);
         }
         Ok(unmapped)
+    }
+
+    /// [`remap`](Self::remap)'s common case in one tree step: `l..l+n` is
+    /// exactly one extent (a *delete*), which [`MuTree::replace`] can
+    /// overwrite, and the new extent merges with neither neighbour. Leaves
+    /// everything as `remap` would (random overwrites and GC copies of
+    /// single pages are nearly all this case); returns false, having changed
+    /// nothing, when it does not apply.
+    fn remap_in_place(&mut self, l: u32, n: u32, p: u32, old: Old, now: SimTime) -> bool {
+        let Some(spot) = self.tree.spot(l) else { return false };
+        let (q, m) = unpack(spot.value);
+        let ((a, v), (next, sv)) = (spot.before, spot.after);
+        let (pq, pm) = unpack(v);
+        let end = l + n;
+        let exact = m == n && a + pm <= l && next >= end;
+        let moved = match old {
+            Old::Invalid => true,
+            Old::MovedFrom(src) => q == src,
+        };
+        // `insert_merged`'s two merge rules, against the same neighbours.
+        let merges_left = a + pm == l && pq + pm == p && self.same_block(pq, p);
+        let merges_right = next == end && end < self.logical && unpack(sv).0 == p + n && self.same_block(p, p + n);
+        if !exact || !moved || merges_left || merges_right {
+            return false;
+        }
+        if let Old::Invalid = old {
+            self.invalidate(q, n, now);
+        }
+        self.mu.overlap_delete += 1;
+        self.tree.replace(&spot, pack(p, n));
+        true
     }
 
     fn not_moved(&self, ppn: u32, lpn: u32) -> Error {
