@@ -54,6 +54,7 @@ use bitmap::BitmapCache;
 use partition::Partitions;
 use serde::Serialize;
 use space::Space;
+use std::cell::Cell;
 use tree::MuTree;
 
 /// Tree keys from here on are bitmap entries (`BITMAP_KEYS + block ×
@@ -65,6 +66,11 @@ const SUB_BLOCK: u32 = 32;
 const MAX_EXTENT: u32 = 128;
 /// Fig. 3's 25-bit PPN.
 const MAX_PAGES: u64 = 1 << 25;
+/// GC copies whose tree leaves are prefetched ahead of the copy (their
+/// keys half as far ahead).
+const GC_PREFETCH_AHEAD: usize = 8;
+/// Host commands between prefetching a leaf's node and its keys.
+const LEAF_STAGES: usize = 4;
 
 #[inline]
 fn pack(ppn: u32, len: u32) -> u64 {
@@ -148,6 +154,9 @@ pub struct Mu {
     over: Vec<(u32, u32, u32)>,
     srcs: Vec<u32>,
     scratch: Vec<u8>,
+    /// Leaves [`Ftl::prefetch`] has started loading, oldest first (their
+    /// keys follow when they leave).
+    prefetched: Cell<[u32; LEAF_STAGES]>,
     stats: FtlStats,
     mu: MuStats,
 }
@@ -253,6 +262,7 @@ impl Mu {
             over: Vec::new(),
             srcs: Vec::new(),
             scratch: if dev.array.stores_payloads() { vec![0; geo.page_size as usize] } else { Vec::new() },
+            prefetched: Cell::new([u32::MAX; LEAF_STAGES]),
             stats: FtlStats::default(),
             mu: MuStats::default(),
             geo,
@@ -566,8 +576,19 @@ impl Mu {
             .filter(|&i| bits[(i / SUB_BLOCK) as usize] & (1 << (i % SUB_BLOCK)) == 0)
             .map(|i| (first + i, dev.array.oob_lpn_raw(Ppn(first + i))))
             .collect();
+        // Each run's extent is looked up and rewritten: start loading the
+        // leaves of those ahead, nodes first, then keys.
+        for &(_, lpn) in valid.iter().take(GC_PREFETCH_AHEAD) {
+            self.tree.prefetch_leaf(lpn);
+        }
         let mut i = 0;
         while i < valid.len() {
+            if let Some(&(_, lpn)) = valid.get(i + GC_PREFETCH_AHEAD) {
+                self.tree.prefetch_leaf(lpn);
+            }
+            if let Some(&(_, lpn)) = valid.get(i + GC_PREFETCH_AHEAD / 2) {
+                self.tree.prefetch_keys(self.tree.prefetch_leaf(lpn));
+            }
             // A run of pages contiguous on both sides, in one partition.
             let (src, lpn) = valid[i];
             let part = self.parts.of(Lpn(lpn));
@@ -645,6 +666,17 @@ impl Mu {
 impl Ftl for Mu {
     fn name(&self) -> &'static str {
         "mu"
+    }
+
+    /// The leaf's node now, its keys `LEAF_STAGES` commands later.
+    fn prefetch(&self, span: Span) {
+        let spp = self.geo.sectors_per_page as u64;
+        let leaf = self.tree.prefetch_leaf(super::split_sector(span.start.0, spp).0 as u32);
+        let mut leaves = self.prefetched.get();
+        self.tree.prefetch_keys(leaves[0]);
+        leaves.rotate_left(1);
+        leaves[LEAF_STAGES - 1] = leaf;
+        self.prefetched.set(leaves);
     }
 
     fn read(&mut self, dev: &mut Device, span: Span, now: SimTime, mut out: Option<&mut [u8]>) -> Result<SimTime> {

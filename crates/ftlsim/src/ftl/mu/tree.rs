@@ -32,8 +32,9 @@
 //! In memory (none of this is modelled controller RAM, which is the caches'
 //! page budget): nodes live in an arena addressed by index and recycled
 //! through a free list, each level threaded left to right; tree pages are
-//! slots of the blocks the tree writes, each listing the nodes whose current
-//! version it holds; both caches are intrusive LRU lists over those indices.
+//! slots of the blocks the tree writes, each listing the path written into
+//! it and counting the nodes whose current version it still holds; both
+//! caches are intrusive LRU lists over those indices.
 //! A steady-state operation allocates nothing.
 
 use super::lru::DenseLru;
@@ -80,7 +81,8 @@ pub struct TreeStats {
 }
 
 /// The pages of the blocks the tree writes: per page, whether it is a live
-/// (valid) tree page and the nodes whose current version it holds.
+/// (valid) tree page, the nodes written into it and how many of those
+/// still have their current version there.
 struct TreePages {
     geo: Geometry,
     /// Per device block: its index among tree blocks, or [`NIL`].
@@ -90,7 +92,12 @@ struct TreePages {
     free: Vec<u32>,
     /// Per slot (tree-block index × pages per block + page).
     listed: Vec<bool>,
+    /// The path written into the page. A node that has moved on since stays
+    /// listed (its page says where it is now): taking it out would read
+    /// the list, a cache miss, at every path write.
     nodes: Vec<Vec<u32>>,
+    /// Nodes whose current version is in the page.
+    live: Vec<u8>,
 }
 
 impl TreePages {
@@ -102,6 +109,7 @@ impl TreePages {
             free: Vec::new(),
             listed: Vec::new(),
             nodes: Vec::new(),
+            live: Vec::new(),
         }
     }
 
@@ -112,6 +120,7 @@ impl TreePages {
             self.block.push(NIL);
             self.listed.resize(self.block.len() * ppb, false);
             self.nodes.resize_with(self.block.len() * ppb, Vec::new);
+            self.live.resize(self.block.len() * ppb, 0);
             self.block.len() as u32 - 1
         });
         self.block[i as usize] = b.0;
@@ -327,6 +336,37 @@ impl MuTree {
                 return n;
             }
             n = node.kids[node.keys.partition_point(|&k| k <= key) - 1];
+        }
+    }
+
+    /// Starts loading the node of the leaf covering `key` into the CPU
+    /// cache, for an update soon; returns the leaf, whose keys
+    /// [`prefetch_keys`](Self::prefetch_keys) loads once the node has
+    /// arrived (a random key's leaf is a cache miss, and the binary search
+    /// in it a chain of them). Reads only inner nodes; changes nothing.
+    pub fn prefetch_leaf(&self, key: u32) -> u32 {
+        let mut n = self.root;
+        loop {
+            let node = &self.nodes[n as usize];
+            if node.level == 0 {
+                return n;
+            }
+            n = node.kids[node.keys.partition_point(|&k| k <= key) - 1];
+            crate::mem::prefetch(&self.nodes, n as usize);
+            if node.level == 1 {
+                return n;
+            }
+        }
+    }
+
+    /// Starts loading the keys of leaf `n` (from
+    /// [`prefetch_leaf`](Self::prefetch_leaf); the tree may have changed
+    /// since, which costs only a useless prefetch).
+    pub fn prefetch_keys(&self, n: u32) {
+        if let Some(node) = self.nodes.get(n as usize).filter(|node| node.level == 0) {
+            for i in (0..node.keys.len()).step_by(64 / size_of::<u32>()) {
+                crate::mem::prefetch(&node.keys, i);
+            }
         }
     }
 
@@ -567,9 +607,7 @@ impl MuTree {
             self.nodes[child as usize].parent = NIL;
             self.root = child;
             self.height -= 1;
-            let page = self.page[root as usize];
-            self.forget(root, page);
-            self.free_nodes.push(root);
+            self.free_node(root);
         }
     }
 
@@ -647,10 +685,8 @@ impl MuTree {
             self.nodes[k as usize].parent = left;
         }
         self.unlink(right);
-        let page = self.page[right as usize];
-        self.forget(right, page);
         self.dirty.remove(right);
-        self.free_nodes.push(right);
+        self.free_node(right);
         self.dirty_under(left);
     }
 
@@ -669,17 +705,23 @@ impl MuTree {
         p.kids.remove(at);
     }
 
-    /// Node `n` no longer lives in `page`.
-    fn forget(&mut self, n: u32, page: u32) {
+    /// A node's current version is no longer in `page`.
+    fn forget(&mut self, page: u32) {
         if page == NIL {
             return;
         }
         let slot = self.pages.slot(page) as usize;
-        let nodes = &mut self.pages.nodes[slot];
-        nodes.retain(|&x| x != n);
-        if nodes.is_empty() {
+        self.pages.live[slot] -= 1;
+        if self.pages.live[slot] == 0 {
             self.dead.push(page);
         }
+    }
+
+    /// Node `n` leaves the tree.
+    fn free_node(&mut self, n: u32) {
+        let page = std::mem::replace(&mut self.page[n as usize], NIL);
+        self.forget(page);
+        self.free_nodes.push(n);
     }
 
     /// Dirty leaves beyond the write cache's capacity (`all`: any dirty leaf).
@@ -725,10 +767,11 @@ impl MuTree {
         let mut n = leaf;
         while n != NIL {
             let old = std::mem::replace(&mut self.page[n as usize], ppn.0);
-            self.forget(n, old);
+            self.forget(old);
             path.push(n);
             n = self.nodes[n as usize].parent;
         }
+        self.pages.live[slot] = path.len() as u8;
         self.pages.nodes[slot] = path;
         self.pages.listed[slot] = true;
         self.dirty.remove(leaf);
@@ -741,7 +784,7 @@ impl MuTree {
     /// left wholly invalid is erased at once.
     pub fn release_dead(&mut self, space: &mut Space, dev: &mut Device, t: SimTime) -> Result<()> {
         while let Some(p) = self.dead.pop() {
-            if !self.pages.is_listed(p) || !self.pages.nodes[self.pages.slot(p) as usize].is_empty() {
+            if !self.pages.is_listed(p) || self.pages.live[self.pages.slot(p) as usize] != 0 {
                 continue; // rewritten into since, or already gone
             }
             let slot = self.pages.slot(p);
@@ -774,9 +817,12 @@ impl MuTree {
             if !self.pages.is_listed(src) {
                 continue;
             }
-            if self.pages.nodes[self.pages.slot(src) as usize].is_empty() {
+            let slot = self.pages.slot(src) as usize;
+            if self.pages.live[slot] == 0 {
                 return Err(Error::invariant("mu", format!("μ-Tree: GC found dead page {src} not yet released")));
             }
+            // Its node list is read when it moves: a cache miss to start now.
+            crate::mem::prefetch(&self.pages.nodes[slot], 0);
             live.push(src);
         }
         let mut done = t;
@@ -803,10 +849,13 @@ impl MuTree {
         self.stats.relocated += 1;
         let (from, to) = (self.pages.slot(src) as usize, self.pages.slot(dst) as usize);
         self.pages.nodes.swap(from, to);
+        self.pages.live[to] = std::mem::take(&mut self.pages.live[from]);
         self.pages.listed[from] = false;
         self.pages.listed[to] = true;
         for &n in &self.pages.nodes[to] {
-            self.page[n as usize] = dst;
+            if self.page[n as usize] == src {
+                self.page[n as usize] = dst;
+            }
         }
         if self.read_cache.remove(from as u32) {
             self.read_cache.touch(to as u32);
@@ -831,7 +880,12 @@ impl MuTree {
             }
         }
         for p in self.pages.listed() {
-            if self.pages.nodes[self.pages.slot(p) as usize].is_empty() || dev.array.oob_lpn(Ppn(p)) != Some(self.tag) {
+            let slot = self.pages.slot(p) as usize;
+            let here = self.pages.nodes[slot].iter().filter(|&&n| self.page[n as usize] == p).count();
+            if here != self.pages.live[slot] as usize {
+                return fail(format!("page {p} counts {} live nodes but holds {here}", self.pages.live[slot]));
+            }
+            if here == 0 || dev.array.oob_lpn(Ppn(p)) != Some(self.tag) {
                 return fail(format!("page {p} is listed live but holds no node or no tree data"));
             }
         }
