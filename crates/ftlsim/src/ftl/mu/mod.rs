@@ -68,7 +68,7 @@ const MAX_EXTENT: u32 = 128;
 const MAX_PAGES: u64 = 1 << 25;
 /// GC copies whose tree leaves are prefetched ahead of the copy (their
 /// keys half as far ahead).
-const GC_PREFETCH_AHEAD: usize = 8;
+const GC_PREFETCH_AHEAD: usize = 16;
 /// Host commands between prefetching a leaf's node and its keys.
 const LEAF_STAGES: usize = 4;
 

@@ -352,7 +352,7 @@ impl MuTree {
                 return n;
             }
             n = node.kids[node.keys.partition_point(|&k| k <= key) - 1];
-            crate::mem::prefetch(&self.nodes, n as usize);
+            crate::mem::prefetch_all(&self.nodes, n as usize);
             if node.level == 1 {
                 return n;
             }
