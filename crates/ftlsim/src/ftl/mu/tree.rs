@@ -1096,7 +1096,9 @@ mod tests {
     /// What a tree looks like from outside and to its write cache: every
     /// level's nodes (low key, keys, values), the dirty leaves in LRU order,
     /// the entry counts and the height.
-    fn snapshot(t: &MuTree) -> (Vec<(u8, u32, Vec<u32>, Vec<u64>)>, Vec<u32>, [u64; 2], u32) {
+    type Snapshot = (Vec<(u8, u32, Vec<u32>, Vec<u64>)>, Vec<u32>, [u64; 2], u32);
+
+    fn snapshot(t: &MuTree) -> Snapshot {
         let nodes = t.live_nodes().map(|(_, n)| (n.level, n.lo, n.keys.clone(), n.vals.clone())).collect();
         (nodes, t.dirty.keys().collect(), t.entry_counts(), t.height())
     }
