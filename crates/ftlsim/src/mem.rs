@@ -44,3 +44,19 @@ pub fn prefetch<T>(slice: &[T], i: usize) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (slice, i);
 }
+
+/// As [`prefetch`], every cache line of `slice[i]` (for elements wider
+/// than a line, whose fields may straddle two).
+#[inline]
+pub fn prefetch_all<T>(slice: &[T], i: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(x) = slice.get(i) {
+        let p = (x as *const T).cast::<i8>();
+        for offset in (0..size_of::<T>()).step_by(64).chain([size_of::<T>().saturating_sub(1)]) {
+            // SAFETY: as in `prefetch`; the address lies inside `slice[i]`.
+            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.wrapping_add(offset)) }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (slice, i);
+}

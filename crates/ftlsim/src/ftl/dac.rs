@@ -92,6 +92,9 @@ impl MapTable for DacMap {
     #[inline]
     fn prefetch(&self, lpn: Lpn) {
         self.inner.prefetch(lpn);
+        // The region too: a host write promotes, a GC copy demotes the page,
+        // and the region table misses the cache as the map does.
+        crate::mem::prefetch(&self.region, lpn.idx());
     }
 
     #[inline]

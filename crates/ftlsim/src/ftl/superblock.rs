@@ -41,6 +41,8 @@ use crate::units::{BlockId, Lpn, PlaneId, Ppn, SimTime};
 const NEVER: u32 = u32::MAX;
 const TRIMMED: u32 = u32::MAX - 1;
 const NONE: u32 = u32::MAX;
+/// GC's map entries prefetched this many pages ahead of their test.
+const PREFETCH_AHEAD: u32 = 8;
 
 #[inline]
 fn is_mapped(v: u32) -> bool {
@@ -186,8 +188,17 @@ impl Superblock {
         self.stats.gc_invocations += 1;
         self.pool.start_reclaim(victim);
         let first = self.geo.ppn(victim, 0).0;
+        let end = first + dev.array.written_pages(victim);
         let mut done = now;
-        for src in first..first + dev.array.written_pages(victim) {
+        // Each page's map entry is a cache miss at a random place: start
+        // them PREFETCH_AHEAD pages ahead of the test.
+        for src in first..end.min(first + PREFETCH_AHEAD) {
+            crate::mem::prefetch(&self.fwd, dev.array.oob_lpn_raw(Ppn(src)) as usize);
+        }
+        for src in first..end {
+            if src + PREFETCH_AHEAD < end {
+                crate::mem::prefetch(&self.fwd, dev.array.oob_lpn_raw(Ppn(src + PREFETCH_AHEAD)) as usize);
+            }
             let lpn = dev.array.oob_lpn_raw(Ppn(src));
             if self.fwd.get(lpn as usize) != Some(&src) {
                 continue;

@@ -54,6 +54,7 @@ use bitmap::BitmapCache;
 use partition::Partitions;
 use serde::Serialize;
 use space::Space;
+use std::cell::Cell;
 use tree::MuTree;
 
 /// Tree keys from here on are bitmap entries (`BITMAP_KEYS + block ×
@@ -65,6 +66,11 @@ const SUB_BLOCK: u32 = 32;
 const MAX_EXTENT: u32 = 128;
 /// Fig. 3's 25-bit PPN.
 const MAX_PAGES: u64 = 1 << 25;
+/// GC copies whose tree leaves are prefetched ahead of the copy (their
+/// keys half as far ahead).
+const GC_PREFETCH_AHEAD: usize = 16;
+/// Host commands between prefetching a leaf's node and its keys.
+const LEAF_STAGES: usize = 4;
 
 #[inline]
 fn pack(ppn: u32, len: u32) -> u64 {
@@ -148,6 +154,9 @@ pub struct Mu {
     over: Vec<(u32, u32, u32)>,
     srcs: Vec<u32>,
     scratch: Vec<u8>,
+    /// Leaves [`Ftl::prefetch`] has started loading, oldest first (their
+    /// keys follow when they leave).
+    prefetched: Cell<[u32; LEAF_STAGES]>,
     stats: FtlStats,
     mu: MuStats,
 }
@@ -253,6 +262,7 @@ impl Mu {
             over: Vec::new(),
             srcs: Vec::new(),
             scratch: if dev.array.stores_payloads() { vec![0; geo.page_size as usize] } else { Vec::new() },
+            prefetched: Cell::new([u32::MAX; LEAF_STAGES]),
             stats: FtlStats::default(),
             mu: MuStats::default(),
             geo,
@@ -274,6 +284,11 @@ impl Mu {
     /// overlapped extents, then inserts the new one, merged with contiguous
     /// neighbours. Returns the pages that were mapped.
     fn remap(&mut self, l: u32, n: u32, new: Option<u32>, old: Old, now: SimTime) -> Result<u64> {
+        if let Some(p) = new {
+            if self.remap_in_place(l, n, p, old, now) {
+                return Ok(n as u64);
+            }
+        }
         let end = l + n;
         let mut over = std::mem::take(&mut self.over);
         over.clear();
@@ -326,6 +341,37 @@ impl Mu {
             self.insert_merged(l, p, n);
         }
         Ok(unmapped)
+    }
+
+    /// [`remap`](Self::remap)'s common case in one tree step: `l..l+n` is
+    /// exactly one extent (a *delete*), which [`MuTree::replace`] can
+    /// overwrite, and the new extent merges with neither neighbour. Leaves
+    /// everything as `remap` would (random overwrites and GC copies of
+    /// single pages are nearly all this case); returns false, having changed
+    /// nothing, when it does not apply.
+    fn remap_in_place(&mut self, l: u32, n: u32, p: u32, old: Old, now: SimTime) -> bool {
+        let Some(spot) = self.tree.spot(l) else { return false };
+        let (q, m) = unpack(spot.value);
+        let ((a, v), (next, sv)) = (spot.before, spot.after);
+        let (pq, pm) = unpack(v);
+        let end = l + n;
+        let exact = m == n && a + pm <= l && next >= end;
+        let moved = match old {
+            Old::Invalid => true,
+            Old::MovedFrom(src) => q == src,
+        };
+        // `insert_merged`'s two merge rules, against the same neighbours.
+        let merges_left = a + pm == l && pq + pm == p && self.same_block(pq, p);
+        let merges_right = next == end && end < self.logical && unpack(sv).0 == p + n && self.same_block(p, p + n);
+        if !exact || !moved || merges_left || merges_right {
+            return false;
+        }
+        if let Old::Invalid = old {
+            self.invalidate(q, n, now);
+        }
+        self.mu.overlap_delete += 1;
+        self.tree.replace(&spot, pack(p, n));
+        true
     }
 
     fn not_moved(&self, ppn: u32, lpn: u32) -> Error {
@@ -530,8 +576,19 @@ impl Mu {
             .filter(|&i| bits[(i / SUB_BLOCK) as usize] & (1 << (i % SUB_BLOCK)) == 0)
             .map(|i| (first + i, dev.array.oob_lpn_raw(Ppn(first + i))))
             .collect();
+        // Each run's extent is looked up and rewritten: start loading the
+        // leaves of those ahead, nodes first, then keys.
+        for &(_, lpn) in valid.iter().take(GC_PREFETCH_AHEAD) {
+            self.tree.prefetch_leaf(lpn);
+        }
         let mut i = 0;
         while i < valid.len() {
+            if let Some(&(_, lpn)) = valid.get(i + GC_PREFETCH_AHEAD) {
+                self.tree.prefetch_leaf(lpn);
+            }
+            if let Some(&(_, lpn)) = valid.get(i + GC_PREFETCH_AHEAD / 2) {
+                self.tree.prefetch_keys(self.tree.prefetch_leaf(lpn));
+            }
             // A run of pages contiguous on both sides, in one partition.
             let (src, lpn) = valid[i];
             let part = self.parts.of(Lpn(lpn));
@@ -609,6 +666,17 @@ impl Mu {
 impl Ftl for Mu {
     fn name(&self) -> &'static str {
         "mu"
+    }
+
+    /// The leaf's node now, its keys `LEAF_STAGES` commands later.
+    fn prefetch(&self, span: Span) {
+        let spp = self.geo.sectors_per_page as u64;
+        let leaf = self.tree.prefetch_leaf(super::split_sector(span.start.0, spp).0 as u32);
+        let mut leaves = self.prefetched.get();
+        self.tree.prefetch_keys(leaves[0]);
+        leaves.rotate_left(1);
+        leaves[LEAF_STAGES - 1] = leaf;
+        self.prefetched.set(leaves);
     }
 
     fn read(&mut self, dev: &mut Device, span: Span, now: SimTime, mut out: Option<&mut [u8]>) -> Result<SimTime> {

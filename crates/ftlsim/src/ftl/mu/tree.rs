@@ -32,8 +32,9 @@
 //! In memory (none of this is modelled controller RAM, which is the caches'
 //! page budget): nodes live in an arena addressed by index and recycled
 //! through a free list, each level threaded left to right; tree pages are
-//! slots of the blocks the tree writes, each listing the nodes whose current
-//! version it holds; both caches are intrusive LRU lists over those indices.
+//! slots of the blocks the tree writes, each listing the path written into
+//! it and counting the nodes whose current version it still holds; both
+//! caches are intrusive LRU lists over those indices.
 //! A steady-state operation allocates nothing.
 
 use super::lru::DenseLru;
@@ -61,8 +62,6 @@ struct Node {
     /// Neighbours on the same level, in key order.
     prev: u32,
     next: u32,
-    /// Flash page of the node's current version, or [`NIL`].
-    page: u32,
     keys: Vec<u32>,
     vals: Vec<u64>,
     kids: Vec<u32>,
@@ -82,7 +81,8 @@ pub struct TreeStats {
 }
 
 /// The pages of the blocks the tree writes: per page, whether it is a live
-/// (valid) tree page and the nodes whose current version it holds.
+/// (valid) tree page, the nodes written into it and how many of those
+/// still have their current version there.
 struct TreePages {
     geo: Geometry,
     /// Per device block: its index among tree blocks, or [`NIL`].
@@ -92,7 +92,12 @@ struct TreePages {
     free: Vec<u32>,
     /// Per slot (tree-block index × pages per block + page).
     listed: Vec<bool>,
+    /// The path written into the page. A node that has moved on since stays
+    /// listed (its page says where it is now): taking it out would read
+    /// the list, a cache miss, at every path write.
     nodes: Vec<Vec<u32>>,
+    /// Nodes whose current version is in the page.
+    live: Vec<u8>,
 }
 
 impl TreePages {
@@ -104,6 +109,7 @@ impl TreePages {
             free: Vec::new(),
             listed: Vec::new(),
             nodes: Vec::new(),
+            live: Vec::new(),
         }
     }
 
@@ -114,6 +120,7 @@ impl TreePages {
             self.block.push(NIL);
             self.listed.resize(self.block.len() * ppb, false);
             self.nodes.resize_with(self.block.len() * ppb, Vec::new);
+            self.live.resize(self.block.len() * ppb, 0);
             self.block.len() as u32 - 1
         });
         self.block[i as usize] = b.0;
@@ -154,6 +161,10 @@ impl TreePages {
 
 pub struct MuTree {
     nodes: Vec<Node>,
+    /// Per node: the flash page of its current version, or [`NIL`]. Beside
+    /// the nodes rather than in them: GC rewrites it for every node of
+    /// every tree page it moves, and a dense array keeps those writes in cache.
+    page: Vec<u32>,
     /// The leaf last found: most searches land where the last one did, so
     /// they skip the descent. Cleared when leaves split, merge or move keys.
     hint: Cell<u32>,
@@ -173,11 +184,23 @@ pub struct MuTree {
     update: u32,
     /// Pages whose last node moved out, to be invalidated.
     dead: Vec<u32>,
+    /// A GC victim's live pages (kept to reuse its allocation).
+    live: Vec<u32>,
     /// OOB LPN of tree pages (beyond the logical space).
     tag: Lpn,
     /// Keys from here on are the bitmap cache's (traffic counted as its).
     bitmap_keys: u32,
     pub stats: TreeStats,
+}
+
+/// An entry [`MuTree::replace`] can overwrite in place, with its
+/// neighbours' keys and values.
+pub struct Spot {
+    leaf: u32,
+    i: usize,
+    pub before: (u32, u64),
+    pub value: u64,
+    pub after: (u32, u64),
 }
 
 /// Entries of the tree in key order from some key on.
@@ -212,6 +235,7 @@ impl MuTree {
     pub fn new(geo: &Geometry, read_pages: u32, write_pages: u32, tag: Lpn, bitmap_keys: u32) -> MuTree {
         let mut t = MuTree {
             nodes: Vec::new(),
+            page: Vec::new(),
             hint: Cell::new(NIL),
             free_nodes: Vec::new(),
             root: NIL,
@@ -225,6 +249,7 @@ impl MuTree {
             write_pages: write_pages.max(1) as usize,
             update: NIL,
             dead: Vec::new(),
+            live: Vec::new(),
             tag,
             bitmap_keys,
             stats: TreeStats::default(),
@@ -271,9 +296,10 @@ impl MuTree {
     }
 
     fn new_node(&mut self, level: u8, lo: u32) -> u32 {
-        let fresh = Node { level, lo, parent: NIL, prev: NIL, next: NIL, page: NIL, ..Node::default() };
+        let fresh = Node { level, lo, parent: NIL, prev: NIL, next: NIL, ..Node::default() };
         match self.free_nodes.pop() {
             Some(i) => {
+                self.page[i as usize] = NIL;
                 let n = &mut self.nodes[i as usize];
                 // Keep the arrays' capacity: recycled nodes allocate nothing.
                 let (mut keys, mut vals, mut kids) =
@@ -286,6 +312,7 @@ impl MuTree {
             }
             None => {
                 self.nodes.push(fresh);
+                self.page.push(NIL);
                 self.nodes.len() as u32 - 1
             }
         }
@@ -309,6 +336,37 @@ impl MuTree {
                 return n;
             }
             n = node.kids[node.keys.partition_point(|&k| k <= key) - 1];
+        }
+    }
+
+    /// Starts loading the node of the leaf covering `key` into the CPU
+    /// cache, for an update soon; returns the leaf, whose keys
+    /// [`prefetch_keys`](Self::prefetch_keys) loads once the node has
+    /// arrived (a random key's leaf is a cache miss, and the binary search
+    /// in it a chain of them). Reads only inner nodes; changes nothing.
+    pub fn prefetch_leaf(&self, key: u32) -> u32 {
+        let mut n = self.root;
+        loop {
+            let node = &self.nodes[n as usize];
+            if node.level == 0 {
+                return n;
+            }
+            n = node.kids[node.keys.partition_point(|&k| k <= key) - 1];
+            crate::mem::prefetch_all(&self.nodes, n as usize);
+            if node.level == 1 {
+                return n;
+            }
+        }
+    }
+
+    /// Starts loading the keys of leaf `n` (from
+    /// [`prefetch_leaf`](Self::prefetch_leaf); the tree may have changed
+    /// since, which costs only a useless prefetch).
+    pub fn prefetch_keys(&self, n: u32) {
+        if let Some(node) = self.nodes.get(n as usize).filter(|node| node.level == 0) {
+            for i in (0..node.keys.len()).step_by(64 / size_of::<u32>()) {
+                crate::mem::prefetch(&node.keys, i);
+            }
         }
     }
 
@@ -364,7 +422,7 @@ impl MuTree {
         let mut n = self.root;
         loop {
             let node = &self.nodes[n as usize];
-            let (level, page) = (node.level, node.page);
+            let (level, page) = (node.level, self.page[n as usize]);
             let next = if level == 0 { NIL } else { node.kids[node.keys.partition_point(|&k| k <= key) - 1] };
             self.stats.visits += 1;
             if (level == 0 && self.dirty.contains(n)) || page == NIL || self.read_cache.hit(self.pages.slot(page)) {
@@ -398,6 +456,36 @@ impl MuTree {
         }
         let leaf = self.leaf_of(key);
         self.dirty.touch(leaf);
+    }
+
+    /// Entry `key` where [`replace`](Self::replace) can overwrite it: found
+    /// with its neighbours in its leaf, and its removal would not rebalance.
+    /// `None` when it is not in the tree, is its leaf's first or last
+    /// entry, or sits in a leaf at its minimum.
+    pub fn spot(&self, key: u32) -> Option<Spot> {
+        let leaf = self.leaf_of(key);
+        let n = &self.nodes[leaf as usize];
+        let i = n.keys.binary_search(&key).ok()?;
+        if i == 0 || i + 1 == n.keys.len() || (leaf != self.root && self.members(leaf) <= self.min_members(0)) {
+            return None;
+        }
+        Some(Spot {
+            leaf,
+            i,
+            before: (n.keys[i - 1], n.vals[i - 1]),
+            value: n.vals[i],
+            after: (n.keys[i + 1], n.vals[i + 1]),
+        })
+    }
+
+    /// Overwrites the entry at `spot` (from [`spot`](Self::spot), the tree
+    /// unchanged since) in one step, leaving the tree, its counts and its
+    /// write cache exactly as `remove` then `insert` of the key would: the
+    /// leaf stays above its minimum, so neither rebalances, and both dirty
+    /// the same leaf.
+    pub fn replace(&mut self, spot: &Spot, value: u64) {
+        self.nodes[spot.leaf as usize].vals[spot.i] = value;
+        self.dirty.touch(spot.leaf);
     }
 
     pub fn remove(&mut self, key: u32) -> Option<u64> {
@@ -519,9 +607,7 @@ impl MuTree {
             self.nodes[child as usize].parent = NIL;
             self.root = child;
             self.height -= 1;
-            let page = self.nodes[root as usize].page;
-            self.forget(root, page);
-            self.free_nodes.push(root);
+            self.free_node(root);
         }
     }
 
@@ -599,10 +685,8 @@ impl MuTree {
             self.nodes[k as usize].parent = left;
         }
         self.unlink(right);
-        let page = self.nodes[right as usize].page;
-        self.forget(right, page);
         self.dirty.remove(right);
-        self.free_nodes.push(right);
+        self.free_node(right);
         self.dirty_under(left);
     }
 
@@ -621,17 +705,23 @@ impl MuTree {
         p.kids.remove(at);
     }
 
-    /// Node `n` no longer lives in `page`.
-    fn forget(&mut self, n: u32, page: u32) {
+    /// A node's current version is no longer in `page`.
+    fn forget(&mut self, page: u32) {
         if page == NIL {
             return;
         }
         let slot = self.pages.slot(page) as usize;
-        let nodes = &mut self.pages.nodes[slot];
-        nodes.retain(|&x| x != n);
-        if nodes.is_empty() {
+        self.pages.live[slot] -= 1;
+        if self.pages.live[slot] == 0 {
             self.dead.push(page);
         }
+    }
+
+    /// Node `n` leaves the tree.
+    fn free_node(&mut self, n: u32) {
+        let page = std::mem::replace(&mut self.page[n as usize], NIL);
+        self.forget(page);
+        self.free_nodes.push(n);
     }
 
     /// Dirty leaves beyond the write cache's capacity (`all`: any dirty leaf).
@@ -676,11 +766,12 @@ impl MuTree {
         path.clear();
         let mut n = leaf;
         while n != NIL {
-            let old = std::mem::replace(&mut self.nodes[n as usize].page, ppn.0);
-            self.forget(n, old);
+            let old = std::mem::replace(&mut self.page[n as usize], ppn.0);
+            self.forget(old);
             path.push(n);
             n = self.nodes[n as usize].parent;
         }
+        self.pages.live[slot] = path.len() as u8;
         self.pages.nodes[slot] = path;
         self.pages.listed[slot] = true;
         self.dirty.remove(leaf);
@@ -693,7 +784,7 @@ impl MuTree {
     /// left wholly invalid is erased at once.
     pub fn release_dead(&mut self, space: &mut Space, dev: &mut Device, t: SimTime) -> Result<()> {
         while let Some(p) = self.dead.pop() {
-            if !self.pages.is_listed(p) || !self.pages.nodes[self.pages.slot(p) as usize].is_empty() {
+            if !self.pages.is_listed(p) || self.pages.live[self.pages.slot(p) as usize] != 0 {
                 continue; // rewritten into since, or already gone
             }
             let slot = self.pages.slot(p);
@@ -714,43 +805,62 @@ impl MuTree {
         self.pages.index_of[b.idx()] != NIL
     }
 
-    /// GC of tree block `victim`: copies each live page to a new tree page,
-    /// moving its nodes with it, then erases the victim.
+    /// GC of tree block `victim`: copies its live pages to new tree pages,
+    /// moving their nodes with them, then erases the victim. The pages go
+    /// in runs, as many as the tree's update block has room for, each
+    /// timed and counted page by page exactly as single-page copies would be.
     pub fn reclaim(&mut self, space: &mut Space, dev: &mut Device, victim: BlockId, t: SimTime) -> Result<()> {
-        let mut done = t;
+        let mut live = std::mem::take(&mut self.live);
+        live.clear();
         for i in 0..space.geo.pages_per_block {
             let src = space.geo.ppn(victim, i).0;
             if !self.pages.is_listed(src) {
                 continue;
             }
-            if self.pages.nodes[self.pages.slot(src) as usize].is_empty() {
+            let slot = self.pages.slot(src) as usize;
+            if self.pages.live[slot] == 0 {
                 return Err(Error::invariant("mu", format!("μ-Tree: GC found dead page {src} not yet released")));
             }
-            done = done.max(self.relocate(space, dev, src, t)?);
+            // Its node list is read when it moves: a cache miss to start now.
+            crate::mem::prefetch(&self.pages.nodes[slot], 0);
+            live.push(src);
         }
+        let mut done = t;
+        let mut copied = 0;
+        while copied < live.len() {
+            let dst = self.alloc(space, dev, t)?;
+            let room = (space.geo.pages_per_block - space.geo.page_in_block(dst)) as usize;
+            let run = &live[copied..live.len().min(copied + room)];
+            done = done.max(dev.copy_run(run, dst, t, |_| Cause::Mapping)?);
+            for (i, &src) in run.iter().enumerate() {
+                self.moved(space, src, dst.0 + i as u32, t);
+            }
+            copied += run.len();
+        }
+        self.live = live;
         dev.erase(victim, done, Cause::Mapping)?;
         self.pages.close(victim);
         space.release(victim)
     }
 
-    /// Copies live tree page `src` to a new tree page; returns when the
-    /// source has been read.
-    fn relocate(&mut self, space: &mut Space, dev: &mut Device, src: u32, t: SimTime) -> Result<SimTime> {
-        let dst = self.alloc(space, dev, t)?;
-        let read = dev.copy_run(&[src], dst, t, |_| Cause::Mapping)?;
+    /// Live tree page `src` was copied to `dst`: its nodes, cache entry and
+    /// valid count follow it.
+    fn moved(&mut self, space: &mut Space, src: u32, dst: u32, t: SimTime) {
         self.stats.relocated += 1;
-        let (from, to) = (self.pages.slot(src) as usize, self.pages.slot(dst.0) as usize);
+        let (from, to) = (self.pages.slot(src) as usize, self.pages.slot(dst) as usize);
         self.pages.nodes.swap(from, to);
+        self.pages.live[to] = std::mem::take(&mut self.pages.live[from]);
         self.pages.listed[from] = false;
         self.pages.listed[to] = true;
         for &n in &self.pages.nodes[to] {
-            self.nodes[n as usize].page = dst.0;
+            if self.page[n as usize] == src {
+                self.page[n as usize] = dst;
+            }
         }
         if self.read_cache.remove(from as u32) {
             self.read_cache.touch(to as u32);
         }
-        space.pool.transfer_valid(space.geo.block_of(Ppn(src)), space.geo.block_of(dst), 1, t);
-        Ok(read)
+        space.pool.transfer_valid(space.geo.block_of(Ppn(src)), space.geo.block_of(Ppn(dst)), 1, t);
     }
 
     /// The tree's own invariants: its shape (see [`check_shape`](Self::check_shape)),
@@ -761,15 +871,21 @@ impl MuTree {
             return fail(r);
         }
         for (n, node) in self.live_nodes() {
-            if node.page != NIL && !self.pages.nodes[self.pages.slot(node.page) as usize].contains(&n) {
+            let page = self.page[n as usize];
+            if page != NIL && !self.pages.nodes[self.pages.slot(page) as usize].contains(&n) {
                 return fail(format!(
                     "node {} of level {} is in page {} which does not list it",
-                    node.lo, node.level, node.page
+                    node.lo, node.level, page
                 ));
             }
         }
         for p in self.pages.listed() {
-            if self.pages.nodes[self.pages.slot(p) as usize].is_empty() || dev.array.oob_lpn(Ppn(p)) != Some(self.tag) {
+            let slot = self.pages.slot(p) as usize;
+            let here = self.pages.nodes[slot].iter().filter(|&&n| self.page[n as usize] == p).count();
+            if here != self.pages.live[slot] as usize {
+                return fail(format!("page {p} counts {} live nodes but holds {here}", self.pages.live[slot]));
+            }
+            if here == 0 || dev.array.oob_lpn(Ppn(p)) != Some(self.tag) {
                 return fail(format!("page {p} is listed live but holds no node or no tree data"));
             }
         }
@@ -975,6 +1091,83 @@ mod tests {
         assert_eq!((t.height(), t.entry_counts()[0]), (1, 31));
         assert_eq!(t.floor(1), None);
         assert_eq!(t.floor(40), Some((32, 32)));
+    }
+
+    /// What a tree looks like from outside and to its write cache: every
+    /// level's nodes (low key, keys, values), the dirty leaves in LRU order,
+    /// the entry counts and the height.
+    type Snapshot = (Vec<(u8, u32, Vec<u32>, Vec<u64>)>, Vec<u32>, [u64; 2], u32);
+
+    fn snapshot(t: &MuTree) -> Snapshot {
+        let nodes = t.live_nodes().map(|(_, n)| (n.level, n.lo, n.keys.clone(), n.vals.clone())).collect();
+        (nodes, t.dirty.keys().collect(), t.entry_counts(), t.height())
+    }
+
+    proptest::proptest! {
+        /// `replace` leaves a tree exactly as removing then inserting the
+        /// key does, whenever `spot` offers it; the trees take the same
+        /// random inserts and removals (of 512 B pages: 32-entry leaves, so
+        /// leaves often sit at their minimum, where `spot` must decline).
+        #[test]
+        fn replace_in_place_leaves_what_remove_and_insert_leave(
+            ops in proptest::collection::vec((0u8..4, 0u32..400, 0u64..1000), 1..1500),
+        ) {
+            let (mut fast, mut slow) = (tree(512), tree(512));
+            for (op, key, value) in ops {
+                let key = key * 3;
+                match op {
+                    0 | 1 => {
+                        fast.insert(key, value);
+                        slow.insert(key, value);
+                    }
+                    2 => {
+                        proptest::prop_assert_eq!(fast.remove(key), slow.remove(key));
+                    }
+                    _ => match fast.spot(key) {
+                        Some(spot) => {
+                            proptest::prop_assert_eq!(Some(spot.value), slow.get(key));
+                            proptest::prop_assert_eq!(Some(spot.before), slow.before(key));
+                            proptest::prop_assert_eq!(slow.range(key + 1, u32::MAX).next(), Some(spot.after));
+                            fast.replace(&spot, value);
+                            slow.remove(key);
+                            slow.insert(key, value);
+                        }
+                        None => {
+                            // Declined: in the tree, the leaf's end or its
+                            // minimum, so a removal there could rebalance.
+                            let leaf = slow.leaf_of(key);
+                            let n = &slow.nodes[leaf as usize];
+                            let i = n.keys.binary_search(&key);
+                            proptest::prop_assert!(
+                                i.is_err()
+                                    || i == Ok(0)
+                                    || i == Ok(n.keys.len() - 1)
+                                    || (leaf != slow.root && n.keys.len() as u32 <= slow.min_members(0))
+                            );
+                        }
+                    },
+                }
+                proptest::prop_assert_eq!(snapshot(&fast), snapshot(&slow));
+            }
+            fast.check_shape().unwrap();
+        }
+    }
+
+    #[test]
+    fn spot_offers_an_inner_entry_of_a_leaf_above_its_minimum_only() {
+        let mut t = tree(512); // leaves of 32, minimum 16
+        for k in 0..33 {
+            t.insert(k, k as u64);
+        }
+        // Leaves of 16 (0..16) and 17 (16..33).
+        assert!(t.spot(5).is_none(), "a leaf at its minimum declines");
+        assert!(t.spot(16).is_none() && t.spot(32).is_none(), "a leaf's first and last entries decline");
+        assert!(t.spot(40).is_none(), "not in the tree");
+        let spot = t.spot(20).expect("an inner entry of a leaf above its minimum");
+        assert_eq!((spot.before, spot.value, spot.after), ((19, 19), 20, (21, 21)));
+        t.replace(&spot, 7);
+        assert_eq!(t.get(20), Some(7));
+        t.check_shape().unwrap();
     }
 
     #[test]
