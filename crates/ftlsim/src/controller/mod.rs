@@ -38,10 +38,12 @@ use crate::units::{PlaneId, Sector, SimTime};
 use buffer::{BufferStats, SectorMask, WriteBuffer, overlay_held, sector_mask};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use serde::{Deserialize, Serialize};
 
 /// Task id of a destager in the schedule (plane ids are the others).
 const DESTAGE: u32 = u32::MAX;
 
+#[derive(Serialize, Deserialize)]
 pub struct Controller {
     buffer: Option<WriteBuffer>,
     /// (time, insertion order, task): planes with background work, and

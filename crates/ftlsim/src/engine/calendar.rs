@@ -15,8 +15,9 @@
 
 use crate::units::{Nanos, SimTime};
 use std::collections::VecDeque;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Calendar {
     /// Busy intervals `[start, end)`, sorted, disjoint and not touching
     /// (touching intervals are merged).

@@ -23,7 +23,9 @@ use crate::engine::{Cause, Device};
 use crate::error::Result;
 use crate::units::{BlockId, SimTime};
 use std::collections::VecDeque;
+use serde::{Deserialize, Serialize};
 
+#[derive(Serialize, Deserialize)]
 pub struct Bast {
     core: Hybrid,
     /// Log block of each key, or [`NONE`].

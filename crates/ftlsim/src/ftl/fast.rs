@@ -34,7 +34,9 @@ use crate::engine::{Cause, Device};
 use crate::error::Result;
 use crate::units::{BlockId, Lpn, Ppn, SimTime};
 use std::collections::VecDeque;
+use serde::{Deserialize, Serialize};
 
+#[derive(Serialize, Deserialize)]
 pub struct Fast {
     core: Hybrid,
     /// Per chip: the sequential log block and the key it belongs to.
