@@ -179,8 +179,11 @@ class _Progress:
         return row
 
     def summary(self, skipped: int) -> str:
-        parts = [f"{self.snapshots[k]} {k}" for k in ("preconditioned", "loaded", "not preconditioned") if k in self.snapshots]
-        text = f"{self.done} runs; " + ", ".join(parts) if parts else f"{self.done} runs"
+        kinds = ("preconditioned", "loaded", "not preconditioned")
+        parts = [f"{self.snapshots[k]} {k}" for k in kinds if k in self.snapshots]
+        text = f"{self.done} runs"
+        if parts:
+            text += "; " + ", ".join(parts)
         return text + (f"; {skipped} already in the table" if skipped else "")
 
 
