@@ -228,7 +228,8 @@ fn take_snapshot(v: &mut Value) -> Value {
 fn snapshot_dir_saves_then_loads_the_preconditioned_drive() {
     let dir = TempDir::new().unwrap();
     let snaps = dir.path().join("snaps");
-    let with = ["--workload", GC_WORKLOAD, "--precondition", GC_PRECONDITION, "--snapshot-dir", snaps.to_str().unwrap()];
+    let with =
+        ["--workload", GC_WORKLOAD, "--precondition", GC_PRECONDITION, "--snapshot-dir", snaps.to_str().unwrap()];
     let mut fresh = deterministic(report(&with[..4]));
     assert_eq!(take_snapshot(&mut fresh), "none");
     let mut saved = deterministic(report(&with));
@@ -257,7 +258,8 @@ fn a_damaged_snapshot_is_refused_in_one_line_and_recomputed() {
     let with = ["--workload", "rw=randwrite,bs=4k,ios=2000", "--precondition", GC_PRECONDITION, "--snapshot-dir", d];
     let mut good = deterministic(report(&with));
     take_snapshot(&mut good);
-    let snap = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().unwrap() == "snap");
+    let snap =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().unwrap() == "snap");
     let snap = snap.expect("a snapshot was written");
     let mut bytes = std::fs::read(&snap).unwrap();
     let mid = bytes.len() / 2;

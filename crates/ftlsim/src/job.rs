@@ -152,7 +152,12 @@ mod tests {
 
     fn job() -> Job {
         let config = Config::load("hat-table4", &["geometry.blocks_per_plane=64".into()]).unwrap();
-        Job { config, input: Input::Workload("rw=randrw,bs=4k,ios=3000,trimmix=10".into()), precondition: None, snapshot_dir: None }
+        Job {
+            config,
+            input: Input::Workload("rw=randrw,bs=4k,ios=3000,trimmix=10".into()),
+            precondition: None,
+            snapshot_dir: None,
+        }
     }
 
     #[test]

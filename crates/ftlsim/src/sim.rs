@@ -476,12 +476,10 @@ impl Simulation {
         dir: &Path,
         on_progress: &mut dyn FnMut(Progress) -> bool,
     ) -> Result<SnapshotUse> {
-        let unavailable = |sim: &mut Simulation, why: String, on_progress: &mut dyn FnMut(Progress) -> bool| {
-            eprintln!("ftlsim: snapshots are not available for this run ({why}); preconditioning normally");
-            sim.precondition_observed(p, on_progress).map(|()| SnapshotUse::Unavailable(why))
-        };
         if let Some(why) = self.snapshot_unavailable() {
-            return unavailable(self, why, on_progress);
+            eprintln!("ftlsim: snapshots are not available for this run ({why}); preconditioning normally");
+            self.precondition_observed(p, on_progress)?;
+            return Ok(SnapshotUse::Unavailable(why));
         }
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let key = snapshot::key(&self.cfg, p);
@@ -494,7 +492,7 @@ impl Simulation {
                     self.precondition = Some(p);
                     return Ok(SnapshotUse::Loaded);
                 }
-                Err(e) => Some(format!("damaged: {e}")),
+                Err(why) => Some(format!("damaged: {why}")),
             },
             Err(why) => Some(why),
         };
@@ -504,7 +502,11 @@ impl Simulation {
         self.precondition_observed(p, on_progress)?;
         let (mut drive, mut ftl) = (Vec::new(), Vec::new());
         snapshot::encode_into(&(&self.dev, &self.ctrl, &self.trim), &mut drive)?;
-        self.ftl_state()?.save(&mut ftl)?;
+        let name = self.ftl.name();
+        let state = self.ftl.saved_state();
+        state
+            .ok_or_else(|| Error::invariant("snapshot", format!("the '{name}' FTL has no saved state")))?
+            .save(&mut ftl)?;
         if let Err(e) = snapshot::write(&path, &key, &drive, &ftl) {
             eprintln!("ftlsim: snapshot not saved: {e}");
             return Ok(SnapshotUse::NotSaved(e.to_string()));
@@ -527,17 +529,12 @@ impl Simulation {
         }
     }
 
-    /// The drive's state replaced by a snapshot's, all or nothing.
-    fn restore(&mut self, s: &snapshot::Sections) -> Result<()> {
+    /// The drive's state replaced by a snapshot's, all or nothing; else why not.
+    fn restore(&mut self, s: &snapshot::Sections) -> std::result::Result<(), String> {
         let (dev, ctrl, trim): (Device, Controller, TrimModel) = snapshot::decode(s.drive())?;
-        self.ftl_state()?.load(s.ftl())?;
+        self.ftl.saved_state().ok_or("the FTL has no saved state")?.load(s.ftl())?;
         (self.dev, self.ctrl, self.trim) = (dev, ctrl, trim);
         Ok(())
-    }
-
-    fn ftl_state(&mut self) -> Result<&mut dyn ftl::SavedState> {
-        let name = self.ftl.name();
-        self.ftl.saved_state().ok_or_else(|| Error::invariant("snapshot", format!("the '{name}' FTL has no saved state")))
     }
 
     /// A FLUSH, unmeasured: cached map updates (DFTL, HAT) reach their

@@ -95,14 +95,14 @@ pub(crate) fn encode_into<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -
     bincode::serialize_into(out, value).map_err(|e| Error::invariant("snapshot", format!("cannot encode: {e}")))
 }
 
-/// A value from bincode `bytes`, all of them used.
-pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+/// A value from bincode `bytes`, all of them used; else why not.
+pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> std::result::Result<T, String> {
     use bincode::Options;
     bincode::options()
         .with_fixint_encoding()
         .reject_trailing_bytes()
         .deserialize(bytes)
-        .map_err(|e| Error::invariant("snapshot", format!("undecodable: {e}")))
+        .map_err(|e| format!("undecodable: {e}"))
 }
 
 /// A snapshot's two state sections, as read and checked.
@@ -223,7 +223,8 @@ impl KeyLock {
     /// Waits for and takes the lock of the snapshot at `path`.
     pub fn acquire(path: &Path) -> Result<KeyLock> {
         let lock = path.with_extension("lock");
-        let f = File::options().create(true).truncate(false).write(true).open(&lock).map_err(|e| Error::io(&lock, e))?;
+        let f =
+            File::options().create(true).truncate(false).write(true).open(&lock).map_err(|e| Error::io(&lock, e))?;
         flock(&f, &lock)?;
         Ok(KeyLock { _file: f })
     }

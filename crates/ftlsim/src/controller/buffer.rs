@@ -13,10 +13,10 @@
 
 use crate::config::CachePolicy;
 use crate::units::SimTime;
+use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
-use serde::{Deserialize, Serialize};
 
 const NIL: u32 = u32::MAX;
 const NO_LPN: u32 = u32::MAX;

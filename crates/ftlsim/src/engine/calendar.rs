@@ -14,8 +14,8 @@
 //! transfers booked ahead of the host, not by the run.
 
 use crate::units::{Nanos, SimTime};
-use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Calendar {

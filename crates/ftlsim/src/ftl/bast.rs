@@ -22,8 +22,8 @@ use crate::config::Config;
 use crate::engine::{Cause, Device};
 use crate::error::Result;
 use crate::units::{BlockId, SimTime};
-use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
 
 #[derive(Serialize, Deserialize)]
 pub struct Bast {

@@ -268,15 +268,15 @@ pub trait SavedState {
     /// Appends the state to `out`.
     fn save(&self, out: &mut Vec<u8>) -> Result<()>;
     /// Replaces the state with `bytes` that [`save`](SavedState::save) wrote
-    /// for the same config; unchanged when they do not decode.
-    fn load(&mut self, bytes: &[u8]) -> Result<()>;
+    /// for the same config; unchanged, and why, when they do not decode.
+    fn load(&mut self, bytes: &[u8]) -> std::result::Result<(), String>;
 }
 
 impl<T: Serialize + serde::de::DeserializeOwned> SavedState for T {
     fn save(&self, out: &mut Vec<u8>) -> Result<()> {
         crate::snapshot::encode_into(self, out)
     }
-    fn load(&mut self, bytes: &[u8]) -> Result<()> {
+    fn load(&mut self, bytes: &[u8]) -> std::result::Result<(), String> {
         *self = crate::snapshot::decode(bytes)?;
         Ok(())
     }

@@ -71,8 +71,8 @@ use crate::engine::{Cause, Device};
 use crate::error::{Error, Result};
 use crate::nand::{Geometry, Payload};
 use crate::units::{BlockId, Lpn, PlaneId, Ppn, SimTime};
-use std::ops::Range;
 use serde::{Deserialize, Serialize};
+use std::ops::Range;
 
 mod units;
 

@@ -21,8 +21,8 @@ use crate::error::{Error, Result};
 use crate::nand::Geometry;
 use crate::rng::SimRng;
 use crate::units::{BlockId, PlaneId, SimTime};
-use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
 
 const NIL: u32 = u32::MAX;
 /// Random-policy probes before falling back to greedy (only reached when

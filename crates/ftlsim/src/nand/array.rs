@@ -28,8 +28,8 @@ use crate::nand::Geometry;
 use crate::nand::payload::PayloadStore;
 use crate::nand::trim_log::TrimLog;
 use crate::units::{BlockId, Lpn, Ppn};
-use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 
 /// OOB marker of a page that holds no LPN (erased).
 pub const NO_LPN: u32 = u32::MAX;
