@@ -10,6 +10,7 @@ A sweep spec is a TOML file::
     precondition = "fill=1.0,overwrite=0.5"
     out = "sweep.parquet"                 # resumable; .csv also works
     snapshots = true                      # runs of one drive precondition once (snapshots/ beside out)
+    snapshot_dir = "snaps"                # optional: where those snapshots go instead
     backend = "local"                     # or "ray" (address = "..." for a cluster)
     [set]                                 # fixed overrides
     "geometry.blocks_per_plane" = 64
