@@ -112,7 +112,7 @@ fn one_snapshot_serves_other_workloads_on_the_drive() {
 fn refused_and_recomputed(damage: impl Fn(&mut Vec<u8>), why: &str) {
     let dir = tempfile::tempdir().unwrap();
     let w = "rw=randwrite,bs=4k,ios=2000";
-    let cfg = || config("dftl", &[]);
+    let cfg = || config("page", &[]);
     run(&job(cfg(), Some(dir.path()), w));
     let snap = only_snapshot(dir.path());
     let mut bytes = std::fs::read(&snap).unwrap();
