@@ -238,6 +238,8 @@ fn snapshot_dir_saves_then_loads_the_preconditioned_drive() {
     assert!(files.iter().any(|f| f.to_str().unwrap().starts_with("page-") && f.to_str().unwrap().ends_with(".snap")));
     let mut loaded = deterministic(report(&with));
     assert_eq!(take_snapshot(&mut loaded), "loaded");
+    let table = ok(small(&with));
+    assert!(table.lines().any(|l| l.starts_with("precondition") && l.ends_with("(snapshot loaded)")), "{table}");
     assert_eq!(fresh, saved);
     assert_eq!(fresh, loaded, "a run from the snapshot reports as the one that preconditioned");
 
