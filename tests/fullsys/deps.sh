@@ -16,3 +16,12 @@ echo "[deps] apt-get install ${need[*]}"
 install() { DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}"; }
 # Stale or missing package lists: update once and retry.
 install >/dev/null 2>&1 || { apt-get update -q >/dev/null && install >/dev/null; }
+# Installing qemu-system-x86 can remove a qemu-utils of another release (a
+# backports build preinstalled): put the release's own back.
+if ! command -v qemu-io >/dev/null; then
+    echo "[deps] apt-get install qemu-utils (removed by the qemu-system-x86 install)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends qemu-utils >/dev/null
+fi
+for tool in qemu-io qemu-img qemu-system-x86_64; do
+    command -v "$tool" >/dev/null || { echo "error: $tool still missing after installing ${need[*]}" >&2; exit 1; }
+done

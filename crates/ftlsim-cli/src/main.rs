@@ -90,10 +90,19 @@ struct ServeArgs {
     /// Connections served at once; further clients are refused with a message.
     #[arg(long, default_value_t = 16)]
     max_connections: usize,
-    /// Load the drive saved in this directory (if any) and save it there at
-    /// clean shutdown, so an aged drive can be reused across sessions.
+    /// Keep the drive in this directory: load it from there (if saved),
+    /// journal every command, sync on FLUSH/FUA, checkpoint; what a client
+    /// flushed survives the server being killed. One server per directory.
     #[arg(long, value_name = "DIR")]
     state: Option<PathBuf>,
+    /// With --state: when the journal is damaged, cut it at the damage and
+    /// serve the drive as it was just before (saying what was dropped).
+    #[arg(long, requires = "state")]
+    recover: bool,
+    /// With --state: take a checkpoint after this many MiB of journal
+    /// (bounds the journal replayed after a kill); also at shutdown.
+    #[arg(long, value_name = "MIB", default_value_t = 256, requires = "state")]
+    checkpoint_mib: u64,
     /// Microseconds a connection polls for its next request before sleeping:
     /// saves the client a wake-up per request under load, costs that much CPU
     /// after each burst. 0 sleeps at once.
@@ -500,35 +509,51 @@ fn serve(a: ServeArgs) -> Result<(), Error> {
     };
     let mut sim = ftlsim::Simulation::new(config)?;
     let precondition = a.precondition.as_deref().map(str::parse::<Precondition>).transpose()?;
+    if a.checkpoint_mib == 0 || a.checkpoint_mib > 1 << 20 {
+        return Err(Error::config("--checkpoint-mib", format!("{} is not in 1..=1048576", a.checkpoint_mib)));
+    }
     let state = a.state.as_deref().map(ftlsim_nbd::StateDir::open).transpose()?;
-    match &state {
-        Some(s) if s.is_saved() => {
-            if precondition.is_some() {
-                return Err(Error::config(
-                    "--precondition",
-                    format!("the drive saved in {} is already conditioned; drop --precondition", s.path().display()),
-                ));
+    let durable = match state {
+        Some(s) => {
+            if s.is_saved() {
+                if precondition.is_some() {
+                    return Err(Error::config(
+                        "--precondition",
+                        format!(
+                            "the drive saved in {} is already conditioned; drop --precondition",
+                            s.path().display()
+                        ),
+                    ));
+                }
+                eprintln!("ftlsim serve: loading the drive saved in {}", s.path().display());
+            } else if let Some(p) = precondition {
+                sim.precondition(p)?;
             }
-            eprintln!("ftlsim serve: loading the drive saved in {}", s.path().display());
             let started = std::time::Instant::now();
             let mut shown = false;
-            s.restore(&mut sim, &mut |done, total| {
+            let how = ftlsim_nbd::Attach { recover: a.recover, checkpoint_bytes: a.checkpoint_mib << 20 };
+            let d = s.attach(&mut sim, how, &mut |done, total| {
                 if started.elapsed().as_secs() >= 2 {
-                    eprint!("\rftlsim serve: replayed {done} of {total} commands");
+                    eprint!("\rftlsim serve: replayed {done} of {total} checkpointed commands");
                     shown = true;
                 }
             })?;
             if shown {
                 eprintln!();
             }
-            eprintln!("ftlsim serve: loaded in {:.1} s", started.elapsed().as_secs_f64());
+            for n in d.notices() {
+                eprintln!("ftlsim serve: {n}");
+            }
+            eprintln!("ftlsim serve: drive ready in {:.1} s", started.elapsed().as_secs_f64());
+            Some(d)
         }
-        _ => {
+        None => {
             if let Some(p) = precondition {
                 sim.precondition(p)?;
             }
+            None
         }
-    }
+    };
     let opts = ServeOptions {
         pace: if a.pace == "realtime" { Pace::Realtime } else { Pace::None },
         stats_interval,
@@ -538,8 +563,8 @@ fn serve(a: ServeArgs) -> Result<(), Error> {
         ..ServeOptions::new(listen)
     };
     let mut server = Server::bind(sim, opts)?;
-    if let Some(s) = state {
-        server = server.save_to(s)?;
+    if let Some(d) = durable {
+        server = server.durable(d);
     }
     let control = Control::default();
     control.install_signal_handlers().map_err(|e| Error::io("signal handlers", e))?;

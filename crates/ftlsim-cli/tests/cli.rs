@@ -1078,10 +1078,11 @@ fn serve_state_errors_are_one_line() {
         v
     };
     std::fs::write(state.join("state.toml"), "format = \"something else\"\n").unwrap();
-    fails_with(serve(&[]), &["--state", "state.toml", "format 'something else' is not ftlsim-state-1"]);
-    let saved = "format = \"ftlsim-state-1\"\ngeneration = 0\nsessions = [0]\nconfig = \"\"\n";
+    fails_with(serve(&[]), &["--state", "state.toml", "format 'something else' is not ftlsim-state-2"]);
+    let saved = "format = \"ftlsim-state-2\"\ncheckpoint = 0\ncommands = 0\ncommands_crc = 0\nconfig = \"\"\n";
     std::fs::write(state.join("state.toml"), saved).unwrap();
     fails_with(serve(&["--precondition", "fill=1.0"]), &["--precondition", "already conditioned"]);
+    fails_with(serve(&["--checkpoint-mib", "0"]), &["--checkpoint-mib", "0 is not in 1..=1048576"]);
     let err = fails(serve(&[]));
     let last = err.trim_end().lines().last().unwrap();
     assert!(last.starts_with("ftlsim: error: ") && last.contains("state.toml"), "{err}");

@@ -18,7 +18,7 @@
 //! host command submitted is recorded in the metrics and, with `--record`,
 //! in the trace, so replaying the trace gives the FTL the same input.
 
-use crate::state::SessionLog;
+use crate::state::Durable;
 use ftlsim::config::HostMode;
 use ftlsim::engine::host::Arrivals;
 use ftlsim::report::Metrics;
@@ -81,8 +81,8 @@ pub struct Drive {
     record: Option<BufWriter<std::fs::File>>,
     record_error: Option<std::io::Error>,
     zeros: Vec<u8>,
-    /// Every host command submitted, for `--state`.
-    log: Option<SessionLog>,
+    /// The journal and checkpoints of `--state`.
+    durable: Option<Durable>,
     pub counts: NbdCounts,
 }
 
@@ -113,7 +113,7 @@ impl Drive {
             record,
             record_error: None,
             zeros: vec![0; ZERO_CHUNK_BYTES as usize],
-            log: None,
+            durable: None,
             counts: NbdCounts::default(),
         })
     }
@@ -162,6 +162,12 @@ impl Drive {
         }
         if result.is_err() {
             self.counts.errors += 1;
+        }
+        if let Some(d) = self.durable.as_mut().filter(|d| d.checkpoint_due()) {
+            // The journal holds everything still: a failed checkpoint loses nothing.
+            if let Err(e) = d.checkpoint(&self.sim) {
+                eprintln!("ftlsim serve: checkpoint failed (the journal goes on): {e}");
+            }
         }
         result
     }
@@ -265,8 +271,12 @@ impl Drive {
     ) -> ftlsim::Result<SimTime> {
         let cmd = HostCmd { time: issue, op, start, sectors, continued: false };
         let result = self.sim.submit(&cmd, issue, data, out);
-        if let Some(log) = &mut self.log {
-            log.push(&cmd, result.is_err());
+        if let Some(d) = &mut self.durable {
+            d.record(&cmd, result.is_err(), data);
+            if op == Op::Flush {
+                // A FLUSH (or FUA) is answered only once its writes are on disk.
+                d.sync()?;
+            }
         }
         let done = result?;
         let pages = self.sim.pages_touched(&cmd);
@@ -281,13 +291,16 @@ impl Drive {
         Ok(done)
     }
 
-    /// Logs every host command from now on (`--state`).
-    pub fn log_commands(&mut self, log: SessionLog) {
-        self.log = Some(log);
+    /// Journals every host command from now on (`--state`).
+    pub fn make_durable(&mut self, d: Durable) {
+        self.durable = Some(d);
     }
 
-    pub fn take_command_log(&mut self) -> Option<SessionLog> {
-        self.log.take()
+    /// Takes a last checkpoint and detaches the state directory.
+    pub fn checkpoint_and_detach(&mut self) -> ftlsim::Result<Option<Durable>> {
+        let Some(mut d) = self.durable.take() else { return Ok(None) };
+        d.checkpoint(&self.sim)?;
+        Ok(Some(d))
     }
 
     pub fn simulation(&self) -> &Simulation {

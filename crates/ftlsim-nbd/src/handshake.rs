@@ -38,10 +38,14 @@ pub enum Outcome {
     Closed(String),
 }
 
-/// Runs the handshake on `stream`. `refusal`, when set, is why the server
-/// will not serve this client (too many connections): every attempt to
-/// select the export is refused with that message.
-pub fn negotiate<S: Read + Write>(stream: &mut S, export: &Export, refusal: Option<&str>) -> io::Result<Outcome> {
+/// Runs the handshake on `stream`. `admit` is asked when the client
+/// selects the export; a reason it returns (too many connections) refuses
+/// the selection with that message.
+pub fn negotiate<S: Read + Write>(
+    stream: &mut S,
+    export: &Export,
+    admit: &mut dyn FnMut() -> Option<String>,
+) -> io::Result<Outcome> {
     let mut greeting = Vec::with_capacity(18);
     greeting.extend_from_slice(&NBDMAGIC.to_be_bytes());
     greeting.extend_from_slice(&IHAVEOPT.to_be_bytes());
@@ -75,11 +79,11 @@ pub fn negotiate<S: Read + Write>(stream: &mut S, export: &Export, refusal: Opti
         match option {
             OPT_EXPORT_NAME => {
                 let name = String::from_utf8_lossy(&data);
-                if let Some(why) = refusal {
-                    return Ok(Outcome::Closed(why.to_string()));
-                }
                 if !selects(export, &name) {
                     return Ok(Outcome::Closed(format!("unknown export '{name}'")));
+                }
+                if let Some(why) = admit() {
+                    return Ok(Outcome::Closed(why));
                 }
                 let mut b = Vec::with_capacity(134);
                 b.extend_from_slice(&export.size.to_be_bytes());
@@ -109,14 +113,18 @@ pub fn negotiate<S: Read + Write>(stream: &mut S, export: &Export, refusal: Opti
                 Ok((name, _)) if !selects(export, &name) => {
                     reply(stream, REP_ERR_UNKNOWN, format!("no export named '{name}'").as_bytes())?
                 }
-                Ok(_) if refusal.is_some() => reply(stream, REP_ERR_SHUTDOWN, refusal.unwrap_or_default().as_bytes())?,
-                Ok((_, items)) => {
+                Ok((_, items)) if option == OPT_INFO => {
                     send_info(stream, option, export, &items)?;
                     reply(stream, REP_ACK, &[])?;
-                    if option == OPT_GO {
+                }
+                Ok((_, items)) => match admit() {
+                    Some(why) => reply(stream, REP_ERR_SHUTDOWN, why.as_bytes())?,
+                    None => {
+                        send_info(stream, option, export, &items)?;
+                        reply(stream, REP_ACK, &[])?;
                         return Ok(Outcome::Transmission);
                     }
-                }
+                },
             },
             _ => reply(stream, REP_ERR_UNSUP, format!("option {option} is not supported").as_bytes())?,
         }

@@ -8,7 +8,10 @@
 //! The roles: [`proto`] (wire format), [`handshake`] (newstyle fixed
 //! greeting, option haggling), [`transmission`] (requests and simple
 //! replies), [`drive`] (NBD commands to host commands, simulated time,
-//! metrics, recording), [`server`] (sockets, connection threads, signals).
+//! metrics, recording), [`server`] (sockets, connection threads, signals),
+//! [`state`] (`--state`: a durable drive, journalled by [`journal`] and
+//! checkpointed into a checksummed [`image`]) and [`client`] (a minimal
+//! client, for tests and tools).
 //!
 //! ```no_run
 //! use ftlsim::{Config, Simulation};
@@ -25,8 +28,11 @@
 //! Not supported: structured replies, block status, TLS, resizing. Clients
 //! negotiating them are answered `NBD_REP_ERR_UNSUP` and fall back.
 
+pub mod client;
 pub mod drive;
 pub mod handshake;
+pub mod image;
+pub mod journal;
 pub mod proto;
 pub mod server;
 pub mod state;
@@ -35,4 +41,4 @@ pub mod transmission;
 
 pub use drive::Pace;
 pub use server::{Control, Listen, ServeOptions, Server};
-pub use state::StateDir;
+pub use state::{Attach, Durable, StateDir};

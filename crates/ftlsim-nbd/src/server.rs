@@ -3,8 +3,15 @@
 //! Connections are served concurrently, up to `max_connections`; all of
 //! them drive the one simulated SSD, one command at a time (a mutex), so
 //! the export is safe for multiple connections (NBD_FLAG_CAN_MULTI_CONN).
-//! A client beyond the limit completes the greeting and has its export
-//! selection refused with `NBD_REP_ERR_SHUTDOWN` and a message saying why.
+//! A connection takes a slot only once it selects the export (GO or
+//! EXPORT_NAME): a client beyond the limit has that selection refused with
+//! `NBD_REP_ERR_SHUTDOWN` and a message saying why. Handshakes get a
+//! deadline (10 s for the whole haggling) and at most
+//! [`MAX_HANDSHAKES`] run at once (further connections are closed at
+//! once), so idle half-open connections cannot lock real clients out.
+//!
+//! A Unix socket file left by a killed server (nothing listens on it) is
+//! removed at start; one a live server listens on is refused.
 //!
 //! Stopping: when the stop flag is raised (SIGINT/SIGTERM through
 //! [`Control::install_signal_handlers`]) the server stops accepting, shuts
@@ -16,7 +23,7 @@
 use crate::drive::{Drive, Pace};
 use crate::handshake::{self, Export, Outcome};
 use crate::proto::*;
-use crate::state::StateDir;
+use crate::state::Durable;
 use crate::stream::Stream;
 use crate::transmission;
 use ftlsim::{Report, Simulation};
@@ -24,15 +31,15 @@ use std::io::ErrorKind;
 use std::net::{Shutdown, TcpListener};
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Largest READ or WRITE accepted, bytes.
 pub const MAX_BLOCK_BYTES: u32 = 32 << 20;
-/// How long a client may stay silent during the handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Handshakes in progress at once; connections beyond are closed.
+pub const MAX_HANDSHAKES: usize = 256;
 /// How often the accept loop looks at its flags.
 const POLL: Duration = Duration::from_millis(10);
 
@@ -53,6 +60,8 @@ pub struct ServeOptions {
     /// How long a connection polls for its next request before sleeping
     /// (see [`crate::transmission`]); zero sleeps at once.
     pub poll: Duration,
+    /// How long a client may take from connecting to selecting the export.
+    pub handshake_timeout: Duration,
 }
 
 impl ServeOptions {
@@ -65,6 +74,7 @@ impl ServeOptions {
             max_connections: 16,
             export_name: "ftlsim".into(),
             poll: Duration::from_micros(50),
+            handshake_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -97,7 +107,9 @@ pub struct Server {
     drive: Arc<Mutex<Drive>>,
     export: Export,
     opts: ServeOptions,
-    state: Option<StateDir>,
+    /// Connections in the handshake, and past it (holding a slot).
+    handshaking: Arc<AtomicUsize>,
+    admitted: Arc<AtomicUsize>,
 }
 
 struct Conn {
@@ -115,6 +127,7 @@ impl Server {
                 Listener::Tcp(l)
             }
             Listen::Unix(path) => {
+                remove_stale_socket(path)?;
                 let l = UnixListener::bind(path).map_err(|e| ftlsim::Error::io(path, e))?;
                 Listener::Unix(l, path.clone())
             }
@@ -138,17 +151,23 @@ impl Server {
             preferred_block: drive.page_size().max(4096),
             max_block: MAX_BLOCK_BYTES,
         };
-        Ok(Server { listener, drive: Arc::new(Mutex::new(drive)), export, opts, state: None })
+        Ok(Server {
+            listener,
+            drive: Arc::new(Mutex::new(drive)),
+            export,
+            opts,
+            handshaking: Arc::default(),
+            admitted: Arc::default(),
+        })
     }
 
-    /// Saves the drive to `state` at clean shutdown (`--state`); the
-    /// simulation given to [`bind`](Self::bind) must be the state's
-    /// [`restore`](StateDir::restore)d drive, or a new one.
-    pub fn save_to(mut self, state: StateDir) -> ftlsim::Result<Server> {
-        let log = state.session_log()?;
-        self.drive.lock().expect("drive lock").log_commands(log);
-        self.state = Some(state);
-        Ok(self)
+    /// Journals the drive into its state directory (`--state`) and takes
+    /// a checkpoint at shutdown; the simulation given to
+    /// [`bind`](Self::bind) must be the one `durable` was
+    /// [`attach`](crate::StateDir::attach)ed to.
+    pub fn durable(self, durable: Durable) -> Server {
+        self.drive.lock().expect("drive lock").make_durable(durable);
+        self
     }
 
     /// Where clients connect: `nbd://HOST:PORT` or `nbd+unix:///?socket=PATH`.
@@ -175,11 +194,11 @@ impl Server {
             }
             conns.retain(|c| !c.thread.is_finished());
             match self.accept() {
-                Ok(Some(stream)) => {
-                    let refusal = (conns.len() >= self.opts.max_connections)
-                        .then(|| format!("server busy: {} connections already (--max-connections)", conns.len()));
-                    conns.push(self.spawn(stream, refusal)?);
+                Ok(Some(stream)) if self.handshaking.load(Ordering::Relaxed) >= MAX_HANDSHAKES => {
+                    eprintln!("ftlsim serve: {MAX_HANDSHAKES} handshakes in progress already; connection closed");
+                    drop(stream);
                 }
+                Ok(Some(stream)) => conns.push(self.spawn(stream)?),
                 Ok(None) => std::thread::sleep(POLL),
                 Err(e) => eprintln!("ftlsim serve: accept failed: {e}"),
             }
@@ -198,9 +217,8 @@ impl Server {
         drive.finish_record(self.opts.record.as_deref())?;
         eprintln!("{}", drive.stats_line());
         let report = drive.report(&url);
-        if let (Some(state), Some(log)) = (&self.state, drive.take_command_log()) {
-            state.save(drive.simulation(), log)?;
-            eprintln!("ftlsim serve: drive saved to {}", state.path().display());
+        if let Some(d) = drive.checkpoint_and_detach()? {
+            eprintln!("ftlsim serve: drive saved to {}", d.path().display());
         }
         Ok(report)
     }
@@ -220,21 +238,100 @@ impl Server {
         }
     }
 
-    fn spawn(&self, stream: Stream, refusal: Option<String>) -> ftlsim::Result<Conn> {
+    fn spawn(&self, stream: Stream) -> ftlsim::Result<Conn> {
         let handle = stream.try_clone().map_err(|e| ftlsim::Error::io("connection", e))?;
         let drive = self.drive.clone();
         let export = self.export.clone();
-        let poll = self.opts.poll;
+        let (poll, deadline) = (self.opts.poll, Instant::now() + self.opts.handshake_timeout);
+        let slots = Slots {
+            handshaking: self.handshaking.clone(),
+            admitted: self.admitted.clone(),
+            max: self.opts.max_connections,
+            in_handshake: true,
+            holds: false,
+        };
+        slots.handshaking.fetch_add(1, Ordering::Relaxed);
         let thread = std::thread::spawn(move || {
             let id = {
                 let mut d = drive.lock().expect("drive lock");
                 d.counts.connections += 1;
                 d.counts.connections
             };
-            let why = connection(stream, &drive, &export, refusal.as_deref(), poll);
+            let why = connection(stream, &drive, &export, slots, deadline, poll);
             eprintln!("ftlsim serve: connection {id} ended: {why}");
         });
         Ok(Conn { stream: handle, thread })
+    }
+}
+
+/// One connection's share of the server's counts: in the handshake until
+/// [`admit`](Slots::admit)ted or dropped; holding a slot after.
+struct Slots {
+    handshaking: Arc<AtomicUsize>,
+    admitted: Arc<AtomicUsize>,
+    max: usize,
+    in_handshake: bool,
+    holds: bool,
+}
+
+impl Slots {
+    /// Takes a slot; says why not when all are taken.
+    fn admit(&mut self) -> Option<String> {
+        if self.holds {
+            return None;
+        }
+        let max = self.max;
+        match self.admitted.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1)) {
+            Ok(_) => {
+                self.holds = true;
+                None
+            }
+            Err(n) => Some(format!("server busy: {n} connections already (--max-connections)")),
+        }
+    }
+
+    /// The handshake is over, whichever way.
+    fn handshake_done(&mut self) {
+        if std::mem::take(&mut self.in_handshake) {
+            self.handshaking.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for Slots {
+    fn drop(&mut self) {
+        self.handshake_done();
+        if self.holds {
+            self.admitted.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// Removes a Unix socket file nothing listens on (a killed server's);
+/// refuses one a server answers on, and anything that is not a socket.
+fn remove_stale_socket(path: &std::path::Path) -> ftlsim::Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(meta) = std::fs::symlink_metadata(path) else { return Ok(()) };
+    if !meta.file_type().is_socket() {
+        return Err(ftlsim::Error::config(
+            "--socket",
+            format!("{} exists and is not a socket; remove it or choose another path", path.display()),
+        ));
+    }
+    match std::os::unix::net::UnixStream::connect(path) {
+        Ok(_) => Err(ftlsim::Error::config(
+            "--socket",
+            format!("{}: a server is listening there already; stop it or choose another path", path.display()),
+        )),
+        Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+            std::fs::remove_file(path).map_err(|e| ftlsim::Error::io(path, e))?;
+            eprintln!(
+                "ftlsim serve: removed {}, a socket nothing listened on (left by a stopped server)",
+                path.display()
+            );
+            Ok(())
+        }
+        Err(e) => Err(ftlsim::Error::io(path, e)),
     }
 }
 
@@ -243,20 +340,59 @@ fn connection(
     mut stream: Stream,
     drive: &Arc<Mutex<Drive>>,
     export: &Export,
-    refusal: Option<&str>,
+    mut slots: Slots,
+    deadline: Instant,
     poll: Duration,
 ) -> String {
-    let _ = stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
-    match handshake::negotiate(&mut stream, export, refusal) {
+    let outcome = handshake::negotiate(&mut Timed { stream: &mut stream, deadline }, export, &mut || slots.admit());
+    slots.handshake_done();
+    match outcome {
         Ok(Outcome::Transmission) => {}
         Ok(Outcome::Closed(why)) => return why,
+        Err(e) if e.kind() == ErrorKind::TimedOut => return "handshake: deadline passed".into(),
         Err(e) => return format!("handshake: {e}"),
     }
-    if let Err(e) = stream.set_read_timeout(None) {
+    if let Err(e) = stream.set_read_timeout(None).and_then(|_| stream.set_write_timeout(None)) {
         return format!("socket: {e}");
     }
     match transmission::serve(stream, drive, export.size, export.max_block, poll) {
         Ok(why) => why,
         Err(e) => format!("transmission: {e}"),
     }
+}
+
+/// A stream whose every read and write must end by `deadline`.
+struct Timed<'a> {
+    stream: &'a mut Stream,
+    deadline: Instant,
+}
+
+impl Timed<'_> {
+    fn left(&self) -> std::io::Result<Duration> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() { Err(ErrorKind::TimedOut.into()) } else { Ok(left) }
+    }
+}
+
+impl std::io::Read for Timed<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.stream.set_read_timeout(Some(self.left()?))?;
+        self.stream.read(buf).map_err(timed_out)
+    }
+}
+
+impl std::io::Write for Timed<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.stream.set_write_timeout(Some(self.left()?))?;
+        self.stream.write(buf).map_err(timed_out)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.stream.flush()
+    }
+}
+
+/// A socket timeout reads as WouldBlock on Linux.
+fn timed_out(e: std::io::Error) -> std::io::Error {
+    if e.kind() == ErrorKind::WouldBlock { ErrorKind::TimedOut.into() } else { e }
 }

@@ -1,60 +1,89 @@
-//! `ftlsim serve --state DIR`: a served drive saved at clean shutdown and
-//! loaded at the next start, so an aged drive can be reused.
+//! `ftlsim serve --state DIR`: a durable drive. Everything a client
+//! flushed survives the server being killed, and a restart serves the
+//! drive exactly as it was (same data, same FTL and flash state).
 //!
 //! The FTL and flash state is not serialized structure by structure. The
 //! simulation is deterministic, so the state is the drive's configuration,
 //! its preconditioning and every host command it was given, with the
 //! simulated time each was issued at: replaying them rebuilds the same
 //! mapping, blocks, wear, caches and TRIM lists, for every FTL alike. Data
-//! needs no history: replaying each write with the contents its sectors
-//! hold at the end gives every sector its final contents (a later write
-//! rewrites the sectors it covers, a later TRIM zeroes them), so the state
-//! keeps one image of the logical space, a sparse file holding only
-//! non-zero pages. Loading costs a replay of the whole history (millions
-//! of commands per second without GC, less with it).
+//! needs no history: replaying each checkpointed write with the contents
+//! its sectors hold at the checkpoint gives every sector its contents then
+//! (a later write rewrites the sectors it covers, a later TRIM zeroes
+//! them), so a checkpoint keeps one image of the logical space.
 //!
 //! `DIR` holds:
-//! - `state.toml`: format, configuration, preconditioning, commands per
-//!   session and the current generation `G`;
-//! - `commands-G.bin`: one 25-byte record per host command: the op (bit 7
-//!   set if the command failed), then issue time (ns), first sector and
-//!   sector count as little-endian u64;
-//! - `image-G.bin`: the logical contents.
+//! - `state.toml`: format, configuration, preconditioning, the checkpoint
+//!   number and the count and CRC-32 of the checkpointed commands;
+//! - `commands.bin`: one 25-byte head per checkpointed command
+//!   ([`crate::journal::encode_head`]), in order, appended at each
+//!   checkpoint;
+//! - `image.bin` and `image.sums`: the contents at the checkpoint of every
+//!   page a client changed (the rest hold zeros: preconditioning rebuilds
+//!   their contents) and a checksum per page ([`crate::image`]);
+//! - `journal.bin`: the commands since, with their data
+//!   ([`crate::journal`]), synced on every FLUSH and FUA;
+//! - `lock`: held (`flock`) by the server using the directory, holding its
+//!   pid, so two servers cannot share it.
 //!
-//! A save writes generation `G+1` beside `G`, then replaces `state.toml`
-//! atomically, then removes generation `G`: an interrupted save leaves the
-//! previous state whole.
+//! A checkpoint (every `--checkpoint-mib` of journal, and at shutdown)
+//! appends the journal's heads to `commands.bin`, writes the changed pages
+//! into the image, replaces `state.toml` atomically (the commit), then
+//! starts an empty journal. A kill at any step leaves the previous
+//! checkpoint and its journal, which load as before. Loading replays the
+//! whole command history (some 25 bytes a command), then the journal.
 
+use crate::image::Image;
+use crate::journal::{self, Entry, FAILED, HEAD_BYTES, Journal, Tail};
 use ftlsim::trace::{HostCmd, Op};
-use ftlsim::units::{SECTOR_BYTES, Sector, SimTime};
+use ftlsim::units::SECTOR_BYTES;
 use ftlsim::{Error, Precondition, Result, Simulation};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
-use std::os::unix::fs::FileExt;
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
-const FORMAT: &str = "ftlsim-state-1";
+const FORMAT: &str = "ftlsim-state-2";
 const MANIFEST: &str = "state.toml";
-const RECORD_BYTES: usize = 25;
-const FAILED: u8 = 0x80;
+const COMMANDS: &str = "commands.bin";
+const JOURNAL: &str = "journal.bin";
+const LOCK: &str = "lock";
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 struct Manifest {
     format: String,
-    generation: u64,
+    /// Checkpoints taken; the journal follows the last one.
+    checkpoint: u64,
+    /// Heads in `commands.bin`, and the CRC-32 of those bytes.
+    commands: u64,
+    commands_crc: u32,
     /// `Precondition`'s text form, when the drive was conditioned.
     precondition: Option<String>,
-    /// Host commands of each serving session, in order.
-    sessions: Vec<u64>,
     /// The drive's full configuration (`ftlsim config show` form).
     config: String,
 }
 
-/// A state directory: where a drive is loaded from and saved to.
+/// A state directory, locked for this process.
 pub struct StateDir {
     dir: PathBuf,
+    lock: File,
     saved: Option<Manifest>,
+}
+
+/// How to attach a drive to its state directory.
+#[derive(Clone, Copy, Debug)]
+pub struct Attach {
+    /// Cut a damaged journal at the damage instead of refusing to load.
+    pub recover: bool,
+    /// Journal bytes between checkpoints.
+    pub checkpoint_bytes: u64,
+}
+
+impl Default for Attach {
+    fn default() -> Attach {
+        Attach { recover: false, checkpoint_bytes: 256 << 20 }
+    }
 }
 
 fn bad(file: &Path, reason: impl std::fmt::Display) -> Error {
@@ -62,29 +91,38 @@ fn bad(file: &Path, reason: impl std::fmt::Display) -> Error {
 }
 
 impl StateDir {
-    /// Opens `dir`; a directory without a saved state (or none at all) is
-    /// a new drive's, created at the first save.
+    /// Opens `dir` (created if missing) and locks it; a directory without
+    /// a saved state is a new drive's.
     pub fn open(dir: &Path) -> Result<StateDir> {
-        let path = dir.join(MANIFEST);
         if dir.exists() && !dir.is_dir() {
             return Err(bad(dir, "is not a directory"));
         }
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        let lock = lock(dir)?;
+        let path = dir.join(MANIFEST);
         let saved = match std::fs::read_to_string(&path) {
             Ok(text) => {
                 // The format first: another version's fields would only confuse.
                 let table: toml::Table = text.parse().map_err(|e: toml::de::Error| bad(&path, e.message()))?;
                 match table.get("format").and_then(toml::Value::as_str) {
                     Some(FORMAT) => {}
-                    Some(other) => return Err(bad(&path, format!("format '{other}' is not {FORMAT}"))),
+                    Some(other) => {
+                        return Err(bad(
+                            &path,
+                            format!(
+                                "format '{other}' is not {FORMAT}; serve it with the ftlsim that wrote it, or use a \
+                                 new --state directory"
+                            ),
+                        ));
+                    }
                     None => return Err(bad(&path, format!("no format = \"{FORMAT}\": not an ftlsim state"))),
                 }
-                let m: Manifest = toml::from_str(&text).map_err(|e| bad(&path, e.message()))?;
-                Some(m)
+                Some(toml::from_str::<Manifest>(&text).map_err(|e| bad(&path, e.message()))?)
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(Error::io(path, e)),
         };
-        Ok(StateDir { dir: dir.to_path_buf(), saved })
+        Ok(StateDir { dir: dir.to_path_buf(), lock, saved })
     }
 
     pub fn path(&self) -> &Path {
@@ -95,11 +133,64 @@ impl StateDir {
         self.saved.is_some()
     }
 
-    /// Rebuilds the saved drive in `sim`, a fresh simulation built from the
-    /// same configuration (refused, naming the first difference, if not).
-    /// Leaves it as a new session starts: time and counters at zero.
-    pub fn restore(&self, sim: &mut Simulation, progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
-        let Some(m) = &self.saved else { return Ok(()) };
+    /// Makes `sim` the directory's drive: a saved drive is rebuilt in it
+    /// (a fresh simulation of the same configuration, refused naming the
+    /// first difference if not); a new drive's first checkpoint is `sim`
+    /// as it is. Starts a serving session: time and counters at zero.
+    pub fn attach(self, sim: &mut Simulation, how: Attach, progress: &mut dyn FnMut(u64, u64)) -> Result<Durable> {
+        let page_bytes = sim.config().geometry.page_size as u64;
+        let bytes = sim.logical_sectors() * SECTOR_BYTES;
+        let pages = bytes.div_ceil(page_bytes);
+        let journal_path = self.dir.join(JOURNAL);
+        let mut d = match self.saved.clone() {
+            Some(m) => self.load(sim, m, how, progress)?,
+            None => {
+                let image = Image::create(&self.dir, bytes, page_bytes)?;
+                let commands = self.dir.join(COMMANDS);
+                File::create(&commands).and_then(|f| f.sync_all()).map_err(|e| Error::io(&commands, e))?;
+                let journal = Journal::create(&journal_path, 0).map_err(|e| Error::io(&journal_path, e))?;
+                let manifest = Manifest {
+                    format: FORMAT.into(),
+                    checkpoint: 0,
+                    commands: 0,
+                    commands_crc: 0,
+                    precondition: sim.preconditioned().map(|p| p.to_string()),
+                    config: sim.config().to_toml(),
+                };
+                write_manifest(&self.dir, &manifest)?;
+                self.durable(manifest, image, journal, vec![0; pages.div_ceil(64) as usize], page_bytes)
+            }
+        };
+        d.next_checkpoint = d.journal.bytes() + how.checkpoint_bytes;
+        d.checkpoint_bytes = how.checkpoint_bytes;
+        sim.restart_measurement()?;
+        d.journal.session();
+        Ok(d)
+    }
+
+    fn durable(self, manifest: Manifest, image: Image, journal: Journal, dirty: Vec<u64>, page_bytes: u64) -> Durable {
+        Durable {
+            dir: self.dir,
+            _lock: self.lock,
+            manifest,
+            image,
+            journal,
+            dirty,
+            page_bytes,
+            checkpoint_bytes: 0,
+            next_checkpoint: 0,
+            broken: None,
+            notices: Vec::new(),
+        }
+    }
+
+    fn load(
+        self,
+        sim: &mut Simulation,
+        m: Manifest,
+        how: Attach,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Durable> {
         let manifest = self.dir.join(MANIFEST);
         let here = sim.config().to_toml();
         if here != m.config {
@@ -115,203 +206,409 @@ impl StateDir {
         if let Some(p) = &m.precondition {
             sim.precondition(p.parse::<Precondition>().map_err(|e| bad(&manifest, e))?)?;
         }
-        let commands_path = self.file("commands", m.generation);
-        let image_path = self.file("image", m.generation);
-        let image = File::open(&image_path).map_err(|e| Error::io(&image_path, e))?;
-        let commands = File::open(&commands_path).map_err(|e| Error::io(&commands_path, e))?;
-        let total: u64 = m.sessions.iter().sum();
-        let len = commands.metadata().map_err(|e| Error::io(&commands_path, e))?.len();
-        if len != total * RECORD_BYTES as u64 {
+        let page_bytes = sim.config().geometry.page_size as u64;
+        let bytes = sim.logical_sectors() * SECTOR_BYTES;
+        let image = Image::open(&self.dir, bytes, page_bytes, m.checkpoint)?;
+        let mut replay = Replay { data: Vec::new(), out: Vec::new(), done: 0 };
+        let commands = self.dir.join(COMMANDS);
+        replay.commands(sim, &commands, &m, &image, progress)?;
+        let journal_path = self.dir.join(JOURNAL);
+        let mut notices = Vec::new();
+        let mut dirty = vec![0u64; bytes.div_ceil(page_bytes).div_ceil(64) as usize];
+        let journal = match journal_state(&journal_path, m.checkpoint, how.recover)? {
+            JournalState::Replay => {
+                let (scan, notice) = replay.journal(sim, &journal_path, &mut dirty, page_bytes, how.recover)?;
+                notices.extend(notice);
+                Journal::append(&journal_path, scan.valid_bytes).map_err(|e| Error::io(&journal_path, e))?
+            }
+            JournalState::Fresh(notice) => {
+                notices.push(notice);
+                Journal::create(&journal_path, m.checkpoint).map_err(|e| Error::io(&journal_path, e))?
+            }
+        };
+        let mut d = self.durable(m, image, journal, dirty, page_bytes);
+        d.notices = notices;
+        Ok(d)
+    }
+}
+
+/// Takes `DIR/lock`, or says which process holds it.
+fn lock(dir: &Path) -> Result<File> {
+    let path = dir.join(LOCK);
+    let mut f = File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| Error::io(&path, e))?;
+    // SAFETY: flock on an open descriptor has no memory effects.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::WouldBlock {
+            return Err(Error::io(&path, e));
+        }
+        let mut holder = String::new();
+        let _ = f.read_to_string(&mut holder);
+        let holder = match holder.trim() {
+            "" => "a process that has not written its pid yet".to_string(),
+            pid => format!("pid {pid}"),
+        };
+        return Err(bad(
+            dir,
+            format!(
+                "is in use by another ftlsim serve ({holder}, holding {}); stop it or use another --state",
+                path.display()
+            ),
+        ));
+    }
+    f.set_len(0)
+        .and_then(|_| f.write_all(std::process::id().to_string().as_bytes()))
+        .map_err(|e| Error::io(&path, e))?;
+    Ok(f)
+}
+
+enum JournalState {
+    Replay,
+    /// Start an empty journal, for this reason.
+    Fresh(String),
+}
+
+fn journal_state(path: &Path, checkpoint: u64, recover: bool) -> Result<JournalState> {
+    if !path.exists() {
+        if !recover {
             return Err(bad(
-                &commands_path,
-                format!("holds {len} bytes; {MANIFEST} lists {total} commands of {RECORD_BYTES} bytes"),
+                path,
+                "is missing: the commands since the last checkpoint are lost; `ftlsim serve --recover` serves the \
+                 drive as of that checkpoint",
             ));
         }
-        let mut reader = BufReader::with_capacity(1 << 20, commands);
-        let (mut data, mut out) = (Vec::new(), Vec::new());
+        return Ok(JournalState::Fresh(format!(
+            "--recover: {} was missing; serving the last checkpoint",
+            path.display()
+        )));
+    }
+    match journal::header(path) {
+        Ok(c) if c == checkpoint => Ok(JournalState::Replay),
+        // The server was killed after committing a checkpoint, before starting its new journal.
+        Ok(c) if c < checkpoint => Ok(JournalState::Fresh(format!(
+            "{} (after checkpoint {c}) is already in checkpoint {checkpoint}; starting a new journal",
+            path.display()
+        ))),
+        Ok(c) => Err(bad(path, format!("follows checkpoint {c}, but state.toml is at checkpoint {checkpoint}"))),
+        Err(e) if recover => Ok(JournalState::Fresh(format!("--recover: {e}; serving the last checkpoint"))),
+        Err(e) => Err(Error::config(
+            "--state",
+            format!("{e}; `ftlsim serve --recover` drops the journal and serves the last checkpoint"),
+        )),
+    }
+}
+
+/// Replays recorded commands into a simulation.
+struct Replay {
+    data: Vec<u8>,
+    out: Vec<u8>,
+    /// Commands replayed so far.
+    done: u64,
+}
+
+impl Replay {
+    /// `commands.bin`: each write with the image's contents.
+    fn commands(
+        &mut self,
+        sim: &mut Simulation,
+        path: &Path,
+        m: &Manifest,
+        image: &Image,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<()> {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        let want = m.commands * HEAD_BYTES as u64;
+        // Longer: an interrupted checkpoint appended to it; the rest is ignored.
+        if len < want {
+            return Err(bad(
+                path,
+                format!("holds {len} bytes; {MANIFEST} lists {} commands of {HEAD_BYTES} bytes", m.commands),
+            ));
+        }
+        let mut reader = BufReader::with_capacity(1 << 20, file);
+        let mut crc = crc32fast::Hasher::new();
+        let mut rec = [0u8; HEAD_BYTES];
+        for _ in 0..m.commands {
+            reader.read_exact(&mut rec).map_err(|e| Error::io(path, e))?;
+            crc.update(&rec);
+        }
+        if crc.finalize() != m.commands_crc {
+            return Err(bad(
+                path,
+                format!(
+                    "its first {} commands do not match their checksum in {MANIFEST}: the file is damaged; the \
+                     drive cannot be rebuilt without it (restore the directory from a backup, or use a new --state)",
+                    m.commands
+                ),
+            ));
+        }
+        reader.seek(SeekFrom::Start(0)).map_err(|e| Error::io(path, e))?;
+        for index in 0..m.commands {
+            reader.read_exact(&mut rec).map_err(|e| Error::io(path, e))?;
+            let entry = match journal::decode_head(&rec) {
+                Err(why) => return Err(bad(path, format!("record {index}: {why}"))),
+                Ok(None) => Entry::Session,
+                Ok(Some((cmd, flags))) => Entry::Command { cmd, failed: flags & FAILED != 0, data: None },
+            };
+            self.apply(sim, path, index, entry, Some(image))?;
+            if index % (1 << 16) == 0 {
+                progress(index, m.commands);
+            }
+        }
+        progress(m.commands, m.commands);
+        Ok(())
+    }
+
+    /// The journal, up to its end or its first bad record (dropped with a
+    /// notice when torn, or when damaged and `recover`; else an error).
+    fn journal(
+        &mut self,
+        sim: &mut Simulation,
+        path: &Path,
+        dirty: &mut [u64],
+        page_bytes: u64,
+        recover: bool,
+    ) -> Result<(journal::Scan, Option<String>)> {
         let mut index = 0u64;
-        for &count in &m.sessions {
-            sim.restart_measurement()?;
-            for _ in 0..count {
-                let mut rec = [0u8; RECORD_BYTES];
-                reader.read_exact(&mut rec).map_err(|e| Error::io(&commands_path, e))?;
-                let (cmd, failed) = decode(&rec).ok_or_else(|| {
-                    bad(&commands_path, format!("record {index}: unknown operation code {:#x}", rec[0]))
-                })?;
-                // Checked before any buffer is sized by it: a damaged record must not allocate wildly.
-                if cmd.start.0.checked_add(cmd.sectors).is_none_or(|end| end > sim.logical_sectors()) {
-                    return Err(bad(
-                        &commands_path,
-                        format!(
-                            "record {index}: sectors {}+{} lie beyond the drive's {}",
-                            cmd.start.0,
-                            cmd.sectors,
-                            sim.logical_sectors()
-                        ),
-                    ));
-                }
-                let bytes = (cmd.sectors * SECTOR_BYTES) as usize;
-                let result = match cmd.op {
-                    Op::Write => {
-                        data.resize(bytes, 0);
-                        image
-                            .read_exact_at(&mut data, cmd.start.0 * SECTOR_BYTES)
-                            .map_err(|e| Error::io(&image_path, e))?;
-                        sim.submit(&cmd, cmd.time, Some(&data), None)
-                    }
-                    Op::Read => {
-                        out.resize(bytes, 0);
-                        sim.submit(&cmd, cmd.time, None, Some(&mut out))
-                    }
-                    Op::Trim | Op::Flush => sim.submit(&cmd, cmd.time, None, None),
-                };
-                if result.is_err() != failed {
-                    let what = result.err().map_or("succeeded".to_string(), |e| format!("failed: {e}"));
-                    return Err(bad(
-                        &commands_path,
-                        format!(
-                            "replay diverged at command {index} ({:?} of sector {}): it {what}",
-                            cmd.op, cmd.start.0
-                        ),
-                    ));
-                }
-                index += 1;
-                if index % (1 << 16) == 0 {
-                    progress(index, total);
+        let scan = journal::scan(path, &mut |entry| {
+            if let Entry::Command { cmd, .. } = &entry {
+                if matches!(cmd.op, Op::Write | Op::Trim) {
+                    mark(dirty, page_bytes, cmd);
                 }
             }
-        }
-        progress(index, total);
-        sim.restart_measurement()?;
-        Ok(())
-    }
-
-    /// Starts logging this session's commands (beside the saved state).
-    pub fn session_log(&self) -> Result<SessionLog> {
-        std::fs::create_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
-        let path = self.dir.join("session.bin.partial");
-        let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
-        Ok(SessionLog { path, out: Some(BufWriter::with_capacity(1 << 20, file)), commands: 0, error: None })
-    }
-
-    /// Saves `sim` as the state after this session (`log`), as a new
-    /// generation.
-    pub fn save(&self, sim: &Simulation, mut log: SessionLog) -> Result<()> {
-        if let Some(e) = log.error.take() {
-            return Err(Error::io(&log.path, e));
-        }
-        let mut out = log.out.take().expect("session log open");
-        out.flush().map_err(|e| Error::io(&log.path, e))?;
-        drop(out);
-        // Re-read: a second server on the same directory must not be overwritten unnoticed.
-        let current = StateDir::open(&self.dir)?;
-        let previous_generation = self.saved.as_ref().map(|m| m.generation);
-        if current.saved.as_ref().map(|m| m.generation) != previous_generation {
-            return Err(bad(&self.dir.join(MANIFEST), "was saved by another server meanwhile; not overwritten"));
-        }
-        let generation = previous_generation.map_or(0, |g| g + 1);
-        let commands = self.file("commands", generation);
-        match previous_generation {
-            Some(g) => {
-                std::fs::copy(self.file("commands", g), &commands).map_err(|e| Error::io(&commands, e))?;
+            self.apply(sim, path, index, entry, None)?;
+            index += 1;
+            Ok(())
+        })?;
+        let notice = match &scan.tail {
+            Tail::Clean => None,
+            Tail::Torn { offset, bytes } => Some(format!(
+                "{}: dropped an incomplete last record ({bytes} bytes at byte {offset}): the server was stopped while \
+                 writing it, before any FLUSH acknowledged it",
+                path.display()
+            )),
+            Tail::Damaged { record, offset, reason, later, bytes } if recover => Some(format!(
+                "--recover: {}: record {record} at byte {offset} is damaged ({reason}); dropped it and the {later} \
+                 command(s) after it ({bytes} bytes); the drive is as it was after the {record} command(s) before it",
+                path.display()
+            )),
+            Tail::Damaged { record, offset, reason, later, .. } => {
+                return Err(bad(
+                    path,
+                    format!(
+                        "record {record} at byte {offset} is damaged ({reason}); `ftlsim serve --recover` cuts the \
+                         journal there, dropping it and the {later} command(s) after it"
+                    ),
+                ));
             }
-            None => {
-                File::create(&commands).map_err(|e| Error::io(&commands, e))?;
-            }
-        }
-        let mut w = std::fs::OpenOptions::new().append(true).open(&commands).map_err(|e| Error::io(&commands, e))?;
-        std::io::copy(&mut File::open(&log.path).map_err(|e| Error::io(&log.path, e))?, &mut w)
-            .map_err(|e| Error::io(&commands, e))?;
-        w.sync_all().map_err(|e| Error::io(&commands, e))?;
-        let image = self.file("image", generation);
-        write_image(sim, &image)?;
-        let mut sessions = self.saved.as_ref().map_or_else(Vec::new, |m| m.sessions.clone());
-        sessions.push(log.commands);
-        let manifest = Manifest {
-            format: FORMAT.into(),
-            generation,
-            precondition: sim.preconditioned().map(|p| p.to_string()),
-            sessions,
-            config: sim.config().to_toml(),
         };
-        let text = toml::to_string(&manifest).expect("manifest serializes");
-        let tmp = self.dir.join("state.toml.partial");
-        std::fs::write(&tmp, text).map_err(|e| Error::io(&tmp, e))?;
-        File::open(&tmp).and_then(|f| f.sync_all()).map_err(|e| Error::io(&tmp, e))?;
-        let path = self.dir.join(MANIFEST);
-        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
-        if let Some(g) = previous_generation {
-            let _ = std::fs::remove_file(self.file("commands", g));
-            let _ = std::fs::remove_file(self.file("image", g));
+        Ok((scan, notice))
+    }
+
+    /// One recorded entry; a write's data is `entry`'s, else the image's
+    /// (checkpointed commands), else zeros.
+    fn apply(
+        &mut self,
+        sim: &mut Simulation,
+        path: &Path,
+        index: u64,
+        entry: Entry,
+        image: Option<&Image>,
+    ) -> Result<()> {
+        let (cmd, failed, data) = match entry {
+            Entry::Session => return sim.restart_measurement(),
+            Entry::Command { cmd, failed, data } => (cmd, failed, data),
+        };
+        // Checked before any buffer is sized by it: a damaged record must not allocate wildly.
+        if cmd.start.0.checked_add(cmd.sectors).is_none_or(|end| end > sim.logical_sectors()) {
+            return Err(bad(
+                path,
+                format!(
+                    "record {index}: sectors {}+{} lie beyond the drive's {}",
+                    cmd.start.0,
+                    cmd.sectors,
+                    sim.logical_sectors()
+                ),
+            ));
         }
-        let _ = std::fs::remove_file(&log.path);
+        let bytes = (cmd.sectors * SECTOR_BYTES) as usize;
+        let result = match cmd.op {
+            Op::Write => {
+                let data = match (data, image) {
+                    (Some(d), _) => d,
+                    (None, Some(image)) => {
+                        self.data.resize(bytes, 0);
+                        image.read_at(&mut self.data, cmd.start.0 * SECTOR_BYTES)?;
+                        &self.data
+                    }
+                    (None, None) => {
+                        self.data.clear();
+                        self.data.resize(bytes, 0);
+                        &self.data
+                    }
+                };
+                sim.submit(&cmd, cmd.time, Some(data), None)
+            }
+            Op::Read => {
+                self.out.resize(bytes, 0);
+                sim.submit(&cmd, cmd.time, None, Some(&mut self.out))
+            }
+            Op::Trim | Op::Flush => sim.submit(&cmd, cmd.time, None, None),
+        };
+        if result.is_err() != failed {
+            let what = result.err().map_or("succeeded".to_string(), |e| format!("failed: {e}"));
+            return Err(bad(
+                path,
+                format!("replay diverged at record {index} ({:?} of sector {}): it {what}", cmd.op, cmd.start.0),
+            ));
+        }
+        self.done += 1;
+        Ok(())
+    }
+}
+
+/// Marks the pages `cmd` changes as changed since the checkpoint.
+fn mark(dirty: &mut [u64], page_bytes: u64, cmd: &HostCmd) {
+    let spp = page_bytes / SECTOR_BYTES;
+    for p in cmd.start.0 / spp..(cmd.start.0 + cmd.sectors).div_ceil(spp) {
+        dirty[(p / 64) as usize] |= 1 << (p % 64);
+    }
+}
+
+fn write_manifest(dir: &Path, m: &Manifest) -> Result<()> {
+    let text = toml::to_string(m).expect("manifest serializes");
+    let tmp = dir.join("state.toml.partial");
+    let path = dir.join(MANIFEST);
+    File::create(&tmp)
+        .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|_| f.sync_all()))
+        .map_err(|e| Error::io(&tmp, e))?;
+    std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+    journal::sync_dir(&path).map_err(|e| Error::io(dir, e))
+}
+
+/// A drive attached to its state directory: journals every command,
+/// syncs on FLUSH, checkpoints.
+pub struct Durable {
+    dir: PathBuf,
+    /// Held while the drive is served: the directory's lock.
+    _lock: File,
+    manifest: Manifest,
+    image: Image,
+    journal: Journal,
+    /// One bit per logical page changed since the checkpoint.
+    dirty: Vec<u64>,
+    page_bytes: u64,
+    checkpoint_bytes: u64,
+    /// Journal size at which the next checkpoint is due.
+    next_checkpoint: u64,
+    /// Why nothing more can be made durable (a checkpoint failed halfway).
+    broken: Option<String>,
+    notices: Vec<String>,
+}
+
+impl Durable {
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// What loading dropped or repaired, one line each.
+    pub fn notices(&self) -> &[String] {
+        &self.notices
+    }
+
+    /// Journals a command as it was submitted.
+    pub fn record(&mut self, cmd: &HostCmd, failed: bool, data: Option<&[u8]>) {
+        self.journal.command(cmd, failed, data);
+        if matches!(cmd.op, Op::Write | Op::Trim) {
+            mark(&mut self.dirty, self.page_bytes, cmd);
+        }
+    }
+
+    /// Makes everything journalled so far durable (FLUSH, FUA).
+    pub fn sync(&mut self) -> Result<()> {
+        if let Some(why) = &self.broken {
+            return Err(Error::io(self.journal.path(), std::io::Error::other(why.clone())));
+        }
+        self.journal.sync().map_err(|e| Error::io(self.journal.path(), e))
+    }
+
+    /// Whether the journal has grown by `--checkpoint-mib` since the last checkpoint.
+    pub fn checkpoint_due(&self) -> bool {
+        self.journal.bytes() >= self.next_checkpoint
+    }
+
+    /// Takes a checkpoint of `sim`, which must be the drive every journalled
+    /// command went to.
+    pub fn checkpoint(&mut self, sim: &Simulation) -> Result<()> {
+        self.sync()?;
+        let mut next = self.manifest.clone();
+        next.checkpoint += 1;
+        let (added, crc) = self.append_commands()?;
+        next.commands += added;
+        next.commands_crc = crc;
+        let lpns: Vec<u64> = (0..self.dirty.len() as u64 * 64)
+            .filter(|&p| self.dirty[(p / 64) as usize] & (1 << (p % 64)) != 0)
+            .collect();
+        let contents = |lpn: u64| sim.page_contents(lpn as u32).filter(|d| d.iter().any(|&b| b != 0));
+        self.image.update(&self.dir, next.checkpoint, &lpns, &contents)?;
+        write_manifest(&self.dir, &next)?;
+        self.manifest = next;
+        let path = self.dir.join(JOURNAL);
+        match Journal::create(&path, self.manifest.checkpoint) {
+            Ok(j) => self.journal = j,
+            Err(e) => {
+                // The old journal is in the checkpoint now: appending to it would be lost.
+                let why = format!("starting the journal after checkpoint {} failed: {e}", self.manifest.checkpoint);
+                self.broken = Some(why.clone());
+                return Err(Error::io(path, std::io::Error::other(why)));
+            }
+        }
+        self.image.committed(&self.dir);
+        self.dirty.fill(0);
+        self.next_checkpoint = self.journal.bytes() + self.checkpoint_bytes;
         Ok(())
     }
 
-    fn file(&self, what: &str, generation: u64) -> PathBuf {
-        self.dir.join(format!("{what}-{generation}.bin"))
-    }
-}
-
-/// The host commands of the session being served, as they are submitted.
-pub struct SessionLog {
-    path: PathBuf,
-    out: Option<BufWriter<File>>,
-    commands: u64,
-    error: Option<std::io::Error>,
-}
-
-impl SessionLog {
-    pub fn push(&mut self, cmd: &HostCmd, failed: bool) {
-        if let Some(out) = &mut self.out {
-            if let Err(e) = out.write_all(&encode(cmd, failed)) {
-                self.error.get_or_insert(e);
+    /// Appends the journal's heads to `commands.bin` (after the
+    /// checkpointed ones: whatever an interrupted checkpoint left is cut);
+    /// returns how many and the CRC of the whole.
+    fn append_commands(&mut self) -> Result<(u64, u32)> {
+        let path = self.dir.join(COMMANDS);
+        let io = |e| Error::io(&path, e);
+        let mut file = File::options().write(true).open(&path).map_err(io)?;
+        file.set_len(self.manifest.commands * HEAD_BYTES as u64).map_err(io)?;
+        file.seek(SeekFrom::End(0)).map_err(io)?;
+        let mut out = BufWriter::with_capacity(1 << 20, file);
+        let mut crc = crc32fast::Hasher::new_with_initial(self.manifest.commands_crc);
+        let (mut added, mut write_error) = (0u64, None);
+        let scan = journal::scan(self.journal.path(), &mut |entry| {
+            let head = match entry {
+                Entry::Session => journal::session_head(),
+                Entry::Command { cmd, failed, .. } => journal::encode_head(&cmd, if failed { FAILED } else { 0 }),
+            };
+            if let Err(e) = out.write_all(&head) {
+                write_error.get_or_insert(e);
             }
-            self.commands += 1;
+            crc.update(&head);
+            added += 1;
+            Ok(())
+        })?;
+        if let Some(e) = write_error {
+            return Err(io(e));
         }
-    }
-}
-
-fn op_code(op: Op) -> u8 {
-    match op {
-        Op::Read => 0,
-        Op::Write => 1,
-        Op::Trim => 2,
-        Op::Flush => 3,
-    }
-}
-
-fn encode(cmd: &HostCmd, failed: bool) -> [u8; RECORD_BYTES] {
-    let mut r = [0u8; RECORD_BYTES];
-    r[0] = op_code(cmd.op) | if failed { FAILED } else { 0 };
-    r[1..9].copy_from_slice(&cmd.time.0.to_le_bytes());
-    r[9..17].copy_from_slice(&cmd.start.0.to_le_bytes());
-    r[17..25].copy_from_slice(&cmd.sectors.to_le_bytes());
-    r
-}
-
-fn decode(r: &[u8; RECORD_BYTES]) -> Option<(HostCmd, bool)> {
-    let op = [Op::Read, Op::Write, Op::Trim, Op::Flush].into_iter().find(|&op| op_code(op) == r[0] & !FAILED)?;
-    let u = |i: usize| u64::from_le_bytes(r[i..i + 8].try_into().expect("8 bytes"));
-    Some((
-        HostCmd { time: SimTime(u(1)), op, start: Sector(u(9)), sectors: u(17), continued: false },
-        r[0] & FAILED != 0,
-    ))
-}
-
-/// The logical contents of `sim` as a sparse file: pages that read as
-/// zeros are holes.
-fn write_image(sim: &Simulation, path: &Path) -> Result<()> {
-    let file = File::create(path).map_err(|e| Error::io(path, e))?;
-    let page = sim.config().geometry.page_size as u64;
-    let pages = sim.logical_sectors() * SECTOR_BYTES / page;
-    for lpn in 0..pages {
-        if let Some(data) = sim.page_contents(lpn as u32).filter(|d| d.iter().any(|&b| b != 0)) {
-            file.write_all_at(&data, lpn * page).map_err(|e| Error::io(path, e))?;
+        if scan.tail != Tail::Clean {
+            return Err(bad(self.journal.path(), format!("changed while being checkpointed: {:?}", scan.tail)));
         }
+        out.into_inner().map_err(|e| io(e.into_error()))?.sync_all().map_err(io)?;
+        Ok((added, crc.finalize()))
     }
-    file.set_len(sim.logical_sectors() * SECTOR_BYTES).map_err(|e| Error::io(path, e))?;
-    file.sync_all().map_err(|e| Error::io(path, e))
 }
 
 /// The first key whose value differs between two configurations' TOML.
@@ -353,19 +650,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn records_round_trip() {
-        let cmd =
-            HostCmd { time: SimTime(u64::MAX - 3), op: Op::Trim, start: Sector(1 << 40), sectors: 7, continued: false };
-        assert_eq!(decode(&encode(&cmd, true)), Some((cmd, true)));
-        let mut r = encode(&cmd, false);
-        r[0] = 9;
-        assert_eq!(decode(&r), None);
-    }
-
-    #[test]
     fn names_the_first_differing_key() {
         let a = "name = \"x\"\n[geometry]\nchannels = 4\n";
         let b = "name = \"x\"\n[geometry]\nchannels = 8\n";
         assert_eq!(config_difference(a, b), "geometry.channels is 4 there, 8 here");
+    }
+
+    #[test]
+    fn marks_every_page_a_command_touches() {
+        let mut dirty = vec![0u64; 2];
+        let cmd = |start, sectors| HostCmd {
+            time: ftlsim::units::SimTime(0),
+            op: Op::Write,
+            start: ftlsim::units::Sector(start),
+            sectors,
+            continued: false,
+        };
+        mark(&mut dirty, 2048, &cmd(3, 2));
+        mark(&mut dirty, 2048, &cmd(250, 12));
+        assert_eq!(dirty, vec![0b11 | 1 << 62 | 1 << 63, 0b11]);
     }
 }

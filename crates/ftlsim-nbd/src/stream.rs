@@ -52,6 +52,13 @@ impl Stream {
             Stream::Unix(s) => s.set_read_timeout(t),
         }
     }
+
+    pub fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_write_timeout(t),
+            Stream::Unix(s) => s.set_write_timeout(t),
+        }
+    }
 }
 
 impl Read for Stream {

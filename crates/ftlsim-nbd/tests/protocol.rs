@@ -4,7 +4,7 @@
 
 use ftlsim::{Config, Report, Simulation};
 use ftlsim_nbd::proto::*;
-use ftlsim_nbd::{Control, Listen, Pace, ServeOptions, Server, StateDir};
+use ftlsim_nbd::{Attach, Control, Listen, Pace, ServeOptions, Server, StateDir};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -44,15 +44,13 @@ fn start_with_state(sets: &[&str], f: impl FnOnce(&mut ServeOptions), state: Opt
     let mut o: Vec<String> = vec!["nand.store_payloads=true".into(), "geometry.blocks_per_plane=64".into()];
     o.extend(sets.iter().map(|s| s.to_string()));
     let mut sim = Simulation::new(Config::load("k9lag08u0m-4ch", &o).unwrap()).unwrap();
-    let state = state.map(|p| StateDir::open(p).unwrap());
-    if let Some(s) = &state {
-        s.restore(&mut sim, &mut |_, _| {}).unwrap();
-    }
+    let durable =
+        state.map(|p| StateDir::open(p).unwrap().attach(&mut sim, Attach::default(), &mut |_, _| {}).unwrap());
     let mut opts = ServeOptions::new(Listen::Tcp("127.0.0.1:0".into()));
     f(&mut opts);
     let mut server = Server::bind(sim, opts).unwrap();
-    if let Some(s) = state {
-        server = server.save_to(s).unwrap();
+    if let Some(d) = durable {
+        server = server.durable(d);
     }
     let addr = server.url().trim_start_matches("nbd://").to_string();
     let control = Control::default();
@@ -479,6 +477,66 @@ mod bad_input {
             assert_eq!(read(&mut s, 0, 512), vec![3; 512]);
             return;
         }
+    }
+    #[test]
+    fn idle_handshakes_hold_no_slot_and_meet_a_deadline() {
+        let srv = start(&[], |o| {
+            o.max_connections = 2;
+            o.handshake_timeout = Duration::from_millis(800);
+        });
+        // Eight clients connect and say nothing; one greets and stalls.
+        let mut idle: Vec<TcpStream> = (0..8).map(|_| connect(&srv.addr)).collect();
+        let mut stalled = connect(&srv.addr);
+        greet(&mut stalled);
+        // Real clients still get both slots.
+        let (mut a, _) = open(&srv.addr);
+        let mut b = ftlsim_nbd::client::Client::connect_tcp(&srv.addr).unwrap();
+        b.write(0, &[9; 4096], false).unwrap();
+        assert_eq!(read(&mut a, 0, 4096), vec![9; 4096]);
+        // A third is refused: the slots are the two real clients'.
+        let mut third = connect(&srv.addr);
+        greet(&mut third);
+        send_option(&mut third, OPT_GO, &info_data("", &[]));
+        let (kind, msg) = option_reply(&mut third, OPT_GO);
+        assert_eq!(kind, REP_ERR_SHUTDOWN, "{}", String::from_utf8_lossy(&msg));
+        // Past the deadline the server has closed the silent ones.
+        let started = Instant::now();
+        for s in idle.iter_mut().chain([&mut stalled]) {
+            let mut greeting = [0u8; 18];
+            let _ = s.read_exact(&mut greeting);
+            assert!(closed(s), "an idle handshake is still open");
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+        drop(third);
+        b.flush().unwrap();
+    }
+
+    #[test]
+    fn stale_unix_socket_is_removed_and_a_live_one_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("nbd.sock");
+        let sim = || {
+            let o = ["nand.store_payloads=true".into(), "geometry.blocks_per_plane=64".into()];
+            Simulation::new(Config::load("k9lag08u0m-4ch", &o).unwrap()).unwrap()
+        };
+        // A killed server's socket file: nothing listens on it.
+        drop(std::os::unix::net::UnixListener::bind(&sock).unwrap());
+        assert!(sock.exists());
+        let server = Server::bind(sim(), ServeOptions::new(Listen::Unix(sock.clone()))).unwrap();
+        let e = Server::bind(sim(), ServeOptions::new(Listen::Unix(sock.clone()))).err().unwrap().to_string();
+        assert!(e.contains("nbd.sock") && e.contains("a server is listening there already"), "{e}");
+        let control = Control::default();
+        let c = control.clone();
+        let t = std::thread::spawn(move || server.run(&c).unwrap());
+        let mut client = ftlsim_nbd::client::Client::connect_unix(&sock).unwrap();
+        client.write(4096, &[5; 4096], true).unwrap();
+        assert_eq!(client.read(4096, 4096).unwrap(), vec![5; 4096]);
+        client.disconnect().unwrap();
+        control.stop.store(true, Ordering::Relaxed);
+        t.join().unwrap();
+        std::fs::write(&sock, "not a socket").unwrap();
+        let e = Server::bind(sim(), ServeOptions::new(Listen::Unix(sock.clone()))).err().unwrap().to_string();
+        assert!(e.contains("exists and is not a socket"), "{e}");
     }
 }
 

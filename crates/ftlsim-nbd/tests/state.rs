@@ -5,7 +5,8 @@
 use ftlsim::report::Metrics;
 use ftlsim::{Config, Simulation};
 use ftlsim_nbd::drive::{Command, Drive};
-use ftlsim_nbd::{Pace, StateDir};
+use ftlsim_nbd::{Attach, Durable, Pace, StateDir};
+use std::path::Path;
 
 const SECTOR: u64 = 512;
 
@@ -66,42 +67,54 @@ fn fingerprint(d: &Drive) -> (Vec<u8>, Vec<u32>, String) {
     (data, sim.device().array.erase_counts().to_vec(), serde_json::to_string(&report).unwrap())
 }
 
+/// The drive in `path` after two sessions (seeds 1 and 2) on a drive
+/// preconditioned with `precondition`: the first shut down cleanly, the
+/// second checkpointing every `checkpoint_bytes` and then killed.
+fn two_sessions(path: &Path, ftl: &str, extra: &[&str], precondition: Option<&str>, checkpoint_bytes: u64) {
+    let commands = 3000;
+    for seed in [1, 2] {
+        let state = StateDir::open(path).unwrap();
+        assert_eq!(state.is_saved(), seed > 1);
+        let mut s = sim(ftl, extra);
+        if let (Some(p), false) = (precondition, state.is_saved()) {
+            s.precondition(p.parse().unwrap()).unwrap();
+        }
+        let how = Attach { recover: false, checkpoint_bytes: if seed == 1 { 256 << 20 } else { checkpoint_bytes } };
+        let durable = state.attach(&mut s, how, &mut |_, _| {}).unwrap();
+        let mut d = Drive::new(s, Pace::None, None).unwrap();
+        d.make_durable(durable);
+        let span = d.size_bytes();
+        drive_on(&mut d, seed, commands, span);
+        if seed == 1 {
+            d.checkpoint_and_detach().unwrap();
+        }
+        // Seed 2: dropped without a checkpoint, as a killed server leaves it.
+    }
+}
+
 fn save_load_continue(ftl: &str, extra: &[&str], precondition: Option<&str>) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("drive");
-    let commands = 3000;
-    // Two saved sessions, so a load replays more than one.
-    for seed in [1, 2] {
-        let state = StateDir::open(&path).unwrap();
-        assert_eq!(state.is_saved(), seed > 1);
-        let mut s = sim(ftl, extra);
-        match precondition {
-            Some(p) if !state.is_saved() => s.precondition(p.parse().unwrap()).unwrap(),
-            _ => state.restore(&mut s, &mut |_, _| {}).unwrap(),
-        }
-        let mut d = Drive::new(s, Pace::None, None).unwrap();
-        d.log_commands(state.session_log().unwrap());
-        let span = d.size_bytes();
-        drive_on(&mut d, seed, commands, span);
-        let log = d.take_command_log().unwrap();
-        state.save(d.simulation(), log).unwrap();
-    }
+    // Checkpoints in the middle of the second session too.
+    two_sessions(&path, ftl, extra, precondition, 256 << 10);
+    let manifest: toml::Table = std::fs::read_to_string(path.join("state.toml")).unwrap().parse().unwrap();
+    let checkpoints = manifest["checkpoint"].as_integer().unwrap();
+    assert!(checkpoints >= 3, "{ftl}: {checkpoints} checkpoints; some should be in the second session");
     // The original, never saved: the same two sessions in one process.
     let mut s = sim(ftl, extra);
     if let Some(p) = precondition {
         s.precondition(p.parse().unwrap()).unwrap();
     }
     for seed in [1, 2] {
+        s.restart_measurement().unwrap();
         let mut d = Drive::new(s, Pace::None, None).unwrap();
         let span = d.size_bytes();
-        drive_on(&mut d, seed, commands, span);
+        drive_on(&mut d, seed, 3000, span);
         s = d.into_simulation();
-        s.restart_measurement().unwrap();
     }
+    s.restart_measurement().unwrap();
     let mut original = Drive::new(s, Pace::None, None).unwrap();
-    let mut loaded_sim = sim(ftl, extra);
-    StateDir::open(&path).unwrap().restore(&mut loaded_sim, &mut |_, _| {}).unwrap();
-    let mut loaded = Drive::new(loaded_sim, Pace::None, None).unwrap();
+    let mut loaded = load(&path, ftl, extra);
     let (data, wear, _) = fingerprint(&original);
     assert!(wear.iter().any(|&e| e > 0), "{ftl}: the sessions should have run GC or merges");
     assert!(data.iter().any(|&b| b != 0));
@@ -110,11 +123,18 @@ fn save_load_continue(ftl: &str, extra: &[&str], precondition: Option<&str>) {
     // blocks, victims) was the same too.
     for d in [&mut original, &mut loaded] {
         let span = d.size_bytes();
-        drive_on(d, 3, commands, span);
+        drive_on(d, 3, 3000, span);
     }
     let (a, b) = (fingerprint(&original), fingerprint(&loaded));
     assert!(a.0 == b.0 && a.1 == b.1, "{ftl}: data or wear differ after more commands");
     assert_eq!(a.2, b.2, "{ftl}: reports differ after more commands");
+}
+
+/// The drive saved in `path`, loaded (and its directory released).
+fn load(path: &Path, ftl: &str, extra: &[&str]) -> Drive {
+    let mut s = sim(ftl, extra);
+    drop(StateDir::open(path).unwrap().attach(&mut s, Attach::default(), &mut |_, _| {}).unwrap());
+    Drive::new(s, Pace::None, None).unwrap()
 }
 
 #[test]
@@ -157,59 +177,171 @@ fn fast_immediate_trim() {
     save_load_continue("fast", &["ftl.trim_mode=immediate"], None);
 }
 
-fn saved_drive(path: &std::path::Path) {
-    let state = StateDir::open(path).unwrap();
-    let mut d = Drive::new(sim("page", &[]), Pace::None, None).unwrap();
-    d.log_commands(state.session_log().unwrap());
+/// A page-FTL drive with one checkpoint (after seed 5) and a journal of
+/// seed 6 after it, left as a killed server leaves it.
+fn saved_drive() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let state = StateDir::open(dir.path()).unwrap();
+    let mut s = sim("page", &[]);
+    let durable = state.attach(&mut s, Attach::default(), &mut |_, _| {}).unwrap();
+    let mut d = Drive::new(s, Pace::None, None).unwrap();
+    d.make_durable(durable);
     drive_on(&mut d, 5, 200, 8 << 20);
-    let log = d.take_command_log().unwrap();
-    state.save(d.simulation(), log).unwrap();
+    let durable = d.checkpoint_and_detach().unwrap().unwrap();
+    d.make_durable(durable);
+    drive_on(&mut d, 6, 200, 8 << 20);
+    dir
 }
 
-fn restore_error(path: &std::path::Path, s: &mut Simulation) -> String {
-    StateDir::open(path).and_then(|st| st.restore(s, &mut |_, _| {})).unwrap_err().to_string()
+fn attach(path: &Path, s: &mut Simulation, recover: bool) -> ftlsim::Result<Durable> {
+    StateDir::open(path)?.attach(s, Attach { recover, ..Attach::default() }, &mut |_, _| {})
+}
+
+fn load_error(path: &Path, s: &mut Simulation) -> String {
+    attach(path, s, false).err().expect("refused").to_string()
+}
+
+fn contents(s: &Simulation) -> Vec<u8> {
+    let page = s.config().geometry.page_size as usize;
+    (0..(8u64 << 20) / page as u64)
+        .flat_map(|lpn| s.page_contents(lpn as u32).map_or(vec![0; page], |c| c.into_owned()))
+        .collect()
 }
 
 #[test]
 fn refuses_another_drive_naming_the_difference() {
-    let dir = tempfile::tempdir().unwrap();
-    saved_drive(dir.path());
-    let e = restore_error(dir.path(), &mut sim("page", &["geometry.blocks_per_plane=64"]));
+    let dir = saved_drive();
+    let e = load_error(dir.path(), &mut sim("page", &["geometry.blocks_per_plane=64"]));
     assert!(e.contains("geometry.blocks_per_plane is 48 there, 64 here"), "{e}");
     assert!(e.contains("state.toml"), "{e}");
-    let e = restore_error(dir.path(), &mut sim("fast", &[]));
+    let e = load_error(dir.path(), &mut sim("fast", &[]));
     assert!(e.contains("ftl.name is \"page\" there, \"fast\" here"), "{e}");
 }
 
 #[test]
-fn damaged_states_are_clear_errors() {
+fn a_torn_journal_tail_is_dropped_with_a_notice() {
+    let dir = saved_drive();
+    let mut whole = sim("page", &[]);
+    drop(attach(dir.path(), &mut whole, false).unwrap());
+    let journal = dir.path().join("journal.bin");
+    // Killed while writing a record: its length says more than follows.
+    let mut bytes = std::fs::read(&journal).unwrap();
+    bytes.extend_from_slice(&(25u32 + 4096).to_le_bytes());
+    bytes.extend_from_slice(&[7; 100]);
+    std::fs::write(&journal, &bytes).unwrap();
+    let mut s = sim("page", &[]);
+    let d = attach(dir.path(), &mut s, false).unwrap();
+    assert_eq!(d.notices().len(), 1, "{:?}", d.notices());
+    assert!(d.notices()[0].contains("dropped an incomplete last record (104 bytes"), "{:?}", d.notices());
+    assert!(contents(&s) == contents(&whole));
+}
+
+#[test]
+fn a_damaged_journal_is_refused_and_recover_cuts_it() {
+    let dir = saved_drive();
+    let journal = dir.path().join("journal.bin");
+    let good = std::fs::read(&journal).unwrap();
+    // Walk to record 40 by the records' lengths.
+    let mut at = 16usize;
+    for _ in 0..40 {
+        at += 8 + u32::from_le_bytes(good[at..at + 4].try_into().unwrap()) as usize;
+    }
+    let mut bad = good.clone();
+    bad[at + 8 + 3] ^= 0x10;
+    std::fs::write(&journal, &bad).unwrap();
+    let e = load_error(dir.path(), &mut sim("page", &[]));
+    assert!(
+        e.contains("journal.bin") && e.contains(&format!("record 40 at byte {at} is damaged (checksum mismatch)")),
+        "{e}"
+    );
+    assert!(e.contains("--recover"), "{e}");
+    // What --recover serves: the drive after the 40 records before the damage.
+    let mut s = sim("page", &[]);
+    let d = attach(dir.path(), &mut s, true).unwrap();
+    let n = &d.notices()[0];
+    assert!(
+        n.contains("--recover") && n.contains(&format!("record 40 at byte {at}")) && n.contains("command(s) after it"),
+        "{n}"
+    );
+    drop(d);
+    // The journal was cut: it loads as is now, and the same.
+    let mut again = sim("page", &[]);
+    let d = attach(dir.path(), &mut again, false).unwrap();
+    assert!(d.notices().is_empty(), "{:?}", d.notices());
+    assert!(contents(&again) == contents(&s));
+    drop(d);
+    std::fs::write(&journal, &good).unwrap();
+    let mut whole = sim("page", &[]);
+    drop(attach(dir.path(), &mut whole, false).unwrap());
+    assert!(contents(&whole) != contents(&s), "the cut should have dropped writes");
+}
+
+#[test]
+fn a_damaged_image_is_refused_not_served() {
+    let dir = saved_drive();
+    let image = dir.path().join("image.bin");
+    let mut bytes = std::fs::read(&image).unwrap();
+    let at = bytes.iter().position(|&b| b != 0).expect("data in the image");
+    bytes[at] ^= 0xff;
+    std::fs::write(&image, &bytes).unwrap();
+    let e = load_error(dir.path(), &mut sim("page", &[]));
+    assert!(e.contains("image.bin") && e.contains(&format!("page {} ", at / 2048)), "{e}");
+    assert!(e.contains("does not match its checksum in") && e.contains("image.sums"), "{e}");
+}
+
+#[test]
+fn a_second_server_on_the_directory_is_refused_naming_the_first() {
     let dir = tempfile::tempdir().unwrap();
-    saved_drive(dir.path());
-    let commands = dir.path().join("commands-0.bin");
+    let first = StateDir::open(dir.path()).unwrap();
+    let e = StateDir::open(dir.path()).err().expect("refused").to_string();
+    assert!(e.contains(&format!("in use by another ftlsim serve (pid {}", std::process::id())), "{e}");
+    assert!(e.contains("lock"), "{e}");
+    drop(first);
+    StateDir::open(dir.path()).unwrap();
+}
+
+#[test]
+fn a_kill_during_a_checkpoint_leaves_the_previous_one() {
+    let dir = saved_drive();
+    let mut whole = sim("page", &[]);
+    drop(attach(dir.path(), &mut whole, false).unwrap());
+    let keep = |name: &str| (name.to_string(), std::fs::read(dir.path().join(name)).unwrap());
+    let before = [keep("state.toml"), keep("journal.bin")];
+    // A checkpoint that ran up to its commit: commands appended, pages written.
+    let mut s = sim("page", &[]);
+    let durable = attach(dir.path(), &mut s, false).unwrap();
+    let mut d = Drive::new(s, Pace::None, None).unwrap();
+    d.make_durable(durable);
+    drop(d.checkpoint_and_detach().unwrap());
+    drop(d);
+    for (name, bytes) in &before {
+        std::fs::write(dir.path().join(name), bytes).unwrap();
+    }
+    let mut s = sim("page", &[]);
+    drop(attach(dir.path(), &mut s, false).unwrap());
+    assert!(contents(&s) == contents(&whole));
+}
+
+#[test]
+fn damaged_states_are_clear_errors() {
+    let dir = saved_drive();
+    let commands = dir.path().join("commands.bin");
     let good = std::fs::read(&commands).unwrap();
     std::fs::write(&commands, &good[..good.len() - 3]).unwrap();
-    let e = restore_error(dir.path(), &mut sim("page", &[]));
-    assert!(e.contains("commands-0.bin") && e.contains("commands of 25 bytes"), "{e}");
+    let e = load_error(dir.path(), &mut sim("page", &[]));
+    assert!(e.contains("commands.bin") && e.contains("commands of 25 bytes"), "{e}");
     let mut bad_op = good.clone();
     bad_op[25] = 0x7f;
     std::fs::write(&commands, &bad_op).unwrap();
-    let e = restore_error(dir.path(), &mut sim("page", &[]));
-    assert!(e.contains("record 1: unknown operation code 0x7f"), "{e}");
-    let mut huge = good.clone();
-    huge[17..25].copy_from_slice(&u64::MAX.to_le_bytes());
-    std::fs::write(&commands, &huge).unwrap();
-    let e = restore_error(dir.path(), &mut sim("page", &[]));
-    assert!(e.contains("record 0: sectors") && e.contains("beyond the drive"), "{e}");
-    // A command that succeeded recorded as failed: the replay notices.
-    let mut flipped = good.clone();
-    flipped[0] |= 0x80;
-    std::fs::write(&commands, &flipped).unwrap();
-    let e = restore_error(dir.path(), &mut sim("page", &[]));
-    assert!(e.contains("replay diverged at command 0"), "{e}");
+    let e = load_error(dir.path(), &mut sim("page", &[]));
+    assert!(e.contains("commands.bin") && e.contains("do not match their checksum"), "{e}");
+    std::fs::write(&commands, &good).unwrap();
+    std::fs::remove_file(dir.path().join("journal.bin")).unwrap();
+    let e = load_error(dir.path(), &mut sim("page", &[]));
+    assert!(e.contains("journal.bin") && e.contains("is missing") && e.contains("--recover"), "{e}");
     std::fs::write(dir.path().join("state.toml"), "format = 3").unwrap();
-    let e = restore_error(dir.path(), &mut sim("page", &[]));
+    let e = load_error(dir.path(), &mut sim("page", &[]));
     assert!(e.contains("state.toml"), "{e}");
-    std::fs::write(dir.path().join("state.toml"), "").unwrap();
     let file = dir.path().join("file");
     std::fs::write(&file, "").unwrap();
     let e = StateDir::open(&file).err().unwrap().to_string();

@@ -492,6 +492,26 @@ fn page_one_block_reserve() {
     check_ftl("page", &["gc.min_free_blocks=1", "gc.threshold=0", "gc.policy=random"]);
 }
 
+/// GC as the TRIM paper runs it: below 30% free space, and blocks erased as
+/// soon as TRIM or overwrites leave them empty.
+const PAPER_GC: [&str; 3] = ["gc.threshold=0.3", "gc.threshold_of=\"free-space\"", "gc.reclaim_empty=true"];
+
+#[test]
+fn page_free_space_gc_reclaiming_empty_blocks() {
+    check_ftl("page", &PAPER_GC);
+}
+
+#[test]
+fn page_free_space_gc_blocking_quarter_page_units() {
+    let extra = ["gc.mode=\"blocking\"", "geometry.page_size=2048", "ftl.map_unit_bytes=512"];
+    check_ftl("page", &[&PAPER_GC[..], &extra].concat());
+}
+
+#[test]
+fn dftl_free_space_gc_reclaiming_empty_blocks() {
+    check_ftl("dftl", &[&PAPER_GC[..], &[TINY_CACHE]].concat());
+}
+
 // Mapping units smaller than the page (`ftl.map_unit_bytes`): units of
 // different LPNs share pages, partial units are read-modify-written, GC
 // packs live units, TRIM drops whole pages' units.
@@ -889,6 +909,16 @@ fn page_power_cuts_blocking_gc_and_placed_reads() {
 }
 
 #[test]
+fn page_power_cuts_free_space_gc_reclaiming_empty_blocks() {
+    check_oob_recovery("page", &PAPER_GC);
+}
+
+#[test]
+fn page_power_cuts_separate_gc_frontier() {
+    check_oob_recovery("page", &["gc.frontier=\"separate\""]);
+}
+
+#[test]
 fn dftl_power_cuts() {
     check_oob_recovery("dftl", &[TINY_CACHE]);
 }
@@ -901,6 +931,28 @@ fn hat_power_cuts() {
 #[test]
 fn dac_power_cuts() {
     check_oob_recovery("dac", &["ftl.dac_regions=2"]);
+}
+
+/// Recovery of a plane whose last free block GC held at the cut: GC runs
+/// before host pages take the room it needs.
+#[test]
+fn dac_power_cut_while_gc_held_the_last_free_block() {
+    let cfg = config("dac", &["ftl.dac_regions=2"]);
+    let cmds = include!("drives/dac_power_cut_case.rs");
+    run_case(&cfg, &Case { precondition: true, cmds }).unwrap();
+}
+
+#[test]
+fn superblock_power_cuts() {
+    check_oob_recovery("superblock", &["ftl.superblock_blocks=8", "ftl.gc_until_free=4"]);
+}
+
+/// Small superblocks at their limit collect within themselves all the
+/// time: cuts land in that GC, leaving a superblock over its limit.
+#[test]
+fn superblock_power_cuts_small_groups() {
+    let small = ["ftl.superblock_blocks=4", "ftl.superblock_extra_blocks=1", "geometry.blocks_per_plane=32"];
+    check_oob_recovery("superblock", &[&small[..], &["ftl.gc_until_free=3"]].concat());
 }
 
 #[test]
@@ -924,15 +976,11 @@ fn fast_power_cuts_trimming_at_once_and_placing_reads() {
 }
 
 #[test]
-fn ftls_without_recovery_refuse_a_power_cut() {
+fn mu_refuses_a_power_cut() {
     let mu = mu_ram(16, 2, 1024);
-    for (name, extra) in
-        [("mu", vec![mu.as_str(), "ftl.mu_bitmap_cache_bytes=16"]), ("superblock", vec!["ftl.superblock_blocks=8"])]
-    {
-        let mut sim = Simulation::new(config(name, &extra)).unwrap();
-        let e = sim.power_cut(SimTime(5)).unwrap_err().to_string();
-        assert!(e.contains("power_cut") && e.contains(name) && e.contains("crash recovery"), "{e}");
-    }
+    let mut sim = Simulation::new(config("mu", &[mu.as_str(), "ftl.mu_bitmap_cache_bytes=16"])).unwrap();
+    let e = sim.power_cut(SimTime(5)).unwrap_err().to_string();
+    assert!(e.contains("power_cut") && e.contains("mu") && e.contains("crash recovery"), "{e}");
 }
 
 // Host-side TRIM batching (multi-range commands) and `trim.partial = "zero"`.

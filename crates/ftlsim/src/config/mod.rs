@@ -230,12 +230,20 @@ pub enum VictimPolicy {
 pub struct GcConfig {
     #[serde(default = "defaults::policy")]
     pub policy: VictimPolicy,
-    /// Fraction of each plane's spare (over-provisioned) blocks kept free as
-    /// GC's reserve: before the host opens a block, foreground GC runs while
-    /// no more than this many blocks are free, so they stay in hand for GC's
-    /// copies.
+    /// When GC runs, as a fraction of what `threshold_of` names: by default
+    /// of each plane's spare (over-provisioned) blocks, kept free as GC's
+    /// reserve; with `threshold_of = "free-space"`, of all its blocks.
     #[serde(default = "defaults::gc_threshold")]
     pub threshold: f64,
+    /// What `threshold` is a fraction of (page-mapped FTLs: `page`, `dftl`,
+    /// `hat`, `dac`, `superblock`; the hybrids merge on demand).
+    #[serde(default = "defaults::threshold_of")]
+    pub threshold_of: ThresholdOf,
+    /// Erase a closed block as soon as its last valid page is overwritten or
+    /// trimmed, as the TRIM paper's FTL does, instead of leaving it for GC
+    /// to find (page-mapped FTLs).
+    #[serde(default)]
+    pub reclaim_empty: bool,
     /// Lower bound on the free blocks kept per plane, whatever the threshold.
     #[serde(default = "defaults::min_free_blocks")]
     pub min_free_blocks: u32,
@@ -250,6 +258,21 @@ pub struct GcConfig {
     /// has no write streams of its own).
     #[serde(default = "defaults::gc_frontier")]
     pub frontier: GcFrontier,
+}
+
+/// What `gc.threshold` is a fraction of.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThresholdOf {
+    /// Each plane keeps `threshold` of its spare blocks (at least
+    /// `min_free_blocks`) free as GC's reserve, and GC runs below it.
+    SpareBlocks,
+    /// As the TRIM paper (30%) and HAT (20%) define it: GC runs while a
+    /// plane's free blocks are below `threshold` of its blocks, taking only
+    /// victims at least `threshold` invalid until the reserve
+    /// (`min_free_blocks`) is reached, so it never compacts nearly full
+    /// blocks to hold free space the data leaves no room for.
+    FreeSpace,
 }
 
 /// Where preemptible GC's copies are programmed.
@@ -594,6 +617,9 @@ mod defaults {
     }
     pub fn gc_mode() -> GcMode {
         GcMode::Preemptible
+    }
+    pub fn threshold_of() -> ThresholdOf {
+        ThresholdOf::SpareBlocks
     }
     pub fn gc_frontier() -> GcFrontier {
         GcFrontier::Shared

@@ -103,7 +103,7 @@ impl DftlMap {
         let geo = dev.geometry();
         let current = self.gtd[t as usize];
         if is_mapped(current) {
-            core.pool.invalidate(geo.block_of(Ppn(current)), now);
+            core.stale(geo.block_of(Ppn(current)), now);
         }
         core.pool.add_valid(geo.block_of(ppn), now);
         self.gtd[t as usize] = ppn.0;

@@ -66,7 +66,7 @@
 use super::pool::{BlockPool, BlockState};
 use super::recovery::{self, RecoveryReport, TrimJournal};
 use super::{Ftl, FtlStats, PageChunk, Span, page_chunks, whole_pages};
-use crate::config::{Allocation, Config, GcFrontier, GcMode, StripeUnit, UnwrittenReads};
+use crate::config::{Allocation, Config, GcFrontier, GcMode, StripeUnit, ThresholdOf, UnwrittenReads};
 use crate::engine::{Cause, Device};
 use crate::error::{Error, Result};
 use crate::nand::{Geometry, Payload};
@@ -301,6 +301,16 @@ pub struct PageCore {
     cursor: usize,
     /// Free blocks per plane GC keeps in hand.
     reserve: u32,
+    /// GC runs on a plane with fewer free blocks than this (the reserve,
+    /// unless `gc.threshold_of = "free-space"`).
+    trigger: u32,
+    /// Above the reserve, GC takes only victims with at most this many
+    /// valid units (all of them, unless `gc.threshold_of = "free-space"`).
+    worth_valid: u32,
+    /// `gc.reclaim_empty`, and the closed blocks this call left without a
+    /// valid unit, erased when it is done.
+    reclaim_empty: bool,
+    empties: Vec<BlockId>,
     /// Logical pages: OOB values above are the map's own pages.
     logical: u32,
     unwritten: UnwrittenReads,
@@ -356,6 +366,11 @@ impl<M: MapTable> PageMapped<M> {
         self.core.reserve
     }
 
+    /// Free (erased) blocks over all planes.
+    pub fn free_blocks(&self) -> u32 {
+        (0..self.core.geo.planes).map(|p| self.core.pool.free_count(PlaneId(p))).sum()
+    }
+
     pub fn map(&self) -> &M {
         &self.map
     }
@@ -382,14 +397,26 @@ impl PageCore {
         let data_blocks_per_plane = (logical as u64).div_ceil(geo.pages_per_block as u64 * geo.planes as u64);
         let spare = (geo.blocks_per_plane as u64).saturating_sub(data_blocks_per_plane);
         // GC may open a block in every stream.
-        let reserve = ((cfg.gc.threshold * spare as f64).ceil() as u32).max(cfg.gc.min_free_blocks).max(streams as u32);
+        let floor = cfg.gc.min_free_blocks.max(streams as u32);
+        let units_per_block = geo.pages_per_block << unit_shift;
+        let (reserve, trigger, worth_valid) = match cfg.gc.threshold_of {
+            ThresholdOf::SpareBlocks => {
+                let reserve = ((cfg.gc.threshold * spare as f64).ceil() as u32).max(floor);
+                (reserve, reserve, units_per_block)
+            }
+            ThresholdOf::FreeSpace => {
+                let free_space = (cfg.gc.threshold * geo.blocks_per_plane as f64).ceil() as u32;
+                let worth = ((1.0 - cfg.gc.threshold) * units_per_block as f64).floor() as u32;
+                (floor, free_space.max(floor), worth)
+            }
+        };
         // The host needs one block beyond GC's reserve to write into.
         if spare < reserve as u64 + streams as u64 {
             return Err(Error::config(
                 "overprovisioning",
                 format!(
                     "leaves {spare} spare blocks per plane; the page FTL needs at least {} (GC reserve {reserve} from \
-                     gc.threshold / gc.min_free_blocks, plus one to write into per stream)",
+                     gc.min_free_blocks (or gc.threshold of the spare blocks), plus one to write into per stream)",
                     reserve as usize + streams
                 ),
             ));
@@ -402,6 +429,10 @@ impl PageCore {
             stripe: stripe_sequence(&geo, &cfg.ftl.stripe_order),
             cursor: 0,
             reserve,
+            trigger,
+            worth_valid,
+            reclaim_empty: cfg.gc.reclaim_empty,
+            empties: Vec::new(),
             logical: (logical << unit_shift) as u32,
             unwritten: cfg.host.unwritten_reads,
             scratch: if dev.array.stores_payloads() { vec![0; geo.page_size as usize] } else { Vec::new() },
@@ -431,10 +462,14 @@ impl PageCore {
         for_gc: bool,
     ) -> Result<Option<Ppn>> {
         let mut collected = for_gc;
-        if !for_gc && self.pool.free_count(plane) == 0 && self.jobs[plane.idx()].victim != NO_BLOCK {
-            // The job's copies hold the plane's last block: host pages in
-            // it could leave the job nowhere to copy to.
+        if !for_gc && self.pool.free_count(plane) == 0 {
+            // GC's copies hold the plane's last block (a job's, or, after a
+            // power cut, those of the victim it was reclaiming): host pages
+            // in it could leave GC nowhere to copy to. GC goes first.
             self.finish_jobs(map, dev, plane, now)?;
+            if self.pool.free_count(plane) == 0 {
+                self.collect(map, dev, plane, now)?;
+            }
         }
         let slot = plane.idx() * self.streams + self.stream;
         loop {
@@ -445,7 +480,7 @@ impl PageCore {
                     let left = self.geo.pages_per_block - written;
                     if !for_gc
                         && left <= EARLY_PREFETCH
-                        && self.pool.free_count(plane) <= self.reserve
+                        && self.pool.free_count(plane) <= self.trigger
                         && self.jobs[plane.idx()].victim == NO_BLOCK
                     {
                         // GC runs on this plane once this block is full: load
@@ -461,7 +496,9 @@ impl PageCore {
                 collected = true;
                 let free = self.pool.free_count(plane);
                 match self.gc_mode {
-                    GcMode::Blocking if free <= self.reserve => self.collect(map, dev, plane, now)?,
+                    GcMode::Blocking if free <= self.reserve || free < self.trigger => {
+                        self.collect(map, dev, plane, now)?
+                    }
                     GcMode::Preemptible if free < self.reserve || free <= 1 => {
                         // The job fell behind the host: the host waits for it
                         // (one GC process per plane at a time), then for more.
@@ -484,17 +521,34 @@ impl PageCore {
             if !for_gc && self.pool.free_count(plane) <= 1 {
                 return Ok(None);
             }
-            let Some(b) = self.pool.take_free(plane) else { return Ok(None) };
+            let Some(b) = self.pool.take_free(plane) else {
+                return Ok(if for_gc { self.other_stream_page(dev, plane) } else { None });
+            };
             self.active[slot] = b.0;
             // Blocking GC holds `reserve` free blocks while a block fills; a
             // job started once the host has dipped below it, and done about
             // when the block is full, holds as many on average (fewer would
             // lower write amplification, more raise it).
-            if !for_gc && self.gc_mode == GcMode::Preemptible && self.pool.free_count(plane) < self.reserve {
+            if !for_gc && self.gc_mode == GcMode::Preemptible && self.pool.free_count(plane) < self.trigger {
                 self.start_job(map, dev, plane, now);
             }
             return Ok(Some(self.geo.ppn(b, 0)));
         }
+    }
+
+    /// With write streams, GC may need a new block in each stream before
+    /// its victim's erase returns one; a plane out of free blocks (after a
+    /// power cut, or a plane GC could not keep above its reserve) takes
+    /// GC's copies into another stream's active block instead, so GC can
+    /// always finish a victim, as with one stream: a victim's live pages
+    /// fit in the room its streams' blocks had plus the one block the host
+    /// leaves GC.
+    fn other_stream_page(&self, dev: &Device, plane: PlaneId) -> Option<Ppn> {
+        let slots = &self.active[plane.idx() * self.streams..(plane.idx() + 1) * self.streams];
+        slots.iter().filter(|&&a| a != NO_BLOCK).find_map(|&a| {
+            let written = dev.array.written_pages(BlockId(a));
+            (written < self.geo.pages_per_block).then(|| self.geo.ppn(BlockId(a), written))
+        })
     }
 
     /// A page for host data (`paced`: a timed write, which pays its share
@@ -547,18 +601,57 @@ impl PageCore {
     }
 
     /// Foreground GC before the host opens a block: reclaims victims until
-    /// the plane has more free blocks than its reserve.
+    /// the plane has more free blocks than its reserve, and below the
+    /// trigger until it has gained one (victims worth it only).
     fn collect<M: MapTable>(&mut self, map: &mut M, dev: &mut Device, plane: PlaneId, now: SimTime) -> Result<()> {
         // FIFO, random and d-choices may pick full blocks (the models count
         // that waste too); bound the work per call.
         let mut budget = self.geo.blocks_per_plane;
-        while self.pool.free_count(plane) <= self.reserve && budget > 0 {
+        let start = self.pool.free_count(plane);
+        let (reserve, trigger) = (self.reserve, self.trigger);
+        let due = |free: u32| free <= reserve || (free < trigger && free <= start);
+        while due(self.pool.free_count(plane)) && budget > 0 {
             budget -= 1;
+            if !self.worth_collecting(plane) {
+                break;
+            }
             let Some(victim) = self.pool.select_victim(plane, now) else { break };
             if self.no_gain(self.pool.valid(victim)) && self.pool.fewest_valid(plane).is_none_or(|v| self.no_gain(v)) {
                 break; // the plane is full of live data: nothing to gain
             }
             self.reclaim(map, dev, victim, now)?;
+        }
+        Ok(())
+    }
+
+    /// Whether `plane` has a victim worth collecting now: any at or below
+    /// the reserve, above it only one at most `worth_valid` valid.
+    fn worth_collecting(&self, plane: PlaneId) -> bool {
+        self.pool.free_count(plane) <= self.reserve
+            || self.pool.fewest_valid(plane).is_some_and(|v| v <= self.worth_valid)
+    }
+
+    /// A unit of `block` no longer holds valid data. A closed block left
+    /// with none is erased once the call is done (`gc.reclaim_empty`): not
+    /// at once, as GC inside this call may be holding it as its victim.
+    pub(super) fn stale(&mut self, block: BlockId, now: SimTime) {
+        self.pool.invalidate(block, now);
+        if self.reclaim_empty && self.pool.valid(block) == 0 && self.pool.state(block) == BlockState::Closed {
+            self.empties.push(block);
+        }
+    }
+
+    /// Erases the blocks [`stale`](Self::stale) found empty, those still
+    /// closed and empty (GC may have taken one meanwhile).
+    fn reclaim_empties(&mut self, dev: &mut Device, now: SimTime) -> Result<()> {
+        while let Some(block) = self.empties.pop() {
+            if self.pool.valid(block) != 0 || self.pool.state(block) != BlockState::Closed {
+                continue;
+            }
+            // Trimmed pages of the block must stay trimmed after a power cut.
+            let journalled = self.journal.before_erase(dev, now);
+            dev.erase(block, journalled, Cause::Gc)?;
+            self.pool.release(block)?;
         }
         Ok(())
     }
@@ -632,7 +725,7 @@ impl PageCore {
     /// reclaiming, and asks the engine for background time for it.
     fn start_job<M: MapTable>(&mut self, map: &M, dev: &mut Device, plane: PlaneId, now: SimTime) {
         let ppb = self.geo.pages_per_block << self.unit_shift;
-        if self.jobs[plane.idx()].victim != NO_BLOCK {
+        if self.jobs[plane.idx()].victim != NO_BLOCK || !self.worth_collecting(plane) {
             return;
         }
         let Some(victim) = self.pool.select_victim(plane, now) else { return };
@@ -647,10 +740,13 @@ impl PageCore {
         job.victim = victim.0;
         job.next = 0;
         job.debt = 0;
-        // Enough copies per host page that the job is done when the host
-        // has filled what the victim frees (in units: a host page is that
-        // many units).
-        job.rate = ((COPY * live) << self.unit_shift).div_ceil(ppb.saturating_sub(live).max(1));
+        // Enough copies per host page that the copies are done one host page
+        // before the host has filled what the victim frees, and that page
+        // pays for the erase (in units: a host page is that many units).
+        // Done exactly then, the erase would come a page late, and the
+        // plane's free blocks drift down a block per victim to the reserve.
+        let room = ppb.saturating_sub(live).saturating_sub(1 << self.unit_shift).max(1);
+        job.rate = ((COPY * live) << self.unit_shift).div_ceil(room);
         self.jobs[plane.idx()] = job;
         dev.wake(plane);
     }
@@ -691,8 +787,8 @@ impl PageCore {
         dev.erase(victim, journalled, cause)?;
         self.pool.release(victim)?;
         self.jobs[p].victim = NO_BLOCK;
-        // The plane may still be below its reserve (victims that freed little).
-        if self.pool.free_count(plane) < self.reserve {
+        // The plane may still be below its trigger (victims that freed little).
+        if self.pool.free_count(plane) < self.trigger {
             self.start_job(map, dev, plane, now);
         }
         Ok(1)
@@ -939,7 +1035,7 @@ impl PageCore {
             self.scratch[c.byte_range()].copy_from_slice(&data[c.buf_range()]);
         }
         if is_mapped(old) {
-            self.pool.invalidate(self.geo.block_of(Ppn(old)), now);
+            self.stale(self.geo.block_of(Ppn(old)), now);
         }
         // Unmapped while GC may run, so GC does not copy the page being replaced.
         map.set(c.lpn, TRIMMED);
@@ -1039,14 +1135,15 @@ impl<M: MapTable> Ftl for PageMapped<M> {
         data: Option<&[u8]>,
     ) -> Result<SimTime> {
         self.map.begin_request();
-        if self.core.unit_shift != 0 {
-            let done = self.core.write_units(&mut self.map, dev, &[(span, data)], now, ready)?;
-            return Ok(done.max(self.map.end_request()));
-        }
         let mut done = ready;
-        for c in page_chunks(span, self.core.geo.sectors_per_page) {
-            done = done.max(self.core.write_page(&mut self.map, dev, c, now, ready, data)?);
+        if self.core.unit_shift != 0 {
+            done = self.core.write_units(&mut self.map, dev, &[(span, data)], now, ready)?;
+        } else {
+            for c in page_chunks(span, self.core.geo.sectors_per_page) {
+                done = done.max(self.core.write_page(&mut self.map, dev, c, now, ready, data)?);
+            }
         }
+        self.core.reclaim_empties(dev, now)?;
         Ok(done.max(self.map.end_request()))
     }
 
@@ -1062,6 +1159,7 @@ impl<M: MapTable> Ftl for PageMapped<M> {
         }
         self.map.begin_request();
         let done = self.core.write_units(&mut self.map, dev, spans, now, ready)?;
+        self.core.reclaim_empties(dev, now)?;
         Ok(done.max(self.map.end_request()))
     }
 
@@ -1080,12 +1178,13 @@ impl<M: MapTable> Ftl for PageMapped<M> {
             let (old, known) = map.lookup(core, dev, Lpn(x), now)?;
             done = done.max(known);
             if is_mapped(old) {
-                core.pool.invalidate(core.geo.block_of(Ppn(old >> core.unit_shift)), now);
+                core.stale(core.geo.block_of(Ppn(old >> core.unit_shift)), now);
                 core.stats.trimmed_pages += 1;
                 core.journal.trimmed(dev, x);
             }
             map.set(Lpn(x), TRIMMED);
         }
+        core.reclaim_empties(dev, now)?;
         Ok(done.max(map.end_request()))
     }
 

@@ -17,12 +17,21 @@
 //! The page offset within a superblock must fit the spare area, which
 //! bounds the superblock: (N + M) × pages per block ≤ 65,536 (16 bits).
 //!
+//! Crash recovery (`--power-cut`): the OOB scan the page-mapped FTLs use
+//! ([`recovery::scan`]) finds each page's newest copy, which also tells
+//! which superblock owns each block; blocks left without one are erased, a
+//! superblock's partly written block becomes its update block again. (No
+//! superblock is found over its limit: its GC ends with an erase, and an
+//! erase is a barrier the cut cannot split, `engine::power`.) TRIMs survive
+//! a cut once a FLUSH has journalled them, as for the other FTLs.
+//!
 //! Simplifications: the paper's page-map hierarchy in the spare areas is
 //! read at no cost (the simulation keeps the page map in an index that is
 //! not a modelled table); no separate hot/cold update blocks.
 
 use super::pool::{BlockPool, BlockState};
-use super::{Ftl, FtlStats, Span, page_chunks, whole_pages};
+use super::recovery::{self, TrimJournal};
+use super::{Ftl, FtlStats, RecoveryReport, Span, page_chunks, whole_pages};
 use crate::config::{Config, UnwrittenReads};
 use crate::engine::{Cause, Device};
 use crate::error::{Error, Result};
@@ -57,6 +66,8 @@ pub struct Superblock {
     gc_until: u32,
     unwritten: UnwrittenReads,
     scratch: Vec<u8>,
+    /// TRIMs not yet durable (see `recovery`).
+    journal: TrimJournal,
     stats: FtlStats,
 }
 
@@ -112,6 +123,7 @@ impl Superblock {
             gc_until: f.gc_until_free.min((spare - sbs as u64) as u32),
             unwritten: cfg.host.unwritten_reads,
             scratch: if dev.array.stores_payloads() { vec![0; geo.page_size as usize] } else { Vec::new() },
+            journal: TrimJournal::new(dev),
             stats: FtlStats::default(),
             geo,
         })
@@ -132,12 +144,15 @@ impl Superblock {
         Ok(b)
     }
 
-    fn erase(&mut self, dev: &mut Device, b: BlockId, t: SimTime) -> Result<()> {
-        dev.erase(b, t, Cause::Gc)?;
+    fn erase(&mut self, dev: &mut Device, b: BlockId, t: SimTime) -> Result<SimTime> {
+        let journalled = self.journal.before_erase(dev, t);
+        let done = dev.erase(b, journalled, Cause::Gc)?;
         self.pool.release(b)?;
         let sb = std::mem::replace(&mut self.owner[b.idx()], NONE);
-        self.blocks[sb as usize].retain(|&x| x != b);
-        Ok(())
+        if sb != NONE {
+            self.blocks[sb as usize].retain(|&x| x != b);
+        }
+        Ok(done)
     }
 
     /// The next page of superblock `sb`'s update block. For the host this
@@ -186,7 +201,7 @@ impl Superblock {
             self.pool.transfer_valid(victim, self.geo.block_of(dst), 1, now);
             self.stats.gc_pages_copied += 1;
         }
-        self.erase(dev, victim, done)
+        self.erase(dev, victim, done).map(|_| ())
     }
 
     /// Global GC: the drive's emptiest blocks, each into its own superblock.
@@ -215,7 +230,7 @@ impl Superblock {
                 Error::invariant("superblock", format!("superblock {sb} at its limit has no closed block"))
             })?;
         if self.pool.valid(victim) == 0 {
-            return self.erase(dev, victim, now);
+            return self.erase(dev, victim, now).map(|_| ());
         }
         let fresh = self.take_free(sb)?;
         self.update[sb as usize] = fresh.0;
@@ -317,13 +332,24 @@ impl Ftl for Superblock {
         Ok(done)
     }
 
-    fn trim(&mut self, _dev: &mut Device, span: Span, now: SimTime) -> Result<SimTime> {
+    fn trim(&mut self, dev: &mut Device, span: Span, now: SimTime) -> Result<SimTime> {
         for lpn in whole_pages(span, self.geo.sectors_per_page) {
-            self.stats.trimmed_pages += self.unmap(lpn, now) as u64;
+            if self.unmap(lpn, now) {
+                self.stats.trimmed_pages += 1;
+                self.journal.trimmed(dev, lpn);
+            }
             // The entry's lookup and update, as the page FTL's.
             self.stats.ram_accesses += 2;
         }
         Ok(now)
+    }
+
+    fn flush(&mut self, dev: &mut Device, now: SimTime) -> Result<SimTime> {
+        Ok(self.journal.flush(dev, now))
+    }
+
+    fn power_cut(&mut self, dev: &mut Device, now: SimTime) -> Result<RecoveryReport> {
+        self.recover(dev, now)
     }
 
     fn stats(&self) -> FtlStats {
@@ -385,6 +411,53 @@ impl Ftl for Superblock {
             }
         }
         Ok(())
+    }
+}
+
+impl Superblock {
+    /// Rebuilds the page map, block ownership and update blocks from a
+    /// scan of flash after a power cut at `now` (see the module doc).
+    fn recover(&mut self, dev: &mut Device, now: SimTime) -> Result<RecoveryReport> {
+        let logical = self.fwd.len() as u32;
+        let scan = recovery::scan(dev, now, logical, logical)?;
+        self.journal.lose();
+        self.owner.fill(NONE);
+        self.blocks.iter_mut().for_each(Vec::clear);
+        self.update.fill(NONE);
+        for (x, &p) in scan.newest.iter().enumerate() {
+            self.fwd[x] = match p {
+                recovery::NONE if scan.trimmed[x] => TRIMMED,
+                recovery::NONE => NEVER,
+                p => {
+                    // A block holds the pages of one superblock only.
+                    self.owner[self.geo.block_of(Ppn(p)).idx()] = x as u32 / self.pages_per_sb;
+                    p
+                }
+            };
+        }
+        let mut report = scan.report;
+        let t = report.recovered_at;
+        let partial = self.pool.restore(&scan.written, &scan.valid, t);
+        let mut done = t;
+        for b in (0..self.geo.blocks).map(BlockId) {
+            if scan.written[b.idx()] > 0 && scan.valid[b.idx()] == 0 {
+                // No newest copy in it (stale, or torn throughout): garbage.
+                done = done.max(self.erase(dev, b, t)?);
+            } else if self.owner[b.idx()] != NONE {
+                self.blocks[self.owner[b.idx()] as usize].push(b);
+            }
+        }
+        for b in partial.into_iter().filter(|b| self.owner[b.idx()] != NONE) {
+            let sb = self.owner[b.idx()] as usize;
+            if self.update[sb] == NONE {
+                self.update[sb] = b.0;
+            } else {
+                self.pool.close(b, t);
+            }
+        }
+        report.recovery_us += (done - t).as_us_f64();
+        report.recovered_at = done;
+        Ok(report)
     }
 }
 

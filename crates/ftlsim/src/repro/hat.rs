@@ -157,11 +157,12 @@ fn sizes(quick: bool) -> Sizes {
 /// The settings of the paper's regime (Table 4 and its drive), pinned so
 /// that preset or default changes do not move the reproduction; `--set`
 /// may still change any of them.
-pub const REGIME: [&str; 6] = [
+pub const REGIME: [&str; 7] = [
     // Greedy GC below 20% free space, run ahead of the write that needs it
     // (the paper's simulator has no background or preemptible GC).
     "gc.policy=\"greedy\"",
     "gc.threshold=0.2",
+    "gc.threshold_of=\"free-space\"",
     "gc.mode=\"blocking\"",
     // Writes rotate over the planes in a fixed order (static striping).
     "ftl.allocation=\"static\"",

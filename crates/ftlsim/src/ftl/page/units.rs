@@ -77,7 +77,7 @@ impl PageCore {
             unit[c.byte_range()].copy_from_slice(&data[c.buf_range()]);
         }
         if is_mapped(old) {
-            self.pool.invalidate(self.geo.block_of(Ppn(old >> self.unit_shift)), now);
+            self.stale(self.geo.block_of(Ppn(old >> self.unit_shift)), now);
         }
         map.set(c.lpn, TRIMMED);
         self.staged.push(c.lpn.0);
