@@ -3,7 +3,9 @@
 //! preconditioning it again (`--snapshot-dir`; on by default in `sweep`).
 //!
 //! A snapshot is keyed by everything that decides the preconditioned state:
-//! this crate's version, [`FORMAT_VERSION`], the FTL, the seed, the
+//! this build (the crate's version and a fingerprint of its source, made by
+//! `build.rs`: a changed simulator may precondition differently, whatever
+//! the version says), [`FORMAT_VERSION`], the FTL, the seed, the
 //! preconditioning spec and the whole resolved config (as TOML). The file is
 //! `DIR/<ftl>-<FNV-1a 64 of the key>.snap`; the key itself is stored in it
 //! and compared on load, so a hash collision is a refused snapshot, never a
@@ -73,8 +75,9 @@ impl std::fmt::Display for SnapshotUse {
 /// Everything that decides a preconditioned drive's state, as text.
 pub fn key(cfg: &Config, p: Precondition) -> String {
     format!(
-        "ftlsim {} snapshot format {FORMAT_VERSION}\nftl = {}\nseed = {}\nprecondition = {p}\n{}",
+        "ftlsim {} (source {}) snapshot format {FORMAT_VERSION}\nftl = {}\nseed = {}\nprecondition = {p}\n{}",
         env!("CARGO_PKG_VERSION"),
+        env!("FTLSIM_SOURCE_FNV"),
         cfg.ftl.name,
         cfg.seed,
         cfg.to_toml()
@@ -139,7 +142,7 @@ pub fn read(path: &Path, key: &str) -> std::result::Result<Option<Sections>, Str
     }
     let key_len = u32::from_le_bytes(r.array()?) as usize;
     if r.take(key_len)? != key.as_bytes() {
-        return Err("stale: made for another config, FTL, seed, preconditioning or ftlsim version".into());
+        return Err("stale: made for another config, FTL, seed, preconditioning or ftlsim build".into());
     }
     let drive = r.section()?;
     let ftl = r.section()?;
@@ -266,6 +269,7 @@ mod tests {
         let p = Precondition { fill: 1.0, overwrite: 0.5 };
         let k = key(&cfg(), p);
         assert!(k.contains("precondition = fill=1,overwrite=0.5") && k.contains("seed = "), "{k}");
+        assert!(k.contains(&format!("(source {})", env!("FTLSIM_SOURCE_FNV"))), "the build is in the key: {k}");
         let mut other = cfg();
         other.seed += 1;
         assert_ne!(k, key(&other, p));
