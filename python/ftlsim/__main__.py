@@ -9,6 +9,8 @@ A sweep spec is a TOML file::
     seeds = [1, 2]
     precondition = "fill=1.0,overwrite=0.5"
     out = "sweep.parquet"                 # resumable; .csv also works
+    snapshots = true                      # runs of one drive precondition once (snapshots/ beside out)
+    snapshot_dir = "snaps"                # optional: where those snapshots go instead
     backend = "local"                     # or "ray" (address = "..." for a cluster)
     [set]                                 # fixed overrides
     "geometry.blocks_per_plane" = 64
@@ -42,6 +44,8 @@ SPEC_KEYS = {
     "backend",
     "address",
     "workers",
+    "snapshots",
+    "snapshot_dir",
     "set",
     "grid",
 }
@@ -68,8 +72,11 @@ def load_spec(path: Path) -> dict[str, Any]:
     if isinstance(config, str) and (here / config).is_file():
         config = str(here / config)
     spec["config"] = config
-    if "out" in spec:
-        spec["out"] = str(here / spec["out"])
+    for key in ("out", "snapshot_dir"):
+        if key in spec:
+            spec[key] = str(here / spec[key])
+    if not isinstance(spec.get("snapshots", True), bool):
+        raise keyed(SweepError, "sweep", f"{path}: snapshots", "must be true or false")
     return spec
 
 
@@ -90,6 +97,8 @@ def cmd_sweep(a: argparse.Namespace) -> None:
         address=a.address or spec.get("address"),
         workers=a.workers or spec.get("workers"),
         path=out,
+        snapshots=spec.get("snapshots", True) and not a.no_snapshots,
+        snapshot_dir=a.snapshot_dir or spec.get("snapshot_dir"),
     )
     shown = ["ftl", "input", "seed", *(spec.get("grid") or {}), "write_amplification", "iops", "latency_us.all.p99"]
     print(df[[c for c in shown if c in df.columns]].to_string(index=False))
@@ -120,6 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--backend", choices=["local", "ray"])
     s.add_argument("--address", help="Ray cluster address (backend ray)")
     s.add_argument("--workers", type=int, help="parallel runs (local pool size, or Ray CPUs when starting Ray)")
+    s.add_argument(
+        "--no-snapshots", action="store_true", help="precondition every run instead of sharing snapshots of each drive"
+    )
+    s.add_argument("--snapshot-dir", help="where the shared snapshots go (default: snapshots/ beside the table)")
     s.set_defaults(fn=cmd_sweep)
     q = sub.add_parser("plot", help="render a JSON report, a sweep table or repro tables to PNG/SVG")
     q.add_argument("input", help="report JSON, compare JSON, sweep .parquet/.csv, repro .csv/.json or directory")

@@ -121,6 +121,7 @@ def run(
     overrides: Overrides = None,
     window_ms: float | None = None,
     keep_latencies: bool = True,
+    snapshot_dir: str | os.PathLike[str] | None = None,
 ) -> Result:
     """Simulates one FTL on a trace or a synthetic workload; the same run as ``ftlsim run``.
 
@@ -128,8 +129,11 @@ def run(
     ``overrides`` sets dotted keys (``{"gc.policy": "fifo"}``). ``window_ms``
     sets the time-series window (default: the config's, or 100 ms when it has
     none; 0 for none). ``keep_latencies`` keeps every request's latency for
-    :meth:`Result.latencies` (memory grows with the run). Ctrl-C stops the run
-    with ``KeyboardInterrupt``.
+    :meth:`Result.latencies` (memory grows with the run). With
+    ``snapshot_dir``, the preconditioned drive is saved there and loaded by
+    later runs of the same drive instead of preconditioning again (see the
+    README's "Snapshots"); ``summary["input"]["snapshot"]`` says which
+    happened. Ctrl-C stops the run with ``KeyboardInterrupt``.
     """
     if (trace is None) == (workload is None):
         raise _error(ConfigError, "input", "give exactly one of trace= or workload=")
@@ -144,6 +148,7 @@ def run(
         precondition=precondition_spec(precondition),
         keep_latencies=keep_latencies,
         default_window_ms=DEFAULT_WINDOW_MS if window_ms is None else None,
+        snapshot_dir=None if snapshot_dir is None else os.fspath(snapshot_dir),
         **config_args(config),
     )
     result = Result(out["summary"], out["latencies_ns"], out["erase_map"])

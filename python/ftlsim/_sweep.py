@@ -5,6 +5,13 @@ fans them out (a local thread pool by default, or Ray) and collects rows in
 the cross product's order, so both backends return the same table. With a
 path, the table is written as Parquet (or CSV) and runs already in that file
 are skipped, so an interrupted sweep resumes where it stopped.
+
+Preconditioned runs share snapshots (``snapshots/`` beside the table, or a
+temporary directory without one): runs of one drive precondition once and
+the others load its state. The first run of each drive is started first, so
+no worker waits for a drive another one is still preconditioning while other
+work is left. Progress goes to stderr, one line a run, then a summary
+("12 runs; 1 preconditioned, 11 loaded").
 """
 
 from __future__ import annotations
@@ -13,6 +20,9 @@ import hashlib
 import itertools
 import json
 import os
+import sys
+import tempfile
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -113,6 +123,7 @@ def run_one(spec: Mapping[str, Any]) -> dict[str, Any]:
         overrides=spec["overrides"],
         window_ms=None,
         keep_latencies=False,
+        snapshot_dir=spec.get("snapshot_dir"),
     )
     s = r.summary
     row = {
@@ -129,11 +140,60 @@ def run_one(spec: Mapping[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _execute(specs: list[dict[str, Any]], backend: str, address: str | None, workers: int | None) -> list[dict]:
+def snapshot_first(specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs reordered so the first of each drive (config and preconditioning) comes before any second one.
+
+    Runs of one drive share a snapshot and wait for whichever makes it, so
+    this keeps the pool busy preconditioning other drives meanwhile.
+    """
+    seen: dict[tuple[str, Any], int] = {}
+    rank = []
+    for s in specs:
+        key = (s["fingerprint"], s["precondition"])
+        rank.append(seen.get(key, 0))
+        seen[key] = rank[-1] + 1
+    return [s for _, s in sorted(zip(rank, specs, strict=True), key=lambda x: x[0])]
+
+
+class _Progress:
+    """One stderr line per finished run, and the summary at the end."""
+
+    def __init__(self, total: int, show: bool):
+        self.total, self.show, self.done, self.start = total, show, 0, time.monotonic()
+        self.snapshots: dict[str, int] = {}
+
+    def __call__(self, row: dict[str, Any]) -> dict[str, Any]:
+        self.done += 1
+        snap = row.get("input.snapshot")
+        kind = "not preconditioned" if snap is None else ("loaded" if snap == "loaded" else "preconditioned")
+        self.snapshots[kind] = self.snapshots.get(kind, 0) + 1
+        if self.show:
+            elapsed = time.monotonic() - self.start
+            print(
+                f"ftlsim: sweep [{self.done}/{self.total}] {row['ftl']} {row['input']} seed={row['seed']}: "
+                f"{kind if snap in (None, 'loaded', 'saved', 'none') else snap}, {row['wall_time_s']:.2f} s "
+                f"({elapsed:.1f} s elapsed)",
+                file=sys.stderr,
+                flush=True,
+            )
+        return row
+
+    def summary(self, skipped: int) -> str:
+        kinds = ("preconditioned", "loaded", "not preconditioned")
+        parts = [f"{self.snapshots[k]} {k}" for k in kinds if k in self.snapshots]
+        text = f"{self.done} runs"
+        if parts:
+            text += "; " + ", ".join(parts)
+        return text + (f"; {skipped} already in the table" if skipped else "")
+
+
+def _execute(
+    specs: list[dict[str, Any]], backend: str, address: str | None, workers: int | None, progress: _Progress
+) -> list[dict]:
     if not specs:
         return []
     if backend == "local":
-        from concurrent.futures import ThreadPoolExecutor
+        from concurrent.futures import ThreadPoolExecutor, as_completed
 
         n = min(workers or os.cpu_count() or 1, len(specs))
         # Threads, not processes: the core releases the GIL for the whole run,
@@ -142,7 +202,7 @@ def _execute(specs: list[dict[str, Any]], backend: str, address: str | None, wor
         # __main__, which breaks scripts, heredocs and `python -c`). Measured
         # in the README (Python section).
         with ThreadPoolExecutor(n) as pool:
-            return list(pool.map(run_one, specs))
+            return [progress(f.result()) for f in as_completed([pool.submit(run_one, s) for s in specs])]
     if backend == "ray":
         import ray
 
@@ -154,11 +214,40 @@ def _execute(specs: list[dict[str, Any]], backend: str, address: str | None, wor
                 ray.init(address=address, log_to_driver=False)
         try:
             task = ray.remote(run_one)
-            return ray.get([task.remote(s) for s in specs])
+            pending = [task.remote(s) for s in specs]
+            rows = []
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1)
+                rows.append(progress(ray.get(ready[0])))
+            return rows
         finally:
             if started:
                 ray.shutdown()
     raise _sweep_error("backend", f"{backend!r} is not 'local' or 'ray'")
+
+
+class _snapshot_dir:
+    """The directory a sweep's snapshots go to (None: off), made temporary when the sweep has no table."""
+
+    def __init__(self, on: bool, given: str | os.PathLike[str] | None, table: Path | None):
+        self.tmp: tempfile.TemporaryDirectory[str] | None = None
+        self.path: str | None = None
+        if not on:
+            return
+        if given is not None:
+            self.path = os.fspath(given)
+        elif table is not None:
+            self.path = os.fspath(table.parent / "snapshots")
+        else:
+            self.tmp = tempfile.TemporaryDirectory(prefix="ftlsim-snapshots-")
+            self.path = self.tmp.name
+
+    def __enter__(self) -> str | None:
+        return self.path
+
+    def __exit__(self, *exc: object) -> None:
+        if self.tmp is not None:
+            self.tmp.cleanup()
 
 
 def _read_table(path: Path) -> pandas.DataFrame:
@@ -192,6 +281,9 @@ def sweep(
     address: str | None = None,
     workers: int | None = None,
     path: str | os.PathLike[str] | None = None,
+    snapshots: bool = True,
+    snapshot_dir: str | os.PathLike[str] | None = None,
+    progress: bool = True,
 ) -> pandas.DataFrame:
     """Runs every combination of ``ftls`` x (``traces`` + ``workloads``) x ``grid`` x ``seeds``.
 
@@ -203,6 +295,13 @@ def sweep(
     ``address`` or starts a local Ray instance. With ``path`` (``.parquet`` or
     ``.csv``), runs whose ``run_id`` is already there are not repeated, and
     the whole table is written back after the new runs.
+
+    With ``precondition``, runs of one drive share a snapshot of it
+    (``snapshot_dir``, default ``snapshots/`` beside ``path``, or a
+    temporary directory without one), so a sweep over workloads on one
+    config preconditions once; ``snapshots=False`` preconditions every run.
+    A run's snapshot use is its ``input.snapshot`` column. ``progress``
+    prints a line per finished run and a summary on stderr.
     """
     import pandas as pd
 
@@ -238,7 +337,14 @@ def sweep(
             raise _sweep_error("path", f"{table} exists but is not a sweep table (no run_id column)")
         done = {r["run_id"]: r for r in old.to_dict("records")}
     todo = [s for s in specs if s["run_id"] not in done]
-    fresh = {row["run_id"]: row for row in _execute(todo, backend, address, workers)}
+    report = _Progress(len(todo), progress)
+    with _snapshot_dir(snapshots and precondition is not None, snapshot_dir, table) as snaps:
+        for s in todo:
+            s["snapshot_dir"] = snaps
+        rows = _execute(snapshot_first(todo), backend, address, workers, report)
+    if progress:
+        print(f"ftlsim: sweep: {report.summary(len(specs) - len(todo))}", file=sys.stderr, flush=True)
+    fresh = {row["run_id"]: row for row in rows}
     ids = [s["run_id"] for s in specs]
     planned = set(ids)
     # Rows of the file that this sweep did not plan are kept, after its own.

@@ -172,3 +172,17 @@ def test_gil_is_released_during_a_run():
     during = [x for x in ticks if start < x < start + took]
     # A held GIL would freeze the ticker for the whole run.
     assert took > 0.2 and len(during) >= took / 0.01 / 4, (took, len(during))
+
+
+def test_snapshot_dir_loads_the_preconditioned_drive(tmp_path):
+    first = small_run(snapshot_dir=tmp_path)
+    again = small_run(snapshot_dir=tmp_path)
+    plain = small_run()
+    said = [r.summary["input"].pop("snapshot") for r in (first, again, plain)]
+    assert said == ["saved", "loaded", "none"]
+    assert len(list(tmp_path.glob("*.snap"))) == 1
+    for r in (first, again, plain):
+        for k in ("wall_time_s", "peak_rss_bytes"):
+            r.summary.pop(k)
+    assert first.summary == plain.summary and again.summary == plain.summary
+    assert np.array_equal(again.latencies()["write"], plain.latencies()["write"])

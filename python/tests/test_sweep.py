@@ -8,13 +8,14 @@ import sys
 
 import pandas as pd
 import pytest
-from conftest import CONFIG, ROOT, SMALL
+from conftest import CONFIG, ROOT, SMALL, run_cli
 
 import ftlsim
 
 GRID = {"gc.policy": ["greedy", "fifo"], "overprovisioning": [0.1, 0.2, 0.3]}
 WORKLOADS = ["rw=randwrite,bs=4k,ios=4000", "rw=randrw,bs=4k,ios=4000,trimmix=5"]
-UNEQUAL = ["wall_time_s", "peak_rss_bytes"]
+# The wall clock, memory, and whether a run made its drive's snapshot or loaded it.
+UNEQUAL = ["wall_time_s", "peak_rss_bytes", "input.snapshot"]
 
 
 def small_sweep(**kw) -> pd.DataFrame:
@@ -87,6 +88,36 @@ def test_resume_skips_runs_already_in_the_file(local, tmp_path):
     pd.testing.assert_frame_equal(resumed.iloc[:5], df.iloc[:5])
     pd.testing.assert_frame_equal(resumed.drop(columns=UNEQUAL), df.drop(columns=UNEQUAL))
     assert len(pd.read_parquet(half)) == 12
+
+
+def test_a_sweep_of_twelve_workloads_on_one_drive_preconditions_once(tmp_path, capfd):
+    kinds = ("randwrite", "randread", "randrw")
+    workloads = [f"rw={rw},bs={bs},ios=1500" for rw in kinds for bs in ("4k", "8k", "16k", "32k")]
+    kw = {"workloads": workloads, "overrides": SMALL, "precondition": "fill=1.0,overwrite=0.3", "workers": 2}
+    df = ftlsim.sweep(CONFIG, path=tmp_path / "s.parquet", **kw)
+    err = capfd.readouterr().err
+    assert "ftlsim: sweep: 12 runs; 1 preconditioned, 11 loaded" in err, err
+    assert err.count("ftlsim: sweep [") == 12 and "[12/12]" in err, err
+    assert sorted(df["input.snapshot"]) == ["loaded"] * 11 + ["saved"]
+    assert len(list((tmp_path / "snapshots").glob("*.snap"))) == 1
+    # The same rows as preconditioning every run.
+    plain = ftlsim.sweep(CONFIG, snapshots=False, **kw)
+    assert "12 runs; 12 preconditioned" in capfd.readouterr().err
+    assert set(plain["input.snapshot"]) == {"none"}
+    pd.testing.assert_frame_equal(df.drop(columns=UNEQUAL), plain.drop(columns=UNEQUAL), check_exact=True)
+
+
+def test_sweep_cli_shares_snapshots_and_can_opt_out(tmp_path, cli):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        f'config = "{CONFIG}"\nworkloads = ["rw=randwrite,bs=4k,ios=1000", "rw=randread,bs=4k,ios=1000"]\n'
+        'precondition = "fill=1.0"\nout = "s.csv"\n[set]\n"geometry.blocks_per_plane" = 64\n'
+    )
+    out = run_cli(cli, "sweep", str(spec))
+    assert "2 runs; 1 preconditioned, 1 loaded" in out.stderr, out.stderr
+    assert len(list((tmp_path / "snapshots").glob("*.snap"))) == 1
+    out = run_cli(cli, "sweep", str(spec), "--out", str(tmp_path / "t.csv"), "--no-snapshots")
+    assert "2 runs; 2 preconditioned" in out.stderr, out.stderr
 
 
 def test_csv_table_and_seeds(tmp_path):

@@ -232,6 +232,10 @@ struct InputArgs {
     /// Unmeasured conditioning first, e.g. fill=1.0,overwrite=1.0 (mode=fast, the default, fast-forwards the overwrites; mode=timed runs them as host commands; docs/preconditioning.md).
     #[arg(long, value_name = "SPEC")]
     precondition: Option<String>,
+    /// Keep the preconditioned drive here and load it next time instead of
+    /// preconditioning again (keyed by config, FTL, seed and SPEC).
+    #[arg(long, value_name = "DIR", requires = "precondition")]
+    snapshot_dir: Option<PathBuf>,
     /// Host arrival mode for traces: open (timestamps) or closed (host.mode).
     /// A workload's own iodepth= or rate= decides its mode instead.
     #[arg(long, conflicts_with = "workload")]
@@ -287,8 +291,14 @@ impl InputArgs {
         }
     }
 
-    fn precondition(&self) -> Result<Option<Precondition>, Error> {
-        self.precondition.as_deref().map(str::parse).transpose()
+    /// The run of this input on `config`.
+    fn job(&self, config: Config) -> Result<Job, Error> {
+        Ok(Job {
+            config,
+            input: self.input()?,
+            precondition: self.precondition.as_deref().map(str::parse).transpose()?,
+            snapshot_dir: self.snapshot_dir.clone(),
+        })
     }
 }
 
@@ -581,7 +591,7 @@ fn run(a: RunArgs) -> Result<(), Error> {
         // The default window, unless the config or a --set chose one.
         config.report.window_ms = 100.0;
     }
-    let job = Job { config, input: a.input.input()?, precondition: a.input.precondition()? };
+    let job = a.input.job(config)?;
     let json_to_stdout = a.output.json.as_deref() == Some(Path::new("-"));
     let mut report = run_with_progress(&job, a.output.quiet || json_to_stdout)?;
     report.overrides = a.drive.overrides(&extra);
@@ -628,7 +638,7 @@ fn compare(a: CompareArgs) -> Result<(), Error> {
             }
             let config = load_config(&a.drive, &extra)?;
             let name = config.ftl.name.clone();
-            let job = Job { config, input: a.input.input()?, precondition: a.input.precondition()? };
+            let job = a.input.job(config)?;
             let mut report = run_with_progress(&job, a.quiet)?;
             report.overrides = a.drive.overrides(&extra);
             reports.push(report);

@@ -217,6 +217,78 @@ fn runs_are_deterministic_and_follow_the_seed() {
     assert_ne!(a["flash_pages_programmed"], c["flash_pages_programmed"]);
 }
 
+// ------------------------------------------------------------------ snapshots
+
+/// The report's snapshot field, removed from it.
+fn take_snapshot(v: &mut Value) -> Value {
+    v["input"].as_object_mut().expect("input is an object").remove("snapshot").expect("input.snapshot present")
+}
+
+#[test]
+fn snapshot_dir_saves_then_loads_the_preconditioned_drive() {
+    let dir = TempDir::new().unwrap();
+    let snaps = dir.path().join("snaps");
+    let with =
+        ["--workload", GC_WORKLOAD, "--precondition", GC_PRECONDITION, "--snapshot-dir", snaps.to_str().unwrap()];
+    let mut fresh = deterministic(report(&with[..4]));
+    assert_eq!(take_snapshot(&mut fresh), "none");
+    let mut saved = deterministic(report(&with));
+    assert_eq!(take_snapshot(&mut saved), "saved");
+    let files: Vec<_> = std::fs::read_dir(&snaps).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(files.iter().any(|f| f.to_str().unwrap().starts_with("page-") && f.to_str().unwrap().ends_with(".snap")));
+    let mut loaded = deterministic(report(&with));
+    assert_eq!(take_snapshot(&mut loaded), "loaded");
+    let table = ok(small(&with));
+    assert!(table.lines().any(|l| l.starts_with("precondition") && l.ends_with("(snapshot loaded)")), "{table}");
+    assert_eq!(fresh, saved);
+    assert_eq!(fresh, loaded, "a run from the snapshot reports as the one that preconditioned");
+
+    // compare takes it too: the page run loads, the dftl run saves its own.
+    let mut cmp = args(&["compare"]);
+    cmp.extend(args(SMALL));
+    cmp.extend(args(&with));
+    cmp.extend(args(&["--ftl", "page", "--ftl", "dftl", "--json", "-"]));
+    let both: Value = serde_json::from_str(&ok(cmp)).unwrap();
+    assert_eq!(both[0]["input"]["snapshot"], "loaded");
+    assert_eq!(both[1]["input"]["snapshot"], "saved");
+}
+
+#[test]
+fn a_damaged_snapshot_is_refused_in_one_line_and_recomputed() {
+    let dir = TempDir::new().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let with = ["--workload", "rw=randwrite,bs=4k,ios=2000", "--precondition", GC_PRECONDITION, "--snapshot-dir", d];
+    let mut good = deterministic(report(&with));
+    take_snapshot(&mut good);
+    let snap =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().unwrap() == "snap");
+    let snap = snap.expect("a snapshot was written");
+    let mut bytes = std::fs::read(&snap).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 1;
+    std::fs::write(&snap, bytes).unwrap();
+
+    let mut a = small(&with);
+    a.extend(args(&["--json", "-", "--quiet"]));
+    let out = ftlsim(a);
+    assert!(out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let refusal: Vec<_> = stderr.lines().filter(|l| l.contains("refused")).collect();
+    assert_eq!(refusal.len(), 1, "{stderr}");
+    assert!(refusal[0].contains(&snap.display().to_string()) && refusal[0].contains("checksum mismatch"), "{stderr}");
+    let mut again: Value = serde_json::from_str(&String::from_utf8(out.stdout).unwrap()).unwrap();
+    again = deterministic(again);
+    assert!(take_snapshot(&mut again).as_str().unwrap().starts_with("recomputed: "));
+    assert_eq!(again, good, "the recomputed run is the right one");
+    assert_eq!(report(&with)["input"]["snapshot"], "loaded", "and the rewritten snapshot loads");
+}
+
+#[test]
+fn snapshot_dir_needs_a_precondition() {
+    let err = fails(small(&["--workload", "rw=write,ios=10", "--snapshot-dir", "x"]));
+    assert!(err.contains("--precondition"), "{err}");
+}
+
 // --------------------------------------------------------------- sample traces
 
 /// (file, format, requests): the kept samples, then the real traces.

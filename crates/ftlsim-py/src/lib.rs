@@ -43,7 +43,7 @@ fn resolve_config(name: &str, overrides: Vec<String>, text: Option<&str>, json: 
 #[pyfunction]
 #[pyo3(signature = (
     name, overrides, *, text=None, json=None, trace=None, format=None, skip_bad_lines=false,
-    workload=None, precondition=None, keep_latencies=false, default_window_ms=None,
+    workload=None, precondition=None, keep_latencies=false, default_window_ms=None, snapshot_dir=None,
 ))]
 #[allow(clippy::too_many_arguments)]
 fn run<'py>(
@@ -59,6 +59,7 @@ fn run<'py>(
     precondition: Option<&str>,
     keep_latencies: bool,
     default_window_ms: Option<f64>,
+    snapshot_dir: Option<std::path::PathBuf>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let job = (|| -> Result<Job, Error> {
         let mut config = load_config(name, text, json, &overrides)?;
@@ -72,7 +73,7 @@ fn run<'py>(
             _ => return Err(Error::config("input", "give exactly one of trace= or workload=")),
         };
         let precondition = precondition.map(str::parse::<Precondition>).transpose()?;
-        Ok(Job { config, input, precondition })
+        Ok(Job { config, input, precondition, snapshot_dir })
     })()
     .map_err(error::to_py)?;
 

@@ -28,6 +28,9 @@ pub struct Job {
     pub config: Config,
     pub input: Input,
     pub precondition: Option<Precondition>,
+    /// Where preconditioned snapshots are kept (see [`crate::snapshot`]);
+    /// `None` preconditions every time.
+    pub snapshot_dir: Option<PathBuf>,
 }
 
 /// A finished run: the report, and what it only summarises.
@@ -121,10 +124,16 @@ impl Job {
     /// The drive built and preconditioned, and the input opened.
     fn start(&self, on_progress: &mut dyn FnMut(Progress, u64) -> bool) -> Result<(Simulation, Prepared)> {
         let mut sim = Simulation::new(self.config.clone())?;
-        let prepared = self.prepare(sim.logical_sectors())?;
-        if let Some(p) = self.precondition {
-            sim.precondition_observed(p, &mut |progress| on_progress(progress, 0))?;
-        }
+        let mut prepared = self.prepare(sim.logical_sectors())?;
+        let mut observe = |progress| on_progress(progress, 0);
+        prepared.options.input.snapshot = match (self.precondition, &self.snapshot_dir) {
+            (Some(p), Some(dir)) => Some(sim.precondition_cached(p, dir, &mut observe)?.to_string()),
+            (Some(p), None) => {
+                sim.precondition_observed(p, &mut observe)?;
+                Some("none".into())
+            }
+            (None, _) => None,
+        };
         Ok((sim, prepared))
     }
 }
@@ -143,7 +152,12 @@ mod tests {
 
     fn job() -> Job {
         let config = Config::load("hat-table4", &["geometry.blocks_per_plane=64".into()]).unwrap();
-        Job { config, input: Input::Workload("rw=randrw,bs=4k,ios=3000,trimmix=10".into()), precondition: None }
+        Job {
+            config,
+            input: Input::Workload("rw=randrw,bs=4k,ios=3000,trimmix=10".into()),
+            precondition: None,
+            snapshot_dir: None,
+        }
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub mod report;
 pub mod repro;
 pub mod rng;
 pub mod sim;
+pub mod snapshot;
 #[doc(hidden)]
 pub mod testdata;
 pub mod trace;

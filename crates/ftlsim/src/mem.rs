@@ -10,6 +10,36 @@ pub fn big_vec<T: Copy>(n: usize, value: T) -> Vec<T> {
     v
 }
 
+/// Deserializes a table [`big_vec`] allocated (a snapshot's forward map or
+/// OOB array) into huge-page backed memory again, so a loaded drive runs as
+/// fast as one built in place.
+pub fn deserialize_big<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Copy + serde::Deserialize<'de>,
+{
+    struct Seq<T>(std::marker::PhantomData<T>);
+    impl<'de, T: Copy + serde::Deserialize<'de>> serde::de::Visitor<'de> for Seq<T> {
+        type Value = Vec<T>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a sequence")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
+            // A length read from a file is not trusted with an allocation
+            // beyond this; longer tables grow as they are read.
+            const MAX_RESERVE: usize = 1 << 26;
+            let n = seq.size_hint().unwrap_or(0).min(MAX_RESERVE);
+            let mut v: Vec<T> = Vec::with_capacity(n);
+            advise_huge(v.as_mut_ptr() as *mut u8, n * std::mem::size_of::<T>());
+            while let Some(x) = seq.next_element()? {
+                v.push(x);
+            }
+            Ok(v)
+        }
+    }
+    d.deserialize_seq(Seq(std::marker::PhantomData))
+}
+
 #[cfg(target_os = "linux")]
 fn advise_huge(ptr: *mut u8, len: usize) {
     const HUGE: usize = 2 << 20;

@@ -24,11 +24,13 @@ use crate::limits;
 use crate::nand::{Geometry, NandArray, Timing};
 use crate::report::{self, EraseMap, EraseStats, InputReport, Metrics, Report, RequestLatencies, Window};
 use crate::rng::SimRng;
+use crate::snapshot::{self, SnapshotUse};
 use crate::trace::{CmdSource, HostCmd, Op, Progress};
 use crate::trim::TrimModel;
 use crate::units::{Nanos, SECTOR_BYTES, Sector, SimTime};
 use std::borrow::Cow;
 use std::collections::VecDeque;
+use std::path::Path;
 use std::time::Instant;
 
 /// Latest arrival a run accepts, ns (about 146 years): a quarter of the
@@ -582,6 +584,78 @@ impl Simulation {
             now = self.ftl.write(&mut self.dev, span(slot), now, now, None)?;
             tick(filled + (i + 1) * write_pages / per_page)?;
         }
+        Ok(())
+    }
+
+    /// As [`precondition_observed`](Simulation::precondition_observed), but
+    /// through a snapshot in `dir` (see [`crate::snapshot`]): loaded when
+    /// one made for this drive is there, else made and saved. A refused
+    /// snapshot, and a run that cannot use one, are told in one line on
+    /// stderr; the returned value says what happened.
+    pub fn precondition_cached(
+        &mut self,
+        p: Precondition,
+        dir: &Path,
+        on_progress: &mut dyn FnMut(Progress) -> bool,
+    ) -> Result<SnapshotUse> {
+        if let Some(why) = self.snapshot_unavailable() {
+            eprintln!("ftlsim: snapshots are not available for this run ({why}); preconditioning normally");
+            self.precondition_observed(p, on_progress)?;
+            return Ok(SnapshotUse::Unavailable(why));
+        }
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        let key = snapshot::key(&self.cfg, p);
+        let path = snapshot::path(dir, &self.cfg, &key);
+        let _lock = snapshot::KeyLock::acquire(&path)?;
+        let refused = match snapshot::read(&path, &key) {
+            Ok(None) => None,
+            Ok(Some(sections)) => match self.restore(&sections) {
+                Ok(()) => {
+                    self.precondition = Some(p);
+                    return Ok(SnapshotUse::Loaded);
+                }
+                Err(why) => Some(format!("damaged: {why}")),
+            },
+            Err(why) => Some(why),
+        };
+        if let Some(why) = &refused {
+            eprintln!("ftlsim: snapshot {}: refused ({why}); preconditioning again", path.display());
+        }
+        self.precondition_observed(p, on_progress)?;
+        let (mut drive, mut ftl) = (Vec::new(), Vec::new());
+        snapshot::encode_into(&(&self.dev, &self.ctrl, &self.trim), &mut drive)?;
+        let name = self.ftl.name();
+        let state = self.ftl.saved_state();
+        state
+            .ok_or_else(|| Error::invariant("snapshot", format!("the '{name}' FTL has no saved state")))?
+            .save(&mut ftl)?;
+        if let Err(e) = snapshot::write(&path, &key, &drive, &ftl) {
+            eprintln!("ftlsim: snapshot not saved: {e}");
+            return Ok(SnapshotUse::NotSaved(e.to_string()));
+        }
+        Ok(refused.map_or(SnapshotUse::Saved, |why| SnapshotUse::Recomputed(format!("{}: {why}", path.display()))))
+    }
+
+    /// Why this drive's preconditioning cannot be saved, known before it
+    /// runs; `None` when it can (as far as the drive tells; the FTL
+    /// answers for itself).
+    fn snapshot_unavailable(&mut self) -> Option<String> {
+        if self.cfg.nand.store_payloads {
+            Some("the drive stores payloads".into())
+        } else if !self.cuts.is_empty() {
+            Some("the run has power cuts".into())
+        } else if self.ftl.saved_state().is_none() {
+            Some(format!("the '{}' FTL cannot be saved yet", self.ftl.name()))
+        } else {
+            None
+        }
+    }
+
+    /// The drive's state replaced by a snapshot's, all or nothing; else why not.
+    fn restore(&mut self, s: &snapshot::Sections) -> std::result::Result<(), String> {
+        let (dev, ctrl, trim): (Device, Controller, TrimModel) = snapshot::decode(s.drive())?;
+        self.ftl.saved_state().ok_or("the FTL has no saved state")?.load(s.ftl())?;
+        (self.dev, self.ctrl, self.trim) = (dev, ctrl, trim);
         Ok(())
     }
 

@@ -40,7 +40,7 @@ use crate::error::Result;
 use crate::ftl::{Ftl, Span, split_sector};
 use crate::trace::Op;
 use crate::units::{Nanos, SECTOR_BYTES, Sector, SimTime};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Bytes of one range entry in the DSM payload (ATA: 48-bit LBA + 16-bit count).
 pub const DSM_ENTRY_BYTES: u64 = 8;
@@ -48,7 +48,7 @@ pub const DSM_ENTRY_BYTES: u64 = 8;
 const DSM_BLOCK_BYTES: u64 = 512;
 
 /// What TRIM commands cost over a run (the report's `trim` section).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrimStats {
     /// TRIM commands served, and the ranges they carried.
     pub commands: u64,
@@ -71,6 +71,7 @@ pub struct TrimStats {
 }
 
 /// The cost model and the host-side gate of TRIM commands.
+#[derive(Serialize, Deserialize)]
 pub struct TrimModel {
     command: Nanos,
     range: Nanos,

@@ -20,7 +20,7 @@ fn quick_config(ftl: &str, extra: &[&str]) -> Config {
 }
 
 fn run(cfg: Config, input: Input, precondition: Precondition) -> Report {
-    Job { config: cfg, input, precondition: Some(precondition) }.run(&mut |_, _| true).unwrap()
+    Job { config: cfg, input, precondition: Some(precondition), snapshot_dir: None }.run(&mut |_, _| true).unwrap()
 }
 
 /// Report fields that legitimately differ between FTLs holding the same

@@ -10,7 +10,9 @@ use ftlsim::units::{Sector, SimTime};
 use ftlsim::{Config, Precondition, PreconditionMode, Report, Simulation};
 
 fn run(cfg: Config, spec: &str, pre: Precondition) -> Report {
-    Job { config: cfg, input: Input::Workload(spec.into()), precondition: Some(pre) }.run(&mut |_, _| true).unwrap()
+    Job { config: cfg, input: Input::Workload(spec.into()), precondition: Some(pre), snapshot_dir: None }
+        .run(&mut |_, _| true)
+        .unwrap()
 }
 
 /// Requests per second the drive's array units, buses and host link allow

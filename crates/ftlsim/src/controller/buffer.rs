@@ -13,6 +13,7 @@
 
 use crate::config::CachePolicy;
 use crate::units::SimTime;
+use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -23,7 +24,7 @@ const NO_LPN: u32 = u32::MAX;
 /// Sectors of one page (bit i: sector i), pages of up to 128 sectors.
 pub type SectorMask = u128;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SlotState {
     Free,
     Dirty,
@@ -31,7 +32,7 @@ pub enum SlotState {
     Clean,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 struct Slot {
     lpn: u32,
     mask: SectorMask,
@@ -44,7 +45,7 @@ struct Slot {
 }
 
 /// A doubly linked list threaded through the slots.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 struct List {
     head: u32,
     tail: u32,
@@ -75,7 +76,7 @@ impl Hasher for LpnHasher {
 }
 
 /// Counters of the buffer, for the report.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BufferStats {
     /// Host page writes absorbed by a page already buffered.
     pub write_hits: u64,
@@ -92,6 +93,7 @@ pub struct BufferStats {
     pub stall_ns: u64,
 }
 
+#[derive(Serialize, Deserialize)]
 pub struct WriteBuffer {
     policy: CachePolicy,
     slots: Vec<Slot>,

@@ -36,12 +36,14 @@ use crate::error::Result;
 use crate::ftl::{Ftl, Span, page_chunks};
 use crate::units::{PlaneId, Sector, SimTime};
 use buffer::{BufferStats, SectorMask, WriteBuffer, overlay_held, sector_mask};
+use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// Task id of a destager in the schedule (plane ids are the others).
 const DESTAGE: u32 = u32::MAX;
 
+#[derive(Serialize, Deserialize)]
 pub struct Controller {
     buffer: Option<WriteBuffer>,
     /// (time, insertion order, task): planes with background work, and

@@ -14,9 +14,10 @@
 //! transfers booked ahead of the host, not by the run.
 
 use crate::units::{Nanos, SimTime};
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Calendar {
     /// Busy intervals `[start, end)`, sorted, disjoint and not touching
     /// (touching intervals are merged).

@@ -24,10 +24,10 @@ use super::calendar::Calendar;
 use crate::error::Result;
 use crate::nand::{Geometry, NandArray, PageOob, Payload, Timing};
 use crate::units::{BlockId, Lpn, Nanos, PlaneId, Ppn, SimTime};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Why a flash operation happened; every counter is split by it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Cause {
     /// Serving a host command.
@@ -60,7 +60,7 @@ impl Cause {
 }
 
 /// Flash operation counts, indexed by `Cause as usize`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FlashCounters {
     pub reads: [u64; 6],
     pub programs: [u64; 6],
@@ -77,7 +77,7 @@ impl FlashCounters {
 }
 
 /// PCM accesses, counted for the energy model.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PcmCounters {
     pub reads: u64,
     pub writes: u64,
@@ -85,7 +85,7 @@ pub struct PcmCounters {
 
 /// Time each resource class spent busy, ns (summed over its resources);
 /// the buses' is in their calendars ([`Device::bus_busy_ns`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BusyTime {
     /// Array units (dies, or planes with `timing.plane_parallel`), by cause.
     pub units: [u64; 6],
@@ -93,6 +93,7 @@ pub struct BusyTime {
     pub pcm: u64,
 }
 
+#[derive(Serialize, Deserialize)]
 pub struct Device {
     pub array: NandArray,
     timing: Timing,

@@ -21,11 +21,12 @@
 //! programs on other units); it only decides what a cut may tear.
 
 use crate::units::{Ppn, SimTime};
+use serde::{Deserialize, Serialize};
 
 /// Programs kept before old ones are pruned (see [`PowerTrack::prune`]).
 const KEEP: usize = 1 << 16;
 
-#[derive(Default)]
+#[derive(Default, Serialize, Deserialize)]
 pub struct PowerTrack {
     /// Programs, when each ends, and the command that booked it, in
     /// booking order.

@@ -22,8 +22,10 @@ use crate::config::Config;
 use crate::engine::{Cause, Device};
 use crate::error::Result;
 use crate::units::{BlockId, SimTime};
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
+#[derive(Serialize, Deserialize)]
 pub struct Bast {
     core: Hybrid,
     /// Log block of each key, or [`NONE`].

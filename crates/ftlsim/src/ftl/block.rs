@@ -19,7 +19,9 @@ use crate::config::Config;
 use crate::engine::{Cause, Device};
 use crate::error::Result;
 use crate::units::SimTime;
+use serde::{Deserialize, Serialize};
 
+#[derive(Serialize, Deserialize)]
 pub struct BlockFtl {
     core: Hybrid,
     /// The current request's pages, grouped by logical block (reused).

@@ -19,12 +19,13 @@ use crate::error::{Error, Result};
 use crate::ftl::FtlStats;
 use crate::nand::Geometry;
 use crate::units::Lpn;
+use serde::{Deserialize, Serialize};
 
 const NIL: u32 = u32::MAX;
 
 /// One mapping entry: its current value, its backing-store image, and its
 /// cache slot (or `NIL`).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 #[repr(C, align(16))]
 pub struct Entry {
     pub cur: u32,
@@ -32,9 +33,11 @@ pub struct Entry {
     slot: u32,
 }
 
+#[derive(Serialize, Deserialize)]
 pub struct MapCache {
     capacity: u32,
     len: u32,
+    #[serde(deserialize_with = "crate::mem::deserialize_big")]
     pub ent: Vec<Entry>,
     key: Vec<u32>,
     dirty: Vec<bool>,
@@ -246,6 +249,7 @@ impl MapCache {
 
 /// A cached page map: the entries with their cache, and the counters of
 /// the report.
+#[derive(Serialize, Deserialize)]
 pub struct CachedMap {
     pub cache: MapCache,
     entry_bytes: u64,

@@ -21,6 +21,7 @@ use crate::engine::Device;
 use crate::error::{Error, Result};
 use crate::nand::Geometry;
 use crate::units::{Lpn, Ppn, SimTime};
+use serde::{Deserialize, Serialize};
 
 pub type Dac = PageMapped<DacMap>;
 
@@ -42,6 +43,7 @@ impl Dac {
     }
 }
 
+#[derive(Serialize, Deserialize)]
 pub struct DacMap {
     inner: DramMap,
     region: Vec<u8>,

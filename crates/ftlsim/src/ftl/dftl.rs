@@ -49,6 +49,7 @@ use crate::engine::{Cause, Device};
 use crate::error::{Error, Result};
 use crate::nand::{Geometry, Payload};
 use crate::units::{Lpn, Ppn, SimTime};
+use serde::{Deserialize, Serialize};
 
 pub type Dftl = PageMapped<DftlMap>;
 
@@ -70,6 +71,7 @@ impl Dftl {
     }
 }
 
+#[derive(Serialize, Deserialize)]
 pub struct DftlMap {
     m: CachedMap,
     logical: u32,

@@ -33,8 +33,10 @@ use crate::config::Config;
 use crate::engine::{Cause, Device};
 use crate::error::Result;
 use crate::units::{BlockId, Lpn, Ppn, SimTime};
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
+#[derive(Serialize, Deserialize)]
 pub struct Fast {
     core: Hybrid,
     /// Per chip: the sequential log block and the key it belongs to.

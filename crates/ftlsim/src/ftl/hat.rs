@@ -43,6 +43,7 @@ use crate::engine::Device;
 use crate::error::Result;
 use crate::nand::Geometry;
 use crate::units::{Lpn, Ppn, SimTime};
+use serde::{Deserialize, Serialize};
 
 pub type Hat = PageMapped<HatMap>;
 
@@ -54,6 +55,7 @@ impl Hat {
     }
 }
 
+#[derive(Serialize, Deserialize)]
 pub struct HatMap {
     m: CachedMap,
     /// When the PCM has taken the current request's writes.

@@ -34,6 +34,7 @@ use crate::engine::{Cause, Device};
 use crate::error::{Error, Result};
 use crate::nand::{Geometry, Payload};
 use crate::units::{BlockId, Lpn, Ppn, SimTime};
+use serde::{Deserialize, Serialize};
 
 /// Forward-index value of a logical page never written.
 const NEVER: u32 = u32::MAX;
@@ -47,9 +48,11 @@ fn is_mapped(v: u32) -> bool {
     v < TRIMMED
 }
 
+#[derive(Serialize, Deserialize)]
 pub struct Hybrid {
     pub geo: Geometry,
     pub stripes: Stripes,
+    #[serde(deserialize_with = "crate::mem::deserialize_big")]
     fwd: Vec<u32>,
     /// Data block of each key, or [`NONE`].
     data: Vec<u32>,
@@ -546,6 +549,10 @@ macro_rules! core_delegates {
 
         fn flush(&mut self, dev: &mut Device, now: SimTime) -> Result<SimTime> {
             Ok(self.core.flush(dev, now))
+        }
+
+        fn saved_state(&mut self) -> Option<&mut dyn super::SavedState> {
+            Some(self)
         }
     };
 }

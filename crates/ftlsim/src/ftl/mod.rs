@@ -31,7 +31,7 @@ use crate::controller::buffer::SectorMask;
 use crate::engine::Device;
 use crate::error::{Error, Result};
 use crate::units::{Lpn, PlaneId, Ppn, Sector, SimTime};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Names accepted by `--ftl`.
 pub const FTL_NAMES: &[&str] =
@@ -65,7 +65,7 @@ pub fn describe(name: &str) -> &'static str {
 }
 
 /// FTL-side counters for the report.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FtlStats {
     pub gc_invocations: u64,
     pub gc_pages_copied: u64,
@@ -239,6 +239,12 @@ pub trait Ftl: Send {
         None
     }
 
+    /// The FTL's whole state, for a preconditioned snapshot
+    /// ([`crate::snapshot`]); `None` for an FTL that cannot be saved yet.
+    fn saved_state(&mut self) -> Option<&mut dyn SavedState> {
+        None
+    }
+
     /// Power fails at `now`: the FTL drops everything volatile (RAM
     /// tables, its data cache), rebuilds its tables from flash alone (OOB,
     /// summary and log pages), timing the reads on `dev`, and reports.
@@ -253,6 +259,26 @@ pub trait Ftl: Send {
                 self.name()
             ),
         ))
+    }
+}
+
+/// An FTL's state as bytes and back ([`Ftl::saved_state`]); every
+/// serde-derived FTL has it.
+pub trait SavedState {
+    /// Appends the state to `out`.
+    fn save(&self, out: &mut Vec<u8>) -> Result<()>;
+    /// Replaces the state with `bytes` that [`save`](SavedState::save) wrote
+    /// for the same config; unchanged, and why, when they do not decode.
+    fn load(&mut self, bytes: &[u8]) -> std::result::Result<(), String>;
+}
+
+impl<T: Serialize + serde::de::DeserializeOwned> SavedState for T {
+    fn save(&self, out: &mut Vec<u8>) -> Result<()> {
+        crate::snapshot::encode_into(self, out)
+    }
+    fn load(&mut self, bytes: &[u8]) -> std::result::Result<(), String> {
+        *self = crate::snapshot::decode(bytes)?;
+        Ok(())
     }
 }
 
@@ -299,7 +325,7 @@ pub fn build(name: &str, cfg: &Config, dev: &Device) -> Result<Box<dyn Ftl>> {
 }
 
 /// The part of one logical page a host command touches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PageChunk {
     pub lpn: Lpn,
     /// First sector of the chunk within its page.

@@ -71,6 +71,7 @@ use crate::engine::{Cause, Device};
 use crate::error::{Error, Result};
 use crate::nand::{Geometry, Payload};
 use crate::units::{BlockId, Lpn, PlaneId, Ppn, SimTime};
+use serde::{Deserialize, Serialize};
 use std::ops::Range;
 
 mod units;
@@ -92,7 +93,7 @@ pub(super) fn is_mapped(v: u32) -> bool {
 /// `0..logical pages` for host data, and above that any pages the table
 /// keeps on flash itself (DFTL's translation pages), which the core
 /// allocates, garbage-collects and checks like data.
-pub trait MapTable: Send + Sized {
+pub trait MapTable: Send + Sized + serde::Serialize + serde::de::DeserializeOwned {
     const NAME: &'static str;
     /// A write's data waits for its translation (DFTL, as HAT describes it),
     /// instead of only the bookkeeping of the old page doing so.
@@ -184,7 +185,9 @@ pub trait MapTable: Send + Sized {
 }
 
 /// The whole forward map in DRAM: every access is a hit and costs nothing.
+#[derive(Serialize, Deserialize)]
 pub struct DramMap {
+    #[serde(deserialize_with = "crate::mem::deserialize_big")]
     fwd: Vec<u32>,
     ram_accesses: u64,
     /// Backward-map entries per physical page (mapping units per page).
@@ -275,12 +278,15 @@ impl PageFtl {
 }
 
 /// A page-mapped FTL: the shared data path over forward map `M`.
+#[derive(Serialize, Deserialize)]
+#[serde(bound = "")]
 pub struct PageMapped<M: MapTable> {
     core: PageCore,
     map: M,
 }
 
 /// The page-mapped data path, apart from the forward map.
+#[derive(Serialize, Deserialize)]
 pub struct PageCore {
     pub(super) geo: Geometry,
     pub(super) pool: BlockPool,
@@ -334,7 +340,7 @@ pub struct PageCore {
 const COPY: u32 = 256;
 
 /// A plane's preemptible GC job: one victim, emptied a copy at a time.
-#[derive(Default)]
+#[derive(Default, Serialize, Deserialize)]
 struct GcJob {
     /// The victim, or `NO_BLOCK` when the plane has no job.
     victim: u32,
@@ -1201,6 +1207,10 @@ impl<M: MapTable> Ftl for PageMapped<M> {
     fn reset_stats(&mut self) {
         self.core.stats = FtlStats::default();
         self.map.reset_stats();
+    }
+
+    fn saved_state(&mut self) -> Option<&mut dyn super::SavedState> {
+        Some(self)
     }
 
     fn mapping_ram_bytes(&self) -> u64 {

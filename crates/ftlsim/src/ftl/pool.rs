@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::nand::Geometry;
 use crate::rng::SimRng;
 use crate::units::{BlockId, PlaneId, SimTime};
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 const NIL: u32 = u32::MAX;
@@ -28,7 +29,7 @@ const NIL: u32 = u32::MAX;
 /// almost no block of the plane is closed).
 const RANDOM_PROBES: u32 = 64;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum BlockState {
     Free,
     Active,
@@ -38,6 +39,7 @@ pub enum BlockState {
     Reclaiming,
 }
 
+#[derive(Serialize, Deserialize)]
 pub struct BlockPool {
     blocks_per_plane: u32,
     /// Units a block holds: its pages, or its mapping units (see

@@ -39,6 +39,7 @@ pub use super::RecoveryReport;
 use crate::engine::{Cause, Device};
 use crate::nand::PageOob;
 use crate::units::{BlockId, Ppn, SimTime};
+use serde::{Deserialize, Serialize};
 
 /// An entry no readable page holds.
 pub const NONE: u32 = u32::MAX;
@@ -117,7 +118,7 @@ pub fn scan(dev: &mut Device, now: SimTime, entries: u32, logical: u32) -> crate
 /// TRIMs since the last FLUSH, journalled to the drive's TRIM log at the
 /// next one (see the module doc). Inert on a drive that records no program
 /// sequence (no power cut can be made on it).
-#[derive(Default)]
+#[derive(Default, Serialize, Deserialize)]
 pub struct TrimJournal {
     on: bool,
     pending: Vec<(u32, u64)>,

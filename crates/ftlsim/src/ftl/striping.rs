@@ -18,7 +18,9 @@
 use crate::config::Striping;
 use crate::nand::Geometry;
 use crate::units::{Lpn, PlaneId};
+use serde::{Deserialize, Serialize};
 
+#[derive(Serialize, Deserialize)]
 pub struct Stripes {
     mode: Striping,
     chips: u32,

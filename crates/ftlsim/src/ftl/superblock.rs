@@ -37,6 +37,7 @@ use crate::engine::{Cause, Device};
 use crate::error::{Error, Result};
 use crate::nand::{Geometry, Payload};
 use crate::units::{BlockId, Lpn, PlaneId, Ppn, SimTime};
+use serde::{Deserialize, Serialize};
 
 const NEVER: u32 = u32::MAX;
 const TRIMMED: u32 = u32::MAX - 1;
@@ -49,10 +50,12 @@ fn is_mapped(v: u32) -> bool {
     v < TRIMMED
 }
 
+#[derive(Serialize, Deserialize)]
 pub struct Superblock {
     geo: Geometry,
     pool: BlockPool,
     /// Where each logical page is (the spare-area page maps).
+    #[serde(deserialize_with = "crate::mem::deserialize_big")]
     fwd: Vec<u32>,
     /// Physical blocks of each superblock, its update block among them.
     blocks: Vec<Vec<BlockId>>,
@@ -366,6 +369,10 @@ impl Ftl for Superblock {
 
     fn reset_stats(&mut self) {
         self.stats = FtlStats::default();
+    }
+
+    fn saved_state(&mut self) -> Option<&mut dyn super::SavedState> {
+        Some(self)
     }
 
     fn mapping_ram_bytes(&self) -> u64 {

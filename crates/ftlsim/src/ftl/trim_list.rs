@@ -15,11 +15,14 @@
 //! Invariant: within a group, ranges are sorted, non-empty, disjoint and
 //! separated by at least one page; `entries` is the sum of the group lengths.
 
+use serde::{Deserialize, Serialize};
+
 /// Modelled controller RAM of one entry: a 4 B start and a 4 B length.
 pub const ENTRY_BYTES: u64 = 8;
 /// Modelled controller RAM of one group head (pointer and length).
 pub const GROUP_BYTES: u64 = 8;
 
+#[derive(Serialize, Deserialize)]
 pub struct TrimList {
     group_pages: u32,
     groups: Vec<Vec<(u32, u32)>>,

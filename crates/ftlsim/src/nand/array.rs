@@ -28,6 +28,7 @@ use crate::nand::Geometry;
 use crate::nand::payload::PayloadStore;
 use crate::nand::trim_log::TrimLog;
 use crate::units::{BlockId, Lpn, Ppn};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
 /// OOB marker of a page that holds no LPN (erased).
@@ -60,15 +61,19 @@ pub enum PageOob {
     Programmed { lpn: Lpn, seq: u64 },
 }
 
+#[derive(Serialize, Deserialize)]
 pub struct NandArray {
     geo: Geometry,
     /// log2 of the mapping units per page (0: one LPN a page).
     unit_shift: u32,
     endurance: u32,
+    #[serde(deserialize_with = "crate::mem::deserialize_big")]
     oob_lpn: Vec<u32>,
     oob_seq: Option<Vec<u64>>,
     write_ptr: Vec<u16>,
     erase_count: Vec<u32>,
+    /// Not in snapshots: a drive storing payloads is never saved (see `snapshot`).
+    #[serde(skip)]
     payload: Option<PayloadStore>,
     next_seq: u64,
     /// Pages torn by power cuts since their block's erase.

@@ -7,12 +7,13 @@
 
 use crate::config::GeometryConfig;
 use crate::units::{BlockId, PlaneId, Ppn};
+use serde::{Deserialize, Serialize};
 
 /// Division of 32-bit numbers by a fixed divisor with a multiply instead of
 /// a `div` instruction (Lemire, Kaser & Kurz, "Faster remainder by direct
 /// computation", 2019): exact for every 32-bit numerator. PPN decoding runs
 /// several divisions per flash operation, so this matters on the hot path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FastDiv {
     d: u32,
     m: u64,
@@ -35,7 +36,7 @@ impl FastDiv {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Geometry {
     pub channels: u32,
     pub chips_per_channel: u32,

@@ -2,8 +2,9 @@
 
 use crate::config::TimingConfig;
 use crate::units::Nanos;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Timing {
     pub read: Nanos,
     pub program: Nanos,

@@ -16,11 +16,13 @@
 //! checkpoints, and its pages live outside the FTL's geometry, so they
 //! take no blocks from it and need no GC.
 
+use serde::{Deserialize, Serialize};
+
 /// Bytes one log record takes on flash: a 4-byte LPN and a 4-byte
 /// sequence delta.
 pub const RECORD_BYTES: u64 = 8;
 
-#[derive(Default)]
+#[derive(Default, Serialize, Deserialize)]
 pub struct TrimLog {
     /// Per logical page: the sequence number of its latest durable TRIM
     /// (0: none). Grown on demand: a drive that never trims keeps none.

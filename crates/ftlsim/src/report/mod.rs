@@ -110,6 +110,10 @@ pub struct InputReport {
     pub host_mode: String,
     pub queue_depth: Option<u32>,
     pub precondition: Option<String>,
+    /// With preconditioning: what its snapshot did ("loaded", "saved",
+    /// "none" without a snapshot directory, or why it was recomputed or
+    /// unavailable; see `snapshot`).
+    pub snapshot: Option<String>,
 }
 
 /// One time-series window (by arrival time).

@@ -43,6 +43,12 @@ fn rows(r: &Report, brief: bool) -> Vec<(&'static str, String)> {
         Some(qd) => format!("{} (queue depth {qd})", i.host_mode),
         None => i.host_mode.clone(),
     };
+    // What the snapshot did, in a word; the JSON report has the reason.
+    let precondition = match (&i.precondition, i.snapshot.as_deref()) {
+        (None, _) => "none".to_string(),
+        (Some(p), None | Some("none")) => p.clone(),
+        (Some(p), Some(s)) => format!("{p} (snapshot {})", s.split(':').next().unwrap_or(s)),
+    };
     let or_none = |v: String| if v.is_empty() { "none".to_string() } else { v };
     vec![
         ("ftl", r.ftl.clone()),
@@ -51,7 +57,7 @@ fn rows(r: &Report, brief: bool) -> Vec<(&'static str, String)> {
         ("input", r.input.source.clone()),
         ("format", format),
         ("host mode", mode),
-        ("precondition", i.precondition.clone().unwrap_or_else(|| "none".into())),
+        ("precondition", precondition),
         (
             "warnings",
             or_none(

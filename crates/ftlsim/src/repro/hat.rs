@@ -263,7 +263,12 @@ pub fn run(opts: &Options, on_run: &mut dyn FnMut(&str)) -> Result<HatResults> {
                 // Each point its own addresses: reusing another point's would hit its cached entries.
                 let seed = config.seed.wrapping_mul(100) + (i * MICRO_SECTORS.len() + j) as u64;
                 let spec = format!("rw={op},bs={},ios={},iodepth=32,seed={seed}", sectors * 512, n.micro_requests);
-                let job = Job { config: config.clone(), input: Input::Workload(spec), precondition: None };
+                let job = Job {
+                    config: config.clone(),
+                    input: Input::Workload(spec),
+                    precondition: None,
+                    snapshot_dir: None,
+                };
                 let mut prepared = job.prepare(sim.logical_sectors())?;
                 sim.restart_measurement()?;
                 let r = sim.run(prepared.source.as_mut(), &prepared.options, &mut |_, _| true)?;
@@ -293,7 +298,7 @@ pub fn run(opts: &Options, on_run: &mut dyn FnMut(&str)) -> Result<HatResults> {
 /// One measured run in the experiment's starting state: `pre`, then a
 /// FLUSH (cached map updates written back), so every FTL starts alike.
 pub fn measure(config: Config, input: Input, pre: Precondition) -> Result<Report> {
-    let job = Job { config, input, precondition: None };
+    let job = Job { config, input, precondition: None, snapshot_dir: None };
     let mut sim = Simulation::new(job.config.clone())?;
     let mut prepared = job.prepare(sim.logical_sectors())?;
     sim.precondition(pre)?;

@@ -170,6 +170,7 @@ fn run_one(figure: &'static str, load: &Load, x: f64, mut cfg: Config) -> Result
                 config: cfg.clone(),
                 input: Input::Trace { path: path.to_path_buf(), format: None, skip_bad_lines: false },
                 precondition: None,
+                snapshot_dir: None,
             };
             sim = Simulation::new(cfg)?;
             sim.precondition(full)?;

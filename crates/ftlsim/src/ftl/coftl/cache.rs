@@ -23,14 +23,14 @@
 
 use crate::controller::buffer::{LpnHasher, SectorMask};
 use crate::units::SimTime;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
 const NIL: u32 = u32::MAX;
 
 /// The data cache's counters (the report's `coftl.cache`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CacheStats {
     /// Host virtual-page accesses served by the cache (reads wholly held,
     /// and writes absorbed by a cached virtual page).

@@ -73,14 +73,14 @@ use crate::ftl::mu::lru::Lru;
 use crate::nand::Payload;
 use crate::units::{Lpn, Ppn, SimTime};
 use cache::{AdaptiveCache, CacheStats};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sets::{LINK, Loc, PAD, SUMMARY, Sets};
 use std::collections::{BTreeSet, VecDeque};
 
 const NIL: u32 = u32::MAX;
 
 /// COFTL's own counters (the report's `coftl`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CoftlStats {
     pub cache: CacheStats,
     /// Cleaner merges (flagged virtual blocks, and full chains merged in

@@ -52,7 +52,7 @@ use crate::nand::{Geometry, Payload};
 use crate::units::{BlockId, Lpn, Ppn, SimTime};
 use bitmap::BitmapCache;
 use partition::Partitions;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use space::Space;
 use std::cell::Cell;
 use tree::MuTree;
@@ -83,7 +83,7 @@ fn unpack(v: u64) -> (u32, u32) {
 }
 
 /// μ-FTL's own report fields.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MuStats {
     /// Extents and bitmap entries in the μ-Tree at the end, and its height.
     pub extents: u64,

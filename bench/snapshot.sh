@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Preconditioned snapshots (issue 16, item 3). One command:
+#   bash bench/snapshot.sh
+# On the issue's workload (bench/page-8ch-16g.toml, 1,000,000 random 4 KiB
+# writes at queue depth 32, preconditioned fill=1.0,overwrite=1.0), the CPU
+# seconds (user + system, of the ftlsim process) of:
+#   - a preconditioning-only run (the same drive, one request measured),
+#   - the full run preconditioning itself (no snapshot),
+#   - the full run saving a snapshot, and the full run loading it,
+#   - a loading-only run (one request measured after loading),
+# and the snapshot's size. CPU time, not wall time: the machine is shared,
+# so the load average is printed before and after. Each point runs REPEAT
+# times (FTLSIM_BENCH_REPEAT, default 3); the median is the figure.
+source "$(dirname "$0")/lib.sh"
+
+repeat=${FTLSIM_BENCH_REPEAT:-3}
+snaps="$out/snapshots"
+rm -rf "$snaps"
+echo "load before: $(uptime)"
+python3 - "$bin" "$out" "$snaps" "$repeat" <<'PY'
+import json, os, resource, statistics, subprocess, sys
+
+bin, out, snaps, repeat = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+pre = "fill=1.0,overwrite=1.0"
+full = "rw=randwrite,bs=4k,ios=1000000,seed=7,iodepth=32"
+one = "rw=randwrite,bs=4k,ios=1,seed=7"
+
+
+def cpu(name, workload, *extra):
+    """CPU seconds of one ftlsim run (children's rusage delta) and its report."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    path = f"{out}/snapshot-{name}.json"
+    subprocess.run([bin, "run", "-c", "bench/page-8ch-16g.toml", "--workload", workload, "--precondition", pre,
+                    "--json", path, "-q", *extra], check=True, stdout=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    secs = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return secs, json.load(open(path))
+
+
+def median(name, workload, *extra):
+    runs = [cpu(name, workload, *extra) for _ in range(repeat)]
+    secs = sorted(s for s, _ in runs)
+    return statistics.median(secs), secs, runs[0][1]
+
+
+def show(label, m, secs, r):
+    print(f"{label:<44} CPU {m:6.2f} s (range {secs[0]:.2f}-{secs[-1]:.2f}, {len(secs)} runs)   "
+          f"snapshot={r['input']['snapshot']}")
+
+
+pre_only = median("precondition-only", one)
+show("precondition only (1 request measured)", *pre_only)
+no_snap = median("no-snapshot", full)
+show("full run, preconditioning itself", *no_snap)
+
+save = cpu("save", full, "--snapshot-dir", snaps)
+show("full run, saving a snapshot", save[0], [save[0]], save[1])
+files = [f for f in os.listdir(snaps) if f.endswith(".snap")]
+assert len(files) == 1, files
+size = os.path.getsize(os.path.join(snaps, files[0]))
+
+loaded = median("loaded", full, "--snapshot-dir", snaps)
+show("full run, loading the snapshot", *loaded)
+load_only = median("load-only", one, "--snapshot-dir", snaps)
+show("load only (1 request measured)", *load_only)
+
+def strip(r):
+    r = {k: v for k, v in r.items() if k not in ("wall_time_s", "peak_rss_bytes")}
+    r["input"] = {k: v for k, v in r["input"].items() if k != "snapshot"}
+    return r
+
+
+assert strip(no_snap[2]) == strip(loaded[2]), "the loaded run must report what the preconditioned one did"
+requests = no_snap[2]["requests"]
+print(f"snapshot {files[0]}: {size / 2**20:.1f} MiB")
+print(f"load {load_only[0]:.2f} s vs precondition {pre_only[0]:.2f} s (CPU, both with drive set-up and 1 request): "
+      f"{pre_only[0] / load_only[0]:.0f}x")
+print(f"all-in requests per CPU-second: no snapshot {requests / no_snap[0]:,.0f}, "
+      f"with a snapshot {requests / loaded[0]:,.0f}")
+PY
+echo "load after: $(uptime)"
