@@ -11,24 +11,18 @@ use ftlsim::nand::{Geometry, NandArray, Timing};
 use ftlsim::rng::SimRng;
 use ftlsim::units::{Sector, SimTime};
 
-/// One plane of 64 blocks × 16 single-sector pages, half of it logical.
+/// The conformance tests' tiny drive cut to one plane of 64 blocks × 16
+/// single-sector pages, half of it logical.
 fn drive(extra: &[&str]) -> (PageFtl, Device) {
-    let text = r#"
-name = "gc-trigger"
-overprovisioning = 1.0
-[geometry]
-channels = 1
-blocks_per_plane = 64
-pages_per_block = 16
-page_size = 512
-[timing]
-read_us = 20.0
-program_us = 200.0
-erase_us = 1500.0
-bus_ns_per_byte = 1.0
-"#;
-    let overrides: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
-    let cfg = Config::from_toml_str(text, "gc-trigger", &overrides).unwrap();
+    let shape = [
+        "geometry.planes_per_die=1",
+        "geometry.blocks_per_plane=64",
+        "geometry.pages_per_block=16",
+        "geometry.page_size=512",
+        "overprovisioning=1.0",
+    ];
+    let overrides: Vec<String> = shape.iter().chain(extra).map(|s| s.to_string()).collect();
+    let cfg = Config::from_toml_str(include_str!("drives/tiny.toml"), "gc-trigger", &overrides).unwrap();
     let geo = Geometry::new(&cfg.geometry);
     let timing = Timing::new(&cfg.timing, geo.page_size, cfg.host.link_ns_per_byte);
     let dev = Device::new(NandArray::new(geo, 100_000, false, false), timing);
