@@ -818,6 +818,15 @@ fn fast_with_write_buffer() {
     check_ftl("fast", &["cache.bytes=8192"]);
 }
 
+/// A fill (in-place write or merge) that skips a page the TRIM list holds
+/// while it is still mapped realizes the TRIM: its old copy stops counting.
+#[test]
+fn fast_with_write_buffer_skipping_a_listed_page() {
+    let cfg = config("fast", &["cache.bytes=8192"]);
+    let cmds = include!("drives/fast_write_buffer_case.rs");
+    run_case(&cfg, &Case { precondition: false, cmds }).unwrap();
+}
+
 #[test]
 fn page_with_write_buffer_ignoring_trim() {
     check_ftl("page", &["cache.bytes=8192", "ftl.trim=false"]);

@@ -265,8 +265,13 @@ impl Hybrid {
                 }
                 None if self.is_trimmed(lpn) && !self.pad_trimmed => {
                     dev.skip(dst)?;
-                    // Its list entry may go before any write: keep it trimmed.
-                    self.fwd[lpn.idx()] = TRIMMED;
+                    // Its list entry may go before any write: keep it
+                    // trimmed. A listed page still mapped is realized here,
+                    // so its old copy stops counting as valid.
+                    let old = std::mem::replace(&mut self.fwd[lpn.idx()], TRIMMED);
+                    if is_mapped(old) {
+                        self.pool.invalidate(self.geo.block_of(Ppn(old)), t);
+                    }
                     self.stats.pages_skipped += 1;
                     done
                 }
