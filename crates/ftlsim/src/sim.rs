@@ -499,13 +499,7 @@ impl Simulation {
             tick(lpn)?;
         }
         let mut rng = SimRng::derived(self.cfg.seed, 0x7072_6563);
-        // What ran is what the report says: a drive that cannot fast-forward
-        // is conditioned timed.
-        let mode = if p.mode == PreconditionMode::Fast && self.can_fast_forward() {
-            PreconditionMode::Fast
-        } else {
-            PreconditionMode::Timed
-        };
+        let mode = self.effective_mode(p.mode);
         if mode == PreconditionMode::Fast {
             let overwrite =
                 Overwrites { slots, count: overwrites, write_sectors, progress_pages: (write_pages, per_page) };
@@ -529,6 +523,17 @@ impl Simulation {
         self.restart_measurement()?;
         self.precondition = Some(Precondition { mode, ..p });
         Ok(())
+    }
+
+    /// The mode that runs when `asked` is: a drive that cannot fast-forward
+    /// is conditioned timed (what ran is what the report says, whether it
+    /// ran now or was loaded from a snapshot).
+    fn effective_mode(&self, asked: PreconditionMode) -> PreconditionMode {
+        if asked == PreconditionMode::Fast && self.can_fast_forward() {
+            PreconditionMode::Fast
+        } else {
+            PreconditionMode::Timed
+        }
     }
 
     /// Whether [`PreconditionMode::Fast`] can run on this drive: sub-page
@@ -611,7 +616,7 @@ impl Simulation {
             Ok(None) => None,
             Ok(Some(sections)) => match self.restore(&sections) {
                 Ok(()) => {
-                    self.precondition = Some(p);
+                    self.precondition = Some(Precondition { mode: self.effective_mode(p.mode), ..p });
                     return Ok(SnapshotUse::Loaded);
                 }
                 Err(why) => Some(format!("damaged: {why}")),

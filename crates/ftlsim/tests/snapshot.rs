@@ -202,3 +202,10 @@ fn parallel_runs_sharing_a_key_precondition_once() {
     assert_eq!(said.iter().filter(|s| *s == "saved").count(), 1, "{said:?}");
     assert_eq!(said.iter().filter(|s| *s == "loaded").count(), 3, "{said:?}");
 }
+
+/// Sub-page units behind a write buffer precondition timed whatever was
+/// asked: a loaded snapshot says so as the run that made it did.
+#[test]
+fn page_with_sub_page_units_behind_a_write_buffer() {
+    loaded_equals_fresh("page", &["ftl.map_unit_bytes=512", "cache.bytes=16384"]);
+}

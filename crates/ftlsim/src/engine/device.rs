@@ -304,18 +304,33 @@ impl Device {
         cause: Cause,
     ) -> SimTime {
         let t = self.timing;
+        self.time_op(ch, unit, block, not_before, cause, [t.command + t.read, t.page_transfer, Nanos::ZERO])
+    }
+
+    /// The timeline of an operation holding `unit` for `phases`: its own
+    /// work before the transfer, the transfer on `ch`'s bus (waiting for a
+    /// slot), its own work after. Returns when the unit is free again.
+    #[inline]
+    fn time_op(
+        &mut self,
+        ch: usize,
+        unit: usize,
+        block: Option<BlockId>,
+        not_before: SimTime,
+        cause: Cause,
+        [before, transfer, after]: [Nanos; 3],
+    ) -> SimTime {
         if self.units_only {
-            return self.time_unit(unit, not_before, t.command + t.read + t.page_transfer);
+            return self.time_unit(unit, not_before, before + transfer + after);
         }
-        let sense = t.command + t.read;
-        let (start, on_bus) = self.unit_slot(unit, block, not_before, sense + t.page_transfer, |d, start| {
-            let on_bus = d.channels[ch].find(start + sense, t.page_transfer);
-            (on_bus, on_bus + t.page_transfer)
+        let (start, on_bus) = self.unit_slot(unit, block, not_before, before + transfer + after, |d, start| {
+            let on_bus = d.channels[ch].find(start + before, transfer);
+            (on_bus, on_bus + transfer + after)
         });
         self.serve(start, cause);
-        self.channels[ch].insert(on_bus, t.page_transfer);
-        self.bus_wait(on_bus - (start + sense), cause);
-        let done = on_bus + t.page_transfer;
+        self.channels[ch].insert(on_bus, transfer);
+        self.bus_wait(on_bus - (start + before), cause);
+        let done = on_bus + transfer + after;
         self.hold(unit, block, start, done, cause);
         done
     }
@@ -379,20 +394,7 @@ impl Device {
         cause: Cause,
     ) -> SimTime {
         let t = self.timing;
-        if self.units_only {
-            return self.time_unit(unit, not_before, t.command + t.page_transfer + t.program);
-        }
-        let send = t.command + t.page_transfer;
-        let (start, on_bus) = self.unit_slot(unit, block, not_before, send + t.program, |d, start| {
-            let on_bus = d.channels[ch].find(start, send);
-            (on_bus, on_bus + send + t.program)
-        });
-        self.serve(start, cause);
-        self.channels[ch].insert(on_bus, send);
-        self.bus_wait(on_bus - start, cause);
-        let done = on_bus + send + t.program;
-        self.hold(unit, block, start, done, cause);
-        done
+        self.time_op(ch, unit, block, not_before, cause, [Nanos::ZERO, t.command + t.page_transfer, t.program])
     }
 
     /// Programs a page with `lpn` in OOB; returns when the program finishes.

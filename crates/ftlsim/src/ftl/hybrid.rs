@@ -147,6 +147,16 @@ impl Hybrid {
         (is_mapped(m) && !self.listed(lpn)).then_some(Ppn(m))
     }
 
+    /// `lpn` is trimmed for good: unmapped, its copy (if any) no longer
+    /// valid. Returns whether it had one.
+    fn unmap_trimmed(&mut self, lpn: Lpn, now: SimTime) -> bool {
+        let old = std::mem::replace(&mut self.fwd[lpn.idx()], TRIMMED);
+        if is_mapped(old) {
+            self.pool.invalidate(self.geo.block_of(Ppn(old)), now);
+        }
+        is_mapped(old)
+    }
+
     /// Whether `lpn` maps to the page `ppn` (listed as trimmed or not: a
     /// merge must still realize it).
     #[inline]
@@ -236,10 +246,8 @@ impl Hybrid {
         let first = (span.start.0 / spp) as u32;
         let end = (span.start.0 + span.sectors).div_ceil(spp) as u32;
         for lpn in (first..end).map(Lpn) {
-            let m = self.fwd[lpn.idx()];
-            if is_mapped(m) && self.listed(lpn) {
-                self.pool.invalidate(self.geo.block_of(Ppn(m)), now);
-                self.fwd[lpn.idx()] = TRIMMED;
+            if is_mapped(self.fwd[lpn.idx()]) && self.listed(lpn) {
+                self.unmap_trimmed(lpn, now);
             }
         }
         if let Some(list) = self.trims.as_mut() {
@@ -266,12 +274,8 @@ impl Hybrid {
                 None if self.is_trimmed(lpn) && !self.pad_trimmed => {
                     dev.skip(dst)?;
                     // Its list entry may go before any write: keep it
-                    // trimmed. A listed page still mapped is realized here,
-                    // so its old copy stops counting as valid.
-                    let old = std::mem::replace(&mut self.fwd[lpn.idx()], TRIMMED);
-                    if is_mapped(old) {
-                        self.pool.invalidate(self.geo.block_of(Ppn(old)), t);
-                    }
+                    // trimmed (a listed page still mapped is realized here).
+                    self.unmap_trimmed(lpn, t);
                     self.stats.pages_skipped += 1;
                     done
                 }
@@ -306,16 +310,17 @@ impl Hybrid {
     /// good (copies at offsets from `from` on are saved) and its entries
     /// leave the list.
     pub fn realize_trims(&mut self, key: u32, from: u32, now: SimTime) {
-        let Some(list) = self.trims.as_ref().filter(|l| !l.is_empty()) else { return };
+        if self.trims.as_ref().is_none_or(TrimList::is_empty) {
+            return;
+        }
         let base = key * self.ppb();
         let mut saved = 0;
         for off in 0..self.ppb() {
             let Some(lpn) = self.stripes.lpn(key, off) else { break };
-            let m = self.fwd[lpn.idx()];
-            if is_mapped(m) && list.contains(base + off) {
-                self.pool.invalidate(self.geo.block_of(Ppn(m)), now);
-                self.fwd[lpn.idx()] = TRIMMED;
+            let listed = |s: &Self| s.trims.as_ref().is_some_and(|l| l.contains(base + off));
+            if is_mapped(self.fwd[lpn.idx()]) && listed(self) {
                 saved += (off >= from) as u64;
+                self.unmap_trimmed(lpn, now);
             }
         }
         self.stats.trim_copies_saved += saved;
@@ -419,12 +424,9 @@ impl Hybrid {
         // Each page's entry read and rewritten in the RAM map.
         self.stats.ram_accesses += 2 * pages.len() as u64;
         for lpn in pages.map(Lpn) {
-            let m = self.fwd[lpn.idx()];
-            if is_mapped(m) {
-                self.pool.invalidate(self.geo.block_of(Ppn(m)), SimTime::ZERO);
+            if self.unmap_trimmed(lpn, SimTime::ZERO) {
                 keys.push(self.stripes.locate(lpn).0);
             }
-            self.fwd[lpn.idx()] = TRIMMED;
         }
         keys.sort_unstable();
         keys.dedup();
