@@ -110,6 +110,9 @@ pub struct Device {
     /// unit's read (a read-modify-write's old page) is not lost to the
     /// operations booked after.
     units: Vec<Calendar>,
+    /// Each unit's [`Calendar::last_end`], kept flat: dynamic allocation
+    /// compares every plane's before each host page.
+    unit_free: Vec<SimTime>,
     /// When the latest operation booked on each block ends: operations on
     /// one block keep their booking order (programs in page order, a read
     /// after its page's program, an erase after the block's copies).
@@ -141,6 +144,7 @@ impl Device {
         Device {
             channels: vec![Calendar::default(); geo.channels as usize],
             units: vec![Calendar::default(); (geo.planes / planes_per_unit) as usize],
+            unit_free: vec![SimTime::ZERO; (geo.planes / planes_per_unit) as usize],
             block_last: vec![SimTime::ZERO; geo.blocks as usize],
             host_free: SimTime::ZERO,
             plane_channel: (0..geo.planes).map(|p| geo.channel_of(PlaneId(p))).collect(),
@@ -364,6 +368,7 @@ impl Device {
     #[inline]
     fn hold(&mut self, unit: usize, block: Option<BlockId>, start: SimTime, done: SimTime, cause: Cause) {
         self.units[unit].insert(start, done - start);
+        self.unit_free[unit] = self.units[unit].last_end();
         if let Some(b) = block {
             self.block_last[b.idx()] = done;
         }
@@ -378,6 +383,7 @@ impl Device {
         let start = not_before.max(self.units[unit].last_end());
         self.units[unit].advance(start);
         self.units[unit].insert(start, took);
+        self.unit_free[unit] = self.units[unit].last_end();
         start + took
     }
 
@@ -651,12 +657,27 @@ impl Device {
     /// When plane `plane`'s array unit has finished everything booked on it.
     #[inline]
     pub fn plane_free(&self, plane: PlaneId) -> SimTime {
-        self.units[self.plane_unit[plane.idx()] as usize].last_end()
+        let unit = self.plane_unit[plane.idx()] as usize;
+        debug_assert_eq!(self.unit_free[unit], self.units[unit].last_end(), "unit {unit}'s mirror");
+        self.unit_free[unit]
+    }
+
+    /// When each array unit has finished what is booked on it, by unit.
+    #[inline]
+    pub fn unit_free_times(&self) -> &[SimTime] {
+        &self.unit_free
+    }
+
+    /// The planes of array unit `unit` (consecutive plane ids).
+    #[inline]
+    pub fn unit_planes(&self, unit: usize) -> std::ops::Range<u32> {
+        let per_unit = self.plane_unit.len() as u32 / self.units.len() as u32;
+        unit as u32 * per_unit..(unit as u32 + 1) * per_unit
     }
 
     /// When every array unit has finished what is booked on it.
     pub fn last_unit_end(&self) -> SimTime {
-        self.units.iter().map(Calendar::last_end).max().unwrap_or(SimTime::ZERO)
+        self.unit_free.iter().copied().max().unwrap_or(SimTime::ZERO)
     }
 
     /// Array units: dies, or planes with `timing.plane_parallel`.
@@ -681,8 +702,10 @@ impl Device {
     /// has reached it): the buses forget their past.
     #[inline]
     pub fn advance(&mut self, t: SimTime) {
-        for c in self.channels.iter_mut().chain(&mut self.units) {
+        self.channels.iter_mut().for_each(|c| c.advance(t));
+        for (c, free) in self.units.iter_mut().zip(&mut self.unit_free) {
             c.advance(t);
+            *free = c.last_end();
         }
     }
 
@@ -696,6 +719,7 @@ impl Device {
     pub fn reset_time_and_counters(&mut self) {
         self.channels.iter_mut().for_each(Calendar::reset);
         self.units.iter_mut().for_each(Calendar::reset);
+        self.unit_free.fill(SimTime::ZERO);
         self.block_last.fill(SimTime::ZERO);
         self.host_free = SimTime::ZERO;
         self.counters = FlashCounters::default();

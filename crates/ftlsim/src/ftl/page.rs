@@ -298,6 +298,8 @@ pub struct PageCore {
     /// or GC copies).
     stream: usize,
     stripe: Vec<PlaneId>,
+    /// Each plane's position in `stripe`.
+    stripe_pos: Vec<u32>,
     cursor: usize,
     /// Free blocks per plane GC keeps in hand.
     reserve: u32,
@@ -421,12 +423,14 @@ impl PageCore {
                 ),
             ));
         }
+        let stripe = stripe_sequence(&geo, &cfg.ftl.stripe_order);
         Ok(PageCore {
             pool: BlockPool::counting_units(&geo, &cfg.gc, cfg.seed, 1 << unit_shift),
             active: vec![NO_BLOCK; geo.planes as usize * streams],
             streams,
             stream: 0,
-            stripe: stripe_sequence(&geo, &cfg.ftl.stripe_order),
+            stripe_pos: stripe_positions(&stripe),
+            stripe,
             cursor: 0,
             reserve,
             trigger,
@@ -562,23 +566,9 @@ impl PageCore {
         paced: bool,
     ) -> Result<Ppn> {
         if self.allocation == Allocation::Dynamic {
-            // Soonest free first; among planes free at once (the planes of
-            // one die), the one with the most free blocks, so no plane
-            // takes more than its share of the data and GCs fuller victims.
-            let n = self.stripe.len();
-            let key = |i: usize| {
-                let plane = self.stripe[i];
-                (dev.plane_free(plane), u32::MAX - self.pool.free_count(plane))
-            };
-            let (mut best, mut soonest) = (self.cursor, key(self.cursor));
-            // From the cursor on, then wrapping: no division per plane.
-            for i in (self.cursor + 1..n).chain(0..self.cursor) {
-                let candidate = key(i);
-                if candidate < soonest {
-                    (best, soonest) = (i, candidate);
-                }
-            }
-            self.cursor = if best + 1 == n { 0 } else { best + 1 };
+            let best = self.soonest_in_stripe(dev);
+            debug_assert_eq!(best, self.soonest_in_stripe_by_scan(dev));
+            self.cursor = if best + 1 == self.stripe.len() { 0 } else { best + 1 };
             let plane = self.stripe[best];
             if paced {
                 self.pay_gc_debt(map, dev, plane, now)?;
@@ -598,6 +588,56 @@ impl PageCore {
             }
         }
         Err(Error::DeviceFull("page FTL: no plane has a free page and GC cannot reclaim one".into()))
+    }
+
+    /// Dynamic allocation's plane, as its stripe position: the plane free
+    /// soonest; among planes free at once (the planes of one die, or idle
+    /// units), the one with the most free blocks, so no plane takes more
+    /// than its share of the data and GCs fuller victims; among those, the
+    /// first in stripe order from the cursor. Found from the units' free
+    /// times (one pass a vector unit can do) and only the soonest units'
+    /// planes, not by comparing every plane's key in stripe order as
+    /// [`soonest_in_stripe_by_scan`](Self::soonest_in_stripe_by_scan) does.
+    fn soonest_in_stripe(&self, dev: &Device) -> usize {
+        let free_at = dev.unit_free_times();
+        let soonest = free_at.iter().fold(u64::MAX, |m, t| m.min(t.0));
+        let n = self.stripe.len();
+        // (free blocks, distance from the cursor, position): the most
+        // blocks, then the nearest.
+        let mut best = (0, usize::MAX, self.cursor);
+        for (unit, t) in free_at.iter().enumerate() {
+            if t.0 != soonest {
+                continue;
+            }
+            for plane in dev.unit_planes(unit) {
+                let pos = self.stripe_pos[plane as usize] as usize;
+                let from_cursor = if pos >= self.cursor { pos - self.cursor } else { pos + n - self.cursor };
+                let blocks = self.pool.free_count(PlaneId(plane));
+                if blocks > best.0 || (blocks == best.0 && from_cursor < best.1) {
+                    best = (blocks, from_cursor, pos);
+                }
+            }
+        }
+        best.2
+    }
+
+    /// [`soonest_in_stripe`](Self::soonest_in_stripe) as its definition
+    /// says: every plane's key compared in stripe order from the cursor
+    /// (the reference the fast path is checked against in tests).
+    fn soonest_in_stripe_by_scan(&self, dev: &Device) -> usize {
+        let n = self.stripe.len();
+        let key = |i: usize| {
+            let plane = self.stripe[i];
+            (dev.plane_free(plane), u32::MAX - self.pool.free_count(plane))
+        };
+        let (mut best, mut soonest) = (self.cursor, key(self.cursor));
+        for i in (self.cursor + 1..n).chain(0..self.cursor) {
+            let candidate = key(i);
+            if candidate < soonest {
+                (best, soonest) = (i, candidate);
+            }
+        }
+        best
     }
 
     /// Foreground GC before the host opens a block: reclaims victims until
@@ -1069,6 +1109,14 @@ impl PageCore {
 
 /// The order in which consecutive allocations visit planes: the first unit
 /// of `order` varies fastest.
+fn stripe_positions(stripe: &[PlaneId]) -> Vec<u32> {
+    let mut pos = vec![0; stripe.len()];
+    for (i, plane) in stripe.iter().enumerate() {
+        pos[plane.idx()] = i as u32;
+    }
+    pos
+}
+
 fn stripe_sequence(geo: &Geometry, order: &[StripeUnit]) -> Vec<PlaneId> {
     let size = |u: StripeUnit| match u {
         StripeUnit::Channel => geo.channels,
