@@ -15,40 +15,87 @@
 
 use crate::units::{Nanos, SimTime};
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
-
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Calendar {
     /// Busy intervals `[start, end)`, sorted, disjoint and not touching
     /// (touching intervals are merged).
-    busy: VecDeque<(u64, u64)>,
+    busy: Intervals,
     horizon: u64,
     /// Total time booked (utilization).
     pub busy_ns: u64,
 }
 
-impl Calendar {
-    /// The index of the first interval ending after `t`. Bookings mostly
-    /// land near the end (a calendar holds tens of intervals, and a new one
-    /// is rarely more than a few from the back), so the last few are looked
-    /// at first, then the rest by bisection (blocking GC books long runs
-    /// ahead, and a host transfer then goes far from the back).
+/// The busy intervals: a vector whose first `head` entries are past
+/// (dropped by [`Calendar::advance`] without moving the rest), so every
+/// lookup is a plain slice index.
+#[derive(Clone, Debug, Default)]
+struct Intervals {
+    all: Vec<(u64, u64)>,
+    head: usize,
+}
+
+impl Intervals {
+    #[inline]
+    fn live(&self) -> &[(u64, u64)] {
+        &self.all[self.head..]
+    }
+
+    #[inline]
+    fn last(&self) -> Option<(u64, u64)> {
+        if self.head < self.all.len() { self.all.last().copied() } else { None }
+    }
+
+    /// The index (into `all`) of the first interval ending after `t`.
+    /// Bookings mostly land near the end (a calendar holds tens of
+    /// intervals, and a new one is rarely more than a few from the back),
+    /// so the last few are looked at first, then the rest by bisection
+    /// (blocking GC books long runs ahead, and a host transfer then goes
+    /// far from the back).
     #[inline]
     fn first_ending_after(&self, t: u64) -> usize {
         const NEAR_BACK: usize = 8;
-        let n = self.busy.len();
-        let near = n.saturating_sub(NEAR_BACK);
-        let mut i = n;
-        while i > near && self.busy[i - 1].1 > t {
+        let near = self.all.len().saturating_sub(NEAR_BACK).max(self.head);
+        let mut i = self.all.len();
+        while i > near && self.all[i - 1].1 > t {
             i -= 1;
         }
-        if i == near && near > 0 {
+        if i == near && near > self.head {
             // Every interval from `near` on ends after `t`.
-            i = self.busy.partition_point(|&(_, end)| end <= t);
+            i = self.head + self.all[self.head..near].partition_point(|&(_, end)| end <= t);
         }
         i
     }
 
+    /// Drops the intervals ending at or before `t`.
+    #[inline]
+    fn drop_until(&mut self, t: u64) {
+        while self.head < self.all.len() && self.all[self.head].1 <= t {
+            self.head += 1;
+        }
+        // The dead prefix is reclaimed once it outweighs the live part, so
+        // the vector stays about as long as the work ahead.
+        if self.head >= 32 && 2 * self.head >= self.all.len() {
+            self.all.drain(..self.head);
+            self.head = 0;
+        }
+    }
+}
+
+/// Only the live intervals are saved (the sequence a `VecDeque` of them was
+/// saved as).
+impl Serialize for Intervals {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.live().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Intervals {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Intervals { all: Vec::deserialize(d)?, head: 0 })
+    }
+}
+
+impl Calendar {
     /// Books `len` at the earliest idle gap starting at or after
     /// `earliest` (and the horizon); returns the start.
     #[inline]
@@ -63,18 +110,16 @@ impl Calendar {
     pub fn find(&self, earliest: SimTime, len: Nanos) -> SimTime {
         let mut t = earliest.0.max(self.horizon);
         // The common case: after everything already booked.
-        match self.busy.back() {
+        match self.busy.last() {
             None => return SimTime(t),
             Some(last) if t >= last.1 => return SimTime(t),
             Some(_) => {}
         }
-        let mut i = self.first_ending_after(t);
-        while let Some(&(start, end)) = self.busy.get(i) {
+        for &(start, end) in &self.busy.all[self.busy.first_ending_after(t)..] {
             if t + len.0 <= start {
                 break;
             }
             t = t.max(end);
-            i += 1;
         }
         SimTime(t)
     }
@@ -83,11 +128,10 @@ impl Calendar {
     /// interval in it.
     #[inline]
     pub fn fits(&self, from: SimTime, to: SimTime) -> Result<(), SimTime> {
-        if self.busy.back().is_none_or(|last| from.0 >= last.1) {
+        if self.busy.last().is_none_or(|last| from.0 >= last.1) {
             return Ok(());
         }
-        let i = self.first_ending_after(from.0);
-        match self.busy.get(i) {
+        match self.busy.all.get(self.busy.first_ending_after(from.0)) {
             Some(&(start, end)) if start < to.0 => Err(SimTime(end)),
             _ => Ok(()),
         }
@@ -99,33 +143,36 @@ impl Calendar {
     pub fn insert(&mut self, start: SimTime, len: Nanos) {
         let (t, end) = (start.0, start.0 + len.0);
         self.busy_ns += len.0;
-        match self.busy.back_mut() {
+        let busy = &mut self.busy;
+        match busy.last() {
             None => {
-                self.busy.push_back((t, end));
+                busy.all.push((t, end));
                 return;
             }
             Some(last) if t >= last.1 => {
                 if t == last.1 {
-                    last.1 = end;
+                    busy.all.last_mut().expect("a last interval").1 = end;
                 } else {
-                    self.busy.push_back((t, end));
+                    busy.all.push((t, end));
                 }
                 return;
             }
             Some(_) => {}
         }
-        let i = self.first_ending_after(t);
-        debug_assert!(self.busy.get(i).is_none_or(|&(s, _)| s >= end), "booking over a busy interval");
-        let joins_prev = i > 0 && self.busy[i - 1].1 == t;
-        let joins_next = self.busy.get(i).is_some_and(|&(s, _)| s == end);
+        let i = busy.first_ending_after(t);
+        let head = busy.head;
+        let all = &mut busy.all;
+        debug_assert!(all.get(i).is_none_or(|&(s, _)| s >= end), "booking over a busy interval");
+        let joins_prev = i > head && all[i - 1].1 == t;
+        let joins_next = all.get(i).is_some_and(|&(s, _)| s == end);
         match (joins_prev, joins_next) {
             (true, true) => {
-                self.busy[i - 1].1 = self.busy[i].1;
-                self.busy.remove(i);
+                all[i - 1].1 = all[i].1;
+                all.remove(i);
             }
-            (true, false) => self.busy[i - 1].1 = end,
-            (false, true) => self.busy[i].0 = t,
-            (false, false) => self.busy.insert(i, (t, end)),
+            (true, false) => all[i - 1].1 = end,
+            (false, true) => all[i].0 = t,
+            (false, false) => all.insert(i, (t, end)),
         }
     }
 
@@ -136,23 +183,21 @@ impl Calendar {
             return;
         }
         self.horizon = t.0;
-        while self.busy.front().is_some_and(|&(_, end)| end <= t.0) {
-            self.busy.pop_front();
-        }
+        self.busy.drop_until(t.0);
     }
 
     /// When everything booked so far has finished.
     pub fn last_end(&self) -> SimTime {
-        SimTime(self.busy.back().map_or(self.horizon, |&(_, end)| end))
+        SimTime(self.busy.last().map_or(self.horizon, |(_, end)| end))
     }
 
     /// Intervals held (a bound on memory; tests).
     pub fn len(&self) -> usize {
-        self.busy.len()
+        self.busy.live().len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.busy.is_empty()
+        self.busy.live().is_empty()
     }
 
     pub fn reset(&mut self) {

@@ -110,9 +110,13 @@ pub struct Device {
     /// unit's read (a read-modify-write's old page) is not lost to the
     /// operations booked after.
     units: Vec<Calendar>,
-    /// Each unit's [`Calendar::last_end`], kept flat: dynamic allocation
-    /// compares every plane's before each host page.
+    /// Each unit's [`Calendar::last_end`] as of its last booking, kept
+    /// flat: dynamic allocation compares every unit's before each host
+    /// page. The unit is free at the later of this and `horizon`.
     unit_free: Vec<SimTime>,
+    /// No booking starts before this (see [`advance`](Self::advance)). The
+    /// calendars catch up with it when next touched, not at every advance.
+    horizon: SimTime,
     /// When the latest operation booked on each block ends: operations on
     /// one block keep their booking order (programs in page order, a read
     /// after its page's program, an erase after the block's copies).
@@ -145,6 +149,7 @@ impl Device {
             channels: vec![Calendar::default(); geo.channels as usize],
             units: vec![Calendar::default(); (geo.planes / planes_per_unit) as usize],
             unit_free: vec![SimTime::ZERO; (geo.planes / planes_per_unit) as usize],
+            horizon: SimTime::ZERO,
             block_last: vec![SimTime::ZERO; geo.blocks as usize],
             host_free: SimTime::ZERO,
             plane_channel: (0..geo.planes).map(|p| geo.channel_of(PlaneId(p))).collect(),
@@ -327,6 +332,8 @@ impl Device {
         if self.units_only {
             return self.time_unit(unit, not_before, before + transfer + after);
         }
+        self.units[unit].advance(self.horizon);
+        self.channels[ch].advance(self.horizon);
         let (start, on_bus) = self.unit_slot(unit, block, not_before, before + transfer + after, |d, start| {
             let on_bus = d.channels[ch].find(start + before, transfer);
             (on_bus, on_bus + transfer + after)
@@ -340,7 +347,7 @@ impl Device {
     }
 
     /// The earliest start at or after `not_before` (and the block's last
-    /// operation) at which `unit` is idle until the operation ends, as
+    /// operation; `unit` caught up with the horizon) at which `unit` is idle until the operation ends, as
     /// `end_of` computes from its start (it waits for a bus slot): a gap
     /// at least `min_len` long, or the next. Returns the start and what
     /// `end_of` returned first (the bus slot).
@@ -380,6 +387,7 @@ impl Device {
     /// calendar keeps only its last interval).
     #[inline]
     fn time_unit(&mut self, unit: usize, not_before: SimTime, took: Nanos) -> SimTime {
+        self.units[unit].advance(self.horizon);
         let start = not_before.max(self.units[unit].last_end());
         self.units[unit].advance(start);
         self.units[unit].insert(start, took);
@@ -564,6 +572,7 @@ impl Device {
             return Ok(self.time_unit(unit, not_before, self.timing.command + self.timing.erase));
         }
         let took = self.timing.command + self.timing.erase;
+        self.units[unit].advance(self.horizon);
         let (start, _) = self.unit_slot(unit, Some(block), not_before, took, |_, start| (start, start + took));
         if let Some(p) = self.power.as_mut() {
             p.erase_started(start);
@@ -658,14 +667,23 @@ impl Device {
     #[inline]
     pub fn plane_free(&self, plane: PlaneId) -> SimTime {
         let unit = self.plane_unit[plane.idx()] as usize;
-        debug_assert_eq!(self.unit_free[unit], self.units[unit].last_end(), "unit {unit}'s mirror");
-        self.unit_free[unit]
+        let free = self.unit_free[unit].max(self.horizon);
+        debug_assert_eq!(free, self.units[unit].last_end().max(self.horizon), "unit {unit}'s mirror");
+        free
     }
 
-    /// When each array unit has finished what is booked on it, by unit.
+    /// When each array unit has finished what is booked on it, by unit,
+    /// where later than [`horizon`](Self::horizon) (a unit is free at the
+    /// later of the two).
     #[inline]
     pub fn unit_free_times(&self) -> &[SimTime] {
         &self.unit_free
+    }
+
+    /// No booking starts before this time.
+    #[inline]
+    pub fn horizon(&self) -> SimTime {
+        self.horizon
     }
 
     /// The planes of array unit `unit` (consecutive plane ids).
@@ -677,7 +695,7 @@ impl Device {
 
     /// When every array unit has finished what is booked on it.
     pub fn last_unit_end(&self) -> SimTime {
-        self.unit_free.iter().copied().max().unwrap_or(SimTime::ZERO)
+        self.unit_free.iter().copied().max().unwrap_or(SimTime::ZERO).max(self.horizon)
     }
 
     /// Array units: dies, or planes with `timing.plane_parallel`.
@@ -699,14 +717,11 @@ impl Device {
     }
 
     /// Nothing will be booked before `t` from now on (the engine's clock
-    /// has reached it): the buses forget their past.
+    /// has reached it): the buses and units forget their past, each when
+    /// next touched (this is called at every host command).
     #[inline]
     pub fn advance(&mut self, t: SimTime) {
-        self.channels.iter_mut().for_each(|c| c.advance(t));
-        for (c, free) in self.units.iter_mut().zip(&mut self.unit_free) {
-            c.advance(t);
-            *free = c.last_end();
-        }
+        self.horizon = self.horizon.max(t);
     }
 
     /// The bus time booked per channel (utilization).
@@ -720,6 +735,7 @@ impl Device {
         self.channels.iter_mut().for_each(Calendar::reset);
         self.units.iter_mut().for_each(Calendar::reset);
         self.unit_free.fill(SimTime::ZERO);
+        self.horizon = SimTime::ZERO;
         self.block_last.fill(SimTime::ZERO);
         self.host_free = SimTime::ZERO;
         self.counters = FlashCounters::default();

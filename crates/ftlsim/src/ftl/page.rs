@@ -599,14 +599,14 @@ impl PageCore {
     /// planes, not by comparing every plane's key in stripe order as
     /// [`soonest_in_stripe_by_scan`](Self::soonest_in_stripe_by_scan) does.
     fn soonest_in_stripe(&self, dev: &Device) -> usize {
-        let free_at = dev.unit_free_times();
-        let soonest = free_at.iter().fold(u64::MAX, |m, t| m.min(t.0));
+        let (free_at, horizon) = (dev.unit_free_times(), dev.horizon().0);
+        let soonest = free_at.iter().fold(u64::MAX, |m, t| m.min(t.0)).max(horizon);
         let n = self.stripe.len();
         // (free blocks, distance from the cursor, position): the most
         // blocks, then the nearest.
         let mut best = (0, usize::MAX, self.cursor);
         for (unit, t) in free_at.iter().enumerate() {
-            if t.0 != soonest {
+            if t.0.max(horizon) != soonest {
                 continue;
             }
             for plane in dev.unit_planes(unit) {
