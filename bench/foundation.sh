@@ -5,7 +5,8 @@
 #    space, 8-channel page-mapped drive, preconditioned so GC runs:
 #    host requests per wall-clock second (parsing included) and flash page
 #    operations (reads + programs) per second; at 7% over-provisioning
-#    (WA ~8) and again at 28% (WA ~2.6).
+#    (WA ~8), again at 28% (WA ~2.6), and at 7% behind a 64 MiB write
+#    buffer. Preemptible GC and dynamic allocation are the defaults.
 # 2. Bytes of peak RSS per physical page on a 1 TiB-raw drive (no payloads).
 # 3. Peak RSS of a 50M-request gzip trace vs the 1M one (constant memory).
 # Set FTLSIM_BENCH_LONG=0 to skip step 3 (it writes a ~400 MB file), and
@@ -42,6 +43,9 @@ speed page-1m
 
 echo "== 1b. the same at 28% over-provisioning (same 16 GiB logical space, more flash: lower WA)"
 speed page-1m-op28 --set overprovisioning=0.28 --set geometry.blocks_per_plane=1312
+
+echo "== 1c. 7% again with a 64 MiB write buffer: the realism mechanisms all on (buffer, preemptible GC, dynamic allocation)"
+speed page-1m-buffer --set cache.bytes=67108864
 
 echo "== 2. memory: 1 TiB raw drive, 1M random writes"
 $bin run -c bench/raw-1tib.toml --workload rw=randwrite,bs=4k,ios=1000000,seed=7,iodepth=32 \
