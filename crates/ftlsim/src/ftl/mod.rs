@@ -114,7 +114,7 @@ pub struct FtlStats {
 
 /// What an FTL's crash recovery did after a power cut (see
 /// [`Ftl::power_cut`]).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RecoveryReport {
     /// Simulated time of the cut, s.
     pub at_s: f64,
