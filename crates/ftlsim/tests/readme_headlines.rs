@@ -9,9 +9,9 @@
 //! change of the simulator's results fails until the script is rerun.
 
 use ftlsim::job::{Input, Job};
+use ftlsim::report::{render_comparison, render_table};
 use ftlsim::repro::headline::{readme_block, replace_readme_block};
 use ftlsim::repro::{coftl, hat, mu_ftl, trim_cost, trim_ftl};
-use ftlsim::report::{render_comparison, render_table};
 use ftlsim::{Config, Report};
 
 fn root_path(path: &str) -> String {
@@ -63,7 +63,10 @@ fn repro_trim_ftl() -> String {
 fn repro_trim_cost() -> String {
     let rows: Vec<trim_cost::Row> = stored("docs/repro/trim-cost.json");
     // Only the full run's ranges reach 1 GiB.
-    assert!(rows.iter().any(|r| r.series == "size" && r.x == (1u64 << 30).to_string()), "the README quotes the full run");
+    assert!(
+        rows.iter().any(|r| r.series == "size" && r.x == (1u64 << 30).to_string()),
+        "the README quotes the full run"
+    );
     trim_cost::to_markdown(&rows)
 }
 
