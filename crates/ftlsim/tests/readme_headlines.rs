@@ -10,9 +10,36 @@
 
 use ftlsim::job::{Input, Job};
 use ftlsim::report::{render_comparison, render_table};
-use ftlsim::repro::headline::{readme_block, replace_readme_block};
 use ftlsim::repro::{coftl, hat, mu_ftl, trim_cost, trim_ftl};
 use ftlsim::{Config, Report};
+
+/// Where the text between `<!-- generated: NAME -->` and
+/// `<!-- /generated: NAME -->` lies in `doc`, without the marker lines.
+fn block_range(doc: &str, name: &str) -> Option<std::ops::Range<usize>> {
+    let open = format!("<!-- generated: {name} -->\n");
+    let start = doc.find(&open)? + open.len();
+    let end = start + doc[start..].find(&format!("<!-- /generated: {name} -->"))?;
+    Some(start..end)
+}
+
+fn readme_block<'a>(doc: &'a str, name: &str) -> Option<&'a str> {
+    block_range(doc, name).map(|r| &doc[r])
+}
+
+fn replace_readme_block(doc: &str, name: &str, text: &str) -> Option<String> {
+    let r = block_range(doc, name)?;
+    Some(format!("{}{text}{}", &doc[..r.start], &doc[r.end..]))
+}
+
+#[test]
+fn a_block_between_markers_is_found_and_replaced() {
+    let doc = "intro\n<!-- generated: x -->\nold\n<!-- /generated: x -->\nrest";
+    assert_eq!(readme_block(doc, "x"), Some("old\n"));
+    assert_eq!(readme_block(doc, "y"), None);
+    let new = replace_readme_block(doc, "x", "new\n").unwrap();
+    assert_eq!(new, "intro\n<!-- generated: x -->\nnew\n<!-- /generated: x -->\nrest");
+    assert_eq!(replace_readme_block(doc, "y", ""), None);
+}
 
 fn root_path(path: &str) -> String {
     format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"))

@@ -1,11 +1,7 @@
 //! Headlines: a paper's claims beside a run's figures, each with a verdict
 //! and, where they differ, the reason, as one Markdown table. The README
-//! carries each repro's table of its full run between two markers
-//! (`<!-- generated: NAME -->` … `<!-- /generated: NAME -->`), and a test
-//! regenerates the table from the stored results of that run
-//! (`docs/repro/NAME.json`) and compares, so the README cannot drift from
-//! what the repro prints; `scripts/readme-numbers` writes the blocks with
-//! [`replace_readme_block`] from the same stored results.
+//! carries the tables of the repros' full runs, rendered from their stored
+//! results (`crates/ftlsim/tests/readme_headlines.rs`).
 
 use std::fmt;
 
@@ -69,40 +65,14 @@ pub fn table(rows: &[Headline]) -> String {
     s
 }
 
-/// Where the text between `<!-- generated: NAME -->` and
-/// `<!-- /generated: NAME -->` lies in `doc`, without the marker lines.
-fn block_range(doc: &str, name: &str) -> Option<std::ops::Range<usize>> {
-    let open = format!("<!-- generated: {name} -->\n");
-    let start = doc.find(&open)? + open.len();
-    let end = start + doc[start..].find(&format!("<!-- /generated: {name} -->"))?;
-    Some(start..end)
-}
-
-/// The block `name` of `doc` (the README), without the marker lines.
-pub fn readme_block<'a>(doc: &'a str, name: &str) -> Option<&'a str> {
-    block_range(doc, name).map(|r| &doc[r])
-}
-
-/// `doc` with the block `name` replaced by `text` (None: no such markers).
-pub fn replace_readme_block(doc: &str, name: &str, text: &str) -> Option<String> {
-    let r = block_range(doc, name)?;
-    Some(format!("{}{text}{}", &doc[..r.start], &doc[r.end..]))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn a_table_between_markers_is_found_and_rendered_alike() {
+    fn a_table_is_rendered_with_its_verdict() {
         let rows = [Headline::new("c", "w", "1%", "2%".into(), Verdict::DirectionOnly, "why".into())];
         let t = table(&rows);
         assert!(t.ends_with("| c | w | 1% | 2% | direction only | why |\n"), "{t}");
-        let doc = format!("intro\n<!-- generated: x -->\n{t}<!-- /generated: x -->\nrest");
-        assert_eq!(readme_block(&doc, "x"), Some(t.as_str()));
-        assert_eq!(readme_block(&doc, "y"), None);
-        let new = replace_readme_block(&doc, "x", "new\n").unwrap();
-        assert_eq!(new, "intro\n<!-- generated: x -->\nnew\n<!-- /generated: x -->\nrest");
-        assert_eq!(replace_readme_block(&doc, "y", ""), None);
     }
 }
