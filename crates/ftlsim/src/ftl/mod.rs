@@ -254,8 +254,7 @@ pub trait Ftl: Send {
         Err(Error::config(
             "power_cut",
             format!(
-                "the '{}' FTL does not implement crash recovery yet (every FTL but mu does); run it without \
-                 power cuts",
+                "the '{}' FTL does not implement crash recovery; run it without power cuts",
                 self.name()
             ),
         ))
