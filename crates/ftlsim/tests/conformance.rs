@@ -992,6 +992,38 @@ fn mu_power_cuts() {
     check_oob_recovery("mu", &[&mu_ram(16, 2, 1024), "ftl.mu_bitmap_cache_bytes=16", "ftl.gc_until_free=5"]);
 }
 
+/// Four partitions (four update blocks a cut may leave part-written), no
+/// bitmap cache, placed reads and cost-benefit victims.
+#[test]
+fn mu_power_cuts_four_partitions_placing_reads() {
+    check_oob_recovery(
+        "mu",
+        &[
+            &mu_ram(0, 3, 1024),
+            "ftl.mu_bitmap_cache_bytes=0",
+            "ftl.partition_bytes=49152",
+            "ftl.gc_until_free=3",
+            "host.unwritten_reads=place",
+            "gc.policy=cost-benefit",
+        ],
+    );
+}
+
+/// 512 B pages (smaller tree nodes, so a taller μ-Tree), TRIM off.
+#[test]
+fn mu_power_cuts_sector_pages_without_trim() {
+    check_oob_recovery(
+        "mu",
+        &[
+            &mu_ram(64, 4, 512),
+            "ftl.mu_bitmap_cache_bytes=64",
+            "geometry.page_size=512",
+            "ftl.trim=false",
+            "ftl.gc_until_free=4",
+        ],
+    );
+}
+
 // Host-side TRIM batching (multi-range commands) and `trim.partial = "zero"`.
 
 #[test]
