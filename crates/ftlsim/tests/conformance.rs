@@ -709,18 +709,19 @@ fn mu_no_bitmap_cache_placing_unwritten_reads() {
     );
 }
 
+/// Runs `check` on μ-FTL with 512 B pages (smaller tree nodes, so a
+/// taller μ-Tree) and TRIM off.
+fn on_mu_sector_pages_without_trim(check: fn(&str, &[&str])) {
+    let ram = mu_ram(64, 4, 512);
+    check(
+        "mu",
+        &[&ram, "ftl.mu_bitmap_cache_bytes=64", "geometry.page_size=512", "ftl.trim=false", "ftl.gc_until_free=4"],
+    );
+}
+
 #[test]
 fn mu_sector_pages_without_trim() {
-    check_ftl(
-        "mu",
-        &[
-            &mu_ram(64, 4, 512),
-            "ftl.mu_bitmap_cache_bytes=64",
-            "geometry.page_size=512",
-            "ftl.trim=false",
-            "ftl.gc_until_free=4",
-        ],
-    );
+    on_mu_sector_pages_without_trim(check_ftl);
 }
 
 // DAC: page mapping with hot/cold regions (write streams) over the page path.
@@ -1009,19 +1010,9 @@ fn mu_power_cuts_four_partitions_placing_reads() {
     );
 }
 
-/// 512 B pages (smaller tree nodes, so a taller μ-Tree), TRIM off.
 #[test]
 fn mu_power_cuts_sector_pages_without_trim() {
-    check_oob_recovery(
-        "mu",
-        &[
-            &mu_ram(64, 4, 512),
-            "ftl.mu_bitmap_cache_bytes=64",
-            "geometry.page_size=512",
-            "ftl.trim=false",
-            "ftl.gc_until_free=4",
-        ],
-    );
+    on_mu_sector_pages_without_trim(check_oob_recovery);
 }
 
 // Host-side TRIM batching (multi-range commands) and `trim.partial = "zero"`.
