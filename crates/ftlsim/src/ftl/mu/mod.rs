@@ -774,9 +774,10 @@ impl Ftl for Mu {
         Ok(known)
     }
 
-    /// Writes the tree's write cache back (recovery does not need it, see
-    /// [`recovery`], but the flush's cost stays the paper's) and journals
-    /// the TRIMs since the last FLUSH; returns when the journal is on flash.
+    /// Writes the tree's write cache back, as a drive that trusts its
+    /// on-flash tree must (this model's recovery does not read it, see
+    /// [`recovery`], but keeps the cost), and journals the TRIMs since the
+    /// last FLUSH; returns when the journal is on flash.
     fn flush(&mut self, dev: &mut Device, now: SimTime) -> Result<SimTime> {
         self.write_back(dev, true, now)?;
         Ok(self.journal.flush(dev, now))
