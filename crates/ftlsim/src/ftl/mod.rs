@@ -253,11 +253,7 @@ pub trait Ftl: Send {
     fn power_cut(&mut self, _dev: &mut Device, _now: SimTime) -> Result<RecoveryReport> {
         Err(Error::config(
             "power_cut",
-            format!(
-                "the '{}' FTL does not implement crash recovery yet (every FTL but mu does); run it without \
-                 power cuts",
-                self.name()
-            ),
+            format!("the '{}' FTL does not implement crash recovery; run it without power cuts", self.name()),
         ))
     }
 }
