@@ -324,7 +324,7 @@ struct RunArgs {
     ftl: Option<String>,
     /// Cut the power at a simulated time (at=5ms; ns, us, ms, s) or after
     /// N commands (after=1000), then recover and check that everything
-    /// flushed survived (repeatable; host.power_cuts; coftl only so far).
+    /// flushed survived (repeatable; host.power_cuts; every FTL).
     #[arg(long = "power-cut", value_name = "at=TIME|after=N")]
     power_cut: Vec<String>,
     #[command(flatten)]

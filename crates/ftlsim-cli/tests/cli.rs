@@ -1192,7 +1192,7 @@ fn empty_truncated_and_odd_traces_are_refused_or_counted() {
 /// each recovery, whose flash time the configured reads bound.
 #[test]
 fn page_ftl_recovers_from_power_cuts_on_the_command_line() {
-    for ftl in ["page", "hat", "fast"] {
+    for ftl in ["page", "hat", "fast", "mu"] {
         let r = report(&[
             "--ftl",
             ftl,

@@ -275,8 +275,8 @@ fn trim_ftl_figure() {
 }
 
 fn mu_rows() -> Vec<mu_ftl::Row> {
-    let row = |figure, workload: &str, ftl: &str, x: f64, overhead_s: f64| mu_ftl::Row {
-        figure,
+    let row = |figure: &str, workload: &str, ftl: &str, x: f64, overhead_s: f64| mu_ftl::Row {
+        figure: figure.into(),
         workload: workload.into(),
         ftl: ftl.into(),
         x,

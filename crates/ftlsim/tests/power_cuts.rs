@@ -1,7 +1,7 @@
 //! Power cuts on the FTLs that rebuild their map from OOB records (`page`,
-//! `dftl`, `hat`, `dac`, and the block-mapped `block`, `bast`, `fast`): the
-//! TRIM semantics across a cut, torn programs, and the recovery's cost
-//! against the configured flash.
+//! `dftl`, `hat`, `dac`, `superblock`, `mu`, and the block-mapped `block`,
+//! `bast`, `fast`): the TRIM semantics across a cut, torn programs, and the
+//! recovery's cost against the configured flash.
 //!
 //! The random cuts (≥ 1,000 per FTL, inside GC and mid-write) are in
 //! `conformance.rs` (`*_power_cuts`); these are the named cases.
@@ -14,7 +14,7 @@ use ftlsim::{Config, Simulation};
 /// 1 channel, 2 planes × 16 blocks × 8 pages of 1 KiB, payloads on.
 const DRIVE: &str = include_str!("drives/tiny.toml");
 
-const FTLS: [(&str, &[&str]); 8] = [
+const FTLS: [(&str, &[&str]); 9] = [
     ("page", &[]),
     ("dftl", &["ftl.cache_bytes=32"]),
     ("hat", &["ftl.cache_bytes=32"]),
@@ -23,6 +23,7 @@ const FTLS: [(&str, &[&str]); 8] = [
     ("bast", &["geometry.channels=2"]),
     ("fast", &["geometry.channels=2"]),
     ("superblock", &["ftl.superblock_blocks=8", "ftl.gc_until_free=4"]),
+    ("mu", &["ftl.mu_ram_bytes=2096", "ftl.mu_bitmap_cache_bytes=16", "ftl.gc_until_free=5"]),
 ];
 
 /// The block-mapped FTLs: recovery also merges their log blocks away.
@@ -175,7 +176,7 @@ fn recovery_scans_every_programmed_page_in_a_time_the_flash_allows() {
         let low = r.pages_scanned as f64 * per_read.as_us_f64() / geo.channels as f64;
         let high = r.pages_scanned as f64 * (per_read + timing.page_transfer).as_us_f64() + 1.0;
         let flash_us = r.recovery_us;
-        if !matches!(ftl, "hat" | "superblock") && !merges_on_recovery(ftl) {
+        if !matches!(ftl, "hat" | "superblock" | "mu") && !merges_on_recovery(ftl) {
             assert!(
                 (low..=high).contains(&flash_us),
                 "{ftl}: {flash_us} µs for {} reads, [{low}, {high}]",
@@ -183,8 +184,9 @@ fn recovery_scans_every_programmed_page_in_a_time_the_flash_allows() {
             );
         } else {
             // HAT also rewrites PCM entries (90 µs each) that differ from
-            // what the scan found; the hybrids merge their logs away, and
-            // superblock erases the blocks left without data.
+            // what the scan found; the hybrids merge their logs away;
+            // superblock erases the blocks left without data, and mu those
+            // and its old tree blocks, then writes its rebuilt tree.
             assert!(flash_us >= low, "{ftl}: {flash_us} µs");
         }
     }

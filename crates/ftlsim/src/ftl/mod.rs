@@ -114,7 +114,7 @@ pub struct FtlStats {
 
 /// What an FTL's crash recovery did after a power cut (see
 /// [`Ftl::power_cut`]).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RecoveryReport {
     /// Simulated time of the cut, s.
     pub at_s: f64,
@@ -253,11 +253,7 @@ pub trait Ftl: Send {
     fn power_cut(&mut self, _dev: &mut Device, _now: SimTime) -> Result<RecoveryReport> {
         Err(Error::config(
             "power_cut",
-            format!(
-                "the '{}' FTL does not implement crash recovery yet (every FTL but mu does); run it without \
-                 power cuts",
-                self.name()
-            ),
+            format!("the '{}' FTL does not implement crash recovery; run it without power cuts", self.name()),
         ))
     }
 }

@@ -1,6 +1,7 @@
 //! Crash recovery from OOB records, shared by the FTLs that rebuild their
 //! map by scanning flash: the page-mapped family (`page`, `dftl`, `hat`,
-//! `dac`) and the block-mapped one (`block`, `bast`, `fast`; see
+//! `dac`), `superblock`, `mu` (which rebuilds its μ-Tree from the scan,
+//! `mu::recovery`) and the block-mapped one (`block`, `bast`, `fast`; see
 //! `hybrid::recovery` for what they do after the scan).
 //!
 //! What a power cut loses and what survives:

@@ -17,10 +17,10 @@ use crate::nand::Geometry;
 use crate::trace::Op;
 use crate::units::{BlockId, Nanos, SimTime};
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Latency summary of one kind of request, microseconds.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencyStats {
     pub count: u64,
     pub mean: f64,
@@ -30,7 +30,7 @@ pub struct LatencyStats {
     pub max: f64,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencyReport {
     pub read: LatencyStats,
     pub write: LatencyStats,
@@ -39,7 +39,7 @@ pub struct LatencyReport {
 }
 
 /// A flash counter split by cause.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ByCause {
     pub host: u64,
     pub gc: u64,
@@ -63,7 +63,7 @@ impl ByCause {
     }
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct EraseStats {
     pub mean: f64,
     pub max: u32,
@@ -89,7 +89,7 @@ impl EraseStats {
 }
 
 /// How the input was read and adjusted.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct InputReport {
     /// Trace path or workload spec.
     pub source: String,
@@ -117,7 +117,7 @@ pub struct InputReport {
 }
 
 /// One time-series window (by arrival time).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Window {
     pub start_s: f64,
     pub requests: u64,
@@ -133,7 +133,7 @@ pub struct Window {
 }
 
 /// The finished report of one run. Field meanings: `docs/report.md`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     pub ftl: String,
     pub config: String,
@@ -200,7 +200,7 @@ pub struct Report {
     pub wall_time_s: f64,
     /// Peak resident memory of the simulating process, bytes (Linux only).
     pub peak_rss_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timeseries: Vec<Window>,
     /// Merges by kind (block-mapped FTLs; zeros for the others).
     pub merges: MergeCounts,
@@ -224,7 +224,7 @@ pub struct Report {
     /// "management overhead", Figs. 8–10).
     pub management_overhead_ms: OverheadReport,
     /// μ-FTL's tree, caches and bitmap figures (`mu` only).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mu: Option<crate::ftl::mu::MuStats>,
     /// Flash bytes programmed (placement excluded) per host byte written,
     /// the literature's write amplification; `write_amplification` counts
@@ -235,16 +235,16 @@ pub struct Report {
     /// The write buffer's figures; `null` without a buffer (`cache.bytes` = 0).
     pub write_buffer: Option<BufferReport>,
     /// COFTL's data cache, merges, summaries and log figures (`coftl` only).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coftl: Option<crate::ftl::coftl::CoftlStats>,
     /// Each power cut of `host.power_cuts`: when, what recovery read and
     /// how long it took, and how many flushed pages were checked after it.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub power_cuts: Vec<crate::ftl::RecoveryReport>,
 }
 
 /// Busy time / (resources × simulated time), each in [0, 1].
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Utilization {
     /// Channel buses.
     pub channels: f64,
@@ -256,7 +256,7 @@ pub struct Utilization {
     pub pcm: f64,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct BufferReport {
     pub capacity_pages: u32,
     pub write_hits: u64,
@@ -277,7 +277,7 @@ pub struct BufferReport {
 /// sensing or programming, page transfer) regardless of overlap. `bitmap`
 /// is the μ-Tree traffic the bitmap cache caused (`mu`), taken out of
 /// `mapping`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct OverheadReport {
     pub gc: f64,
     pub mapping: f64,
@@ -312,7 +312,7 @@ pub fn fill_overhead(r: &mut Report, c: &FlashCounters, t: &crate::nand::Timing,
     r.mu = s.mu.clone();
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MergeCounts {
     pub switch: u64,
     pub partial: u64,
@@ -320,14 +320,14 @@ pub struct MergeCounts {
 }
 
 /// Data blocks touched per merge of a log block.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Associativity {
     /// `null` when no log block was merged.
     pub mean: Option<f64>,
     pub max: u64,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrimListReport {
     pub entries: u64,
     pub peak_entries: u64,

@@ -44,7 +44,7 @@ use crate::trace::list::CmdList;
 use crate::trace::{CmdSource, HostCmd};
 use crate::units::SimTime;
 use crate::workload::{WorkloadSpec, generator};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
 pub const PRESET: &str = "coftl-mt29f64g08";
@@ -68,10 +68,10 @@ pub const RECOVERY_AFTER: u64 = 2000;
 pub const OOB_BYTES: f64 = 224.0;
 
 /// One run's figures.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Row {
     /// "fig7", "fig8", "fig9" or "recovery".
-    pub figure: &'static str,
+    pub figure: String,
     /// "coftl", "bl", or "page (OOB scan estimate)".
     pub ftl: String,
     /// Blocks per virtual block, cache MiB, channels, or drive GiB (physical).
@@ -190,7 +190,7 @@ fn row_of(figure: &'static str, x: f64, r: &Report) -> Row {
         (n > 0).then(|| c.hits as f64 / n as f64)
     });
     Row {
-        figure,
+        figure: figure.into(),
         ftl: if r.ftl == "block" { "bl".into() } else { r.ftl.clone() },
         x,
         requests_per_s: None,
@@ -217,7 +217,7 @@ fn recovery(mut cfg: Config, after: u64) -> Result<Vec<Row>> {
     row.recovery_s = Some(cut.recovery_us / 1e6);
     row.recovery_pages_read = Some(cut.pages_read);
     let page = Row {
-        figure: "recovery",
+        figure: "recovery".into(),
         ftl: "page (OOB scan estimate)".into(),
         x: gib,
         requests_per_s: None,

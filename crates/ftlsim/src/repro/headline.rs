@@ -1,10 +1,7 @@
 //! Headlines: a paper's claims beside a run's figures, each with a verdict
 //! and, where they differ, the reason, as one Markdown table. The README
-//! carries each repro's table of its full run between two markers
-//! (`<!-- NAME-headlines -->` … `<!-- /NAME-headlines -->`), and a test
-//! regenerates the table from the stored results of that run
-//! (`docs/repro/NAME.json`) and compares, so the README cannot drift from
-//! what the repro prints.
+//! carries the tables of the repros' full runs, rendered from their stored
+//! results (`crates/ftlsim/tests/readme_headlines.rs`).
 
 use std::fmt;
 
@@ -68,26 +65,14 @@ pub fn table(rows: &[Headline]) -> String {
     s
 }
 
-/// The text between `<!-- NAME-headlines -->` and `<!-- /NAME-headlines -->`
-/// in `doc` (the README), without the marker lines.
-pub fn readme_block<'a>(doc: &'a str, name: &str) -> Option<&'a str> {
-    let open = format!("<!-- {name}-headlines -->\n");
-    let start = doc.find(&open)? + open.len();
-    let end = start + doc[start..].find(&format!("<!-- /{name}-headlines -->"))?;
-    Some(&doc[start..end])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn a_table_between_markers_is_found_and_rendered_alike() {
+    fn a_table_is_rendered_with_its_verdict() {
         let rows = [Headline::new("c", "w", "1%", "2%".into(), Verdict::DirectionOnly, "why".into())];
         let t = table(&rows);
         assert!(t.ends_with("| c | w | 1% | 2% | direction only | why |\n"), "{t}");
-        let doc = format!("intro\n<!-- x-headlines -->\n{t}<!-- /x-headlines -->\nrest");
-        assert_eq!(readme_block(&doc, "x"), Some(t.as_str()));
-        assert_eq!(readme_block(&doc, "y"), None);
     }
 }

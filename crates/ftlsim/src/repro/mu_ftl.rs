@@ -46,7 +46,7 @@ use crate::sim::{Precondition, RunOptions, Simulation};
 use crate::trace::list::CmdList;
 use crate::trace::{HostCmd, Op};
 use crate::units::{Sector, SimTime};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
@@ -59,10 +59,10 @@ const KIB: u64 = 2; // sectors
 const MIB: u64 = 1024 * KIB;
 
 /// One run's figures.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Row {
     /// "fig8", "fig9" or "fig10".
-    pub figure: &'static str,
+    pub figure: String,
     /// A generator's name, or a replayed trace's file name.
     pub workload: String,
     pub ftl: String,
@@ -184,7 +184,7 @@ fn run_one(figure: &'static str, load: &Load, x: f64, mut cfg: Config) -> Result
     sim.check_invariants()?;
     let o = &r.management_overhead_ms;
     Ok(Row {
-        figure,
+        figure: figure.into(),
         workload: load.name(),
         ftl,
         x,

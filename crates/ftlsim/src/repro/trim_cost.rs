@@ -27,14 +27,14 @@ use crate::trace::batch::TrimBatcher;
 use crate::trace::{CmdSource, HostCmd, Op};
 use crate::units::{Nanos, SECTOR_BYTES, Sector, SimTime};
 use crate::workload::{DeleteSpec, DeleteWorkload};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
 /// The FTLs of part (a) and (b).
 pub const FTLS: [&str; 4] = ["page", "dftl", "hat", "fast"];
 
 /// One measurement.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     /// `size`, `size-misaligned`, `contiguity`, `ranges` (part a) or `delete` (part b).
     pub series: String,

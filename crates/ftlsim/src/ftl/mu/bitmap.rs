@@ -95,6 +95,14 @@ impl BitmapCache {
         runs
     }
 
+    /// Power failed: every cached extent is lost (recovery rebuilds the
+    /// bitmaps in the tree).
+    pub fn clear(&mut self) {
+        self.buckets.clear();
+        self.by_size.clear();
+        self.len = 0;
+    }
+
     pub fn runs(&self, block: u32) -> &[(u32, u32)] {
         self.buckets.get(&block).map_or(&[], |r| r.as_slice())
     }

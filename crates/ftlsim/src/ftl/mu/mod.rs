@@ -31,6 +31,11 @@
 //! pages beside the counters and the bitmap cache, the default is the
 //! least budget that does.
 //!
+//! Crash recovery (`--power-cut`) scans every page's OOB and rebuilds the
+//! μ-Tree from the data pages, not from the tree's own pages ([`recovery`]
+//! says why and what it costs); TRIMs survive a cut once a FLUSH has
+//! journalled them, as for the other FTLs.
+//!
 //! Simplifications: tree pages' validity is known from the tree's own
 //! pointers rather than from bitmaps; tree writes go to a single tree
 //! update block; reads of
@@ -40,11 +45,13 @@
 pub mod bitmap;
 pub mod lru;
 pub mod partition;
+pub mod recovery;
 pub mod space;
 pub mod tree;
 
 use super::pool::{BlockPool, BlockState};
-use super::{Ftl, FtlStats, PageChunk, Span, page_chunks, whole_pages};
+use super::recovery::TrimJournal;
+use super::{Ftl, FtlStats, PageChunk, RecoveryReport, Span, page_chunks, whole_pages};
 use crate::config::{Config, UnwrittenReads};
 use crate::engine::{Cause, Device};
 use crate::error::{Error, Result};
@@ -149,14 +156,16 @@ pub struct Mu {
     /// placed reads, not a modelled table).
     ever: Vec<u64>,
     to_erase: Vec<BlockId>,
-    /// Extents a remap cuts and pages a GC run copies (kept to reuse their
-    /// allocations).
+    /// Extents a remap cuts, left there after it (a TRIM journals their
+    /// pages), and pages a GC run copies (kept to reuse their allocations).
     over: Vec<(u32, u32, u32)>,
     srcs: Vec<u32>,
     scratch: Vec<u8>,
     /// Leaves [`Ftl::prefetch`] has started loading, oldest first (their
     /// keys follow when they leave).
     prefetched: Cell<[u32; LEAF_STAGES]>,
+    /// TRIMs not yet durable (see `ftl::recovery`).
+    journal: TrimJournal,
     stats: FtlStats,
     mu: MuStats,
 }
@@ -263,6 +272,7 @@ impl Mu {
             srcs: Vec::new(),
             scratch: if dev.array.stores_payloads() { vec![0; geo.page_size as usize] } else { Vec::new() },
             prefetched: Cell::new([u32::MAX; LEAF_STAGES]),
+            journal: TrimJournal::new(dev),
             stats: FtlStats::default(),
             mu: MuStats::default(),
             geo,
@@ -485,7 +495,7 @@ impl Mu {
             }
             self.take_invalid(dev, b, now)?;
             self.mu.wholly_invalid_erases += 1;
-            dev.erase(b, now, Cause::Gc)?;
+            self.erase_data(dev, b, now)?;
             self.space.release(b)?;
         }
         Ok(())
@@ -617,8 +627,15 @@ impl Mu {
             }
             i += n;
         }
-        dev.erase(victim, done, Cause::Gc)?;
+        self.erase_data(dev, victim, done)?;
         self.space.release(victim)
+    }
+
+    /// Erases data block `b` once the pending TRIMs are journalled (one of
+    /// its pages may be the newest copy of a trimmed page).
+    fn erase_data(&mut self, dev: &mut Device, b: BlockId, t: SimTime) -> Result<SimTime> {
+        let journalled = self.journal.before_erase(dev, t);
+        dev.erase(b, journalled, Cause::Gc)
     }
 
     /// Puts a never-written page on flash at no cost (`unwritten_reads = "place"`).
@@ -748,13 +765,26 @@ impl Ftl for Mu {
         }
         let known = self.tree.lookup(dev, pages.start, now)?;
         self.stats.trimmed_pages += self.remap(pages.start, pages.end - pages.start, None, Old::Invalid, now)?;
+        for &(a, _, m) in &self.over {
+            for lpn in a.max(pages.start)..(a + m).min(pages.end) {
+                self.journal.trimmed(dev, lpn);
+            }
+        }
         self.finish(dev, now)?;
         Ok(known)
     }
 
+    /// Writes the tree's write cache back, as a drive that trusts its
+    /// on-flash tree must (this model's recovery does not read it, see
+    /// [`recovery`], but keeps the cost), and journals the TRIMs since the
+    /// last FLUSH; returns when the journal is on flash.
     fn flush(&mut self, dev: &mut Device, now: SimTime) -> Result<SimTime> {
         self.write_back(dev, true, now)?;
-        Ok(now)
+        Ok(self.journal.flush(dev, now))
+    }
+
+    fn power_cut(&mut self, dev: &mut Device, now: SimTime) -> Result<RecoveryReport> {
+        self.recover(dev, now)
     }
 
     /// Without the tree walk [`stats`](Ftl::stats) makes for its extent counts.

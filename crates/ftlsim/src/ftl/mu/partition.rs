@@ -38,6 +38,12 @@ impl Partitions {
         self.update[part as usize] = b.map_or(NONE, |b| b.0);
     }
 
+    /// Power failed: no partition has an update block until recovery
+    /// finds them.
+    pub fn clear(&mut self) {
+        self.update.fill(NONE);
+    }
+
     pub fn update_blocks(&self) -> impl Iterator<Item = BlockId> + '_ {
         self.update.iter().filter(|&&b| b != NONE).map(|&b| BlockId(b))
     }
