@@ -304,10 +304,14 @@ pub fn to_csv(rows: &[Row]) -> String {
 pub fn to_markdown(rows: &[Row]) -> String {
     let opt = |v: Option<f64>, p: usize| v.map_or("-".into(), |v| format!("{v:.p$}"));
     let mut s = String::new();
-    for (fig, x) in [("fig7", "blocks per virtual block"), ("fig8", "data cache MiB"), ("fig9", "channels")] {
+    for (fig, title, x) in [
+        ("fig7", "Fig. 7: throughput against the blocks per virtual block", "blocks per virtual block"),
+        ("fig8", "Fig. 8: throughput against the data cache size", "data cache MiB"),
+        ("fig9", "Fig. 9: throughput against the channels", "channels"),
+    ] {
         let _ = writeln!(
             s,
-            "\n{fig}\n\n| FTL | {x} | requests/s | WA | merges | cache hits | channels busy |\n|---|---:|---:|---:|---:|---:|---:|"
+            "\n**{title}** (`{fig}`)\n\n| FTL | {x} | requests/s | WA | merges | cache hits | channels busy |\n|---|---:|---:|---:|---:|---:|---:|"
         );
         for r in rows.iter().filter(|r| r.figure == fig) {
             let _ = writeln!(
@@ -323,7 +327,10 @@ pub fn to_markdown(rows: &[Row]) -> String {
             );
         }
     }
-    let _ = writeln!(s, "\nrecovery\n\n| FTL | drive GiB | recovery s | pages read |\n|---|---:|---:|---:|");
+    let _ = writeln!(
+        s,
+        "\n**Crash recovery: time and pages read against the drive size** (`recovery`)\n\n| FTL | drive GiB | recovery s | pages read |\n|---|---:|---:|---:|"
+    );
     for r in rows.iter().filter(|r| r.figure == "recovery") {
         let _ =
             writeln!(s, "| {} | {} | {} | {} |", r.ftl, r.x, opt(r.recovery_s, 4), r.recovery_pages_read.unwrap_or(0));

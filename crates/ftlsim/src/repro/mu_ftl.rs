@@ -329,10 +329,14 @@ pub fn to_csv(rows: &[Row]) -> String {
 
 pub fn to_markdown(rows: &[Row]) -> String {
     let mut s = String::new();
-    for (fig, x) in [("fig8", "extra blocks %"), ("fig9", "bitmap cache KiB"), ("fig10", "partition MiB (0: whole)")] {
+    for (fig, title, x) in [
+        ("fig8", "Fig. 8: management overhead against the extra blocks", "extra blocks %"),
+        ("fig9", "Fig. 9: μ-FTL's overhead against the bitmap cache size", "bitmap cache KiB"),
+        ("fig10", "Fig. 10: μ-FTL's overhead against the partition size", "partition MiB (0: whole)"),
+    ] {
         let _ = writeln!(
             s,
-            "\n{fig}\n\n| workload | FTL | {x} | overhead s | GC s | mapping s | bitmap s | merge s | WA | RAM B | tree cache hits |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+            "\n**{title}** (`{fig}`)\n\n| workload | FTL | {x} | overhead s | GC s | mapping s | bitmap s | merge s | WA | RAM B | tree cache hits |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         );
         for r in rows.iter().filter(|r| r.figure == fig) {
             let opt = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
