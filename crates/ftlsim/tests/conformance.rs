@@ -211,6 +211,7 @@ fn run_case_counting(cfg: &Config, case: &Case) -> Result<u64, String> {
                 let r = sim.power_cut(at).map_err(fail)?;
                 cuts += 1;
                 sim.check_invariants().map_err(|e| format!("after power cut {i}: {e}"))?;
+                sim.check_mapped_pages().map_err(|e| format!("after power cut {i}: {e}"))?;
                 let at = r.recovered_at.max(now);
                 let all = HostCmd {
                     time: at,

@@ -132,6 +132,13 @@ fn coftl_randwrite() -> String {
     text_block(rows(render_table(&r), &["IOPS", "write amplification", "blocks erased"]))
 }
 
+/// A power-cut example: the report table's recovery row.
+fn power_cut(name: &str) -> String {
+    let r: Report = stored(&format!("docs/readme/{name}.json"));
+    assert!(!r.power_cuts.is_empty(), "{name}: the stored run made no power cut");
+    text_block(rows(render_table(&r), &["power cuts"]))
+}
+
 /// The README's generated blocks: name and what it must hold.
 fn blocks() -> Vec<(&'static str, String)> {
     vec![
@@ -143,6 +150,8 @@ fn blocks() -> Vec<(&'static str, String)> {
         ("main-job", main_job()),
         ("map-units", map_units()),
         ("coftl-randwrite", coftl_randwrite()),
+        ("coftl-power-cut", power_cut("coftl-power-cut")),
+        ("mu-power-cut", power_cut("mu-power-cut")),
     ]
 }
 

@@ -1009,10 +1009,11 @@ impl Ftl for Coftl {
                 for lane in (0..self.s.k).filter(|l| mask >> l & 1 == 1) {
                     let p = self.lane_ppn(vb, loc, lane);
                     let lpn = self.s.lpn(vb, vpa, lane);
-                    // Recovery knows lanes from lane 0's OOB only: a padded
-                    // lane it took for valid reads as zeros, as it should.
+                    // A padded lane holds no data: mapping it (as a recovery
+                    // that took every lane for valid would) is wrong, though
+                    // it reads as zeros.
                     let held = dev.array.read(p).map(|l| sets::decode(l.0));
-                    if !matches!(held, Ok(sets::Oob::Data(l) | sets::Oob::Pad(l)) if l == lpn) {
+                    if !matches!(held, Ok(sets::Oob::Data(l)) if l == lpn) {
                         return bad(format!("logical page {lpn} maps to {p}, which does not hold it"));
                     }
                 }

@@ -18,8 +18,9 @@
 //!    that no chain links to: a merge's new primary) through the
 //!    replacement pages;
 //! 4. rebuilds each virtual page table from the summary at the end of the
-//!    last-but-one set and a scan of the last set's page sets (lane 0's
-//!    OOB, a summary page's contents);
+//!    last-but-one set and a scan of the last set's page sets (every lane's
+//!    OOB of a data page set, for the lanes that hold data rather than
+//!    padding; a summary page's contents);
 //! 5. puts every set in no chain on the free list (erasing any programmed
 //!    one) and writes a new log version.
 //!
@@ -103,15 +104,28 @@ impl Coftl {
     }
 }
 
-/// Reads the OOB of page set `off` of `set`.
+/// Reads OOB words (of page set `off` of `set`: its scan lane's, or one
+/// lane's), counting them.
 struct Reader {
     reads: u64,
 }
 
 impl Reader {
     fn oob(&mut self, dev: &mut Device, s: &Sets, set: u32, off: u32, t: SimTime) -> (Option<u32>, SimTime) {
+        self.lane_oob(dev, s, set, s.scan_lane(off), off, t)
+    }
+
+    fn lane_oob(
+        &mut self,
+        dev: &mut Device,
+        s: &Sets,
+        set: u32,
+        lane: u32,
+        off: u32,
+        t: SimTime,
+    ) -> (Option<u32>, SimTime) {
         self.reads += 1;
-        let (lpn, done) = dev.probe(s.ppn(set, s.scan_lane(off), off), t, Cause::Mapping);
+        let (lpn, done) = dev.probe(s.ppn(set, lane, off), t, Cause::Mapping);
         (lpn.map(|l| l.0), done)
     }
 }
@@ -310,8 +324,24 @@ fn rebuild(c: &mut Coftl, dev: &mut Device, rd: &mut Reader, vb: u32, t: SimTime
                 let (_, vpa, _) = c.s.locate(l);
                 let e = c.entry(vb, vpa);
                 c.t.locs[e] = Loc::new(last_idx, off);
-                c.t.masks[e] =
-                    (0..k).filter(|&lane| c.s.lpn(vb, vpa, lane) < c.s.logical_pages).fold(0, |m, l| m | 1 << l);
+                // One lane's OOB names the virtual page, not which of its
+                // lanes hold data: a lane with none (never written, trimmed,
+                // or dropped by a merge) was padded. Each lane's OOB says,
+                // read on its own plane beside the first.
+                let mut mask = 0;
+                for lane in 0..k {
+                    let lane_word = if lane == c.s.scan_lane(off) {
+                        Some(word)
+                    } else {
+                        let (w, d) = rd.lane_oob(dev, &c.s, last, lane, off, t);
+                        done = done.max(d);
+                        w
+                    };
+                    if matches!(lane_word.map(decode), Some(Oob::Data(_))) {
+                        mask |= 1 << lane;
+                    }
+                }
+                c.t.masks[e] = mask;
             }
             Oob::Summary(_) => {
                 load_summary(c, vb, last, off)?;
