@@ -24,8 +24,11 @@ pub use nbd::nbd;
 pub use specs::specs;
 pub use traces::traces;
 
+/// A target: one input in, a panic for a bug.
+pub type Target = fn(&[u8]);
+
 /// Every target by name, as `scripts/fuzz` and the replay test know them.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[("traces", traces), ("specs", specs), ("nbd", nbd)];
+pub const TARGETS: &[(&str, Target)] = &[("traces", traces), ("specs", specs), ("nbd", nbd)];
 
 /// Checks that a refusal explains itself: one non-empty line. A violation
 /// is a bug like a panic, and is reported as one (AFL records it as a

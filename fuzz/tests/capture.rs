@@ -57,7 +57,9 @@ fn capture_real_clients() {
     let qemu_io = |cmds: &[&str]| {
         let mut c = Command::new("qemu-io");
         c.args(["-f", "raw", &url]);
-        cmds.iter().for_each(|cmd| drop(c.args(["-c", cmd])));
+        for cmd in cmds {
+            c.args(["-c", cmd]);
+        }
         c
     };
     let libnbd = |script: &str| {
