@@ -50,7 +50,7 @@ pub fn traces(data: &[u8]) {
 fn read(path: &Path, opts: OpenOptions) {
     let refused = |e: ftlsim::Error| {
         let msg = e.to_string();
-        super::check_message(&msg, &path);
+        super::check_message(&msg, &path.display().to_string());
         // A trace error names the file; a format error names the format.
         assert!(msg.contains("trace") || msg.contains("format") || msg.contains("blktrace"), "{msg}");
     };
