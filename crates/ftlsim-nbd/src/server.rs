@@ -137,20 +137,7 @@ impl Server {
             Listener::Unix(l, _) => l.set_nonblocking(true),
         };
         nonblocking.map_err(|e| ftlsim::Error::io("listener", e))?;
-        let export = Export {
-            name: opts.export_name.clone(),
-            description: format!("ftlsim: {} FTL on {}", drive.ftl_name(), drive.config_name()),
-            size: drive.size_bytes(),
-            transmission_flags: TF_HAS_FLAGS
-                | TF_SEND_FLUSH
-                | TF_SEND_FUA
-                | TF_SEND_TRIM
-                | TF_SEND_WRITE_ZEROES
-                | TF_CAN_MULTI_CONN,
-            min_block: 512,
-            preferred_block: drive.page_size().max(4096),
-            max_block: MAX_BLOCK_BYTES,
-        };
+        let export = export(&drive, &opts.export_name);
         Ok(Server {
             listener,
             drive: Arc::new(Mutex::new(drive)),
@@ -304,6 +291,25 @@ impl Drop for Slots {
         if self.holds {
             self.admitted.fetch_sub(1, Ordering::AcqRel);
         }
+    }
+}
+
+/// What the server offers for `drive` under `name`: its size, the
+/// commands it takes and its block sizes.
+pub fn export(drive: &Drive, name: &str) -> Export {
+    Export {
+        name: name.to_string(),
+        description: format!("ftlsim: {} FTL on {}", drive.ftl_name(), drive.config_name()),
+        size: drive.size_bytes(),
+        transmission_flags: TF_HAS_FLAGS
+            | TF_SEND_FLUSH
+            | TF_SEND_FUA
+            | TF_SEND_TRIM
+            | TF_SEND_WRITE_ZEROES
+            | TF_CAN_MULTI_CONN,
+        min_block: 512,
+        preferred_block: drive.page_size().max(4096),
+        max_block: MAX_BLOCK_BYTES,
     }
 }
 

@@ -2,7 +2,8 @@
 //! (each format, plain and gzip), the config loader, and the workload and
 //! precondition specs.
 //!
-//! This is **not coverage-guided**: proptest draws random mutations of the
+//! This is **not coverage-guided** (the AFL targets in `fuzz/` are; see the
+//! README's Fuzzing section): proptest draws random mutations of the
 //! sample traces and presets (byte flips, inserted bytes, deleted, repeated
 //! and truncated lines, extreme numbers) and of spec strings, and checks
 //! that each input is either read or refused with an error (never a panic,

@@ -161,6 +161,15 @@ impl fmt::Display for DeleteSpec {
     }
 }
 
+/// Sectors `start..end` still to issue as `op` commands of at most `chunk`
+/// sectors each.
+struct Run {
+    op: Op,
+    start: u64,
+    end: u64,
+    chunk: u64,
+}
+
 /// The command stream of a [`DeleteSpec`] on a device.
 pub struct DeleteWorkload {
     name: String,
@@ -174,7 +183,9 @@ pub struct DeleteWorkload {
     files: Vec<Vec<(u64, u64)>>,
     live: Vec<usize>,
     created: u64,
-    queue: VecDeque<HostCmd>,
+    /// Commands still to issue, as runs: a file of terabytes is one run,
+    /// not billions of queued commands.
+    queue: VecDeque<Run>,
     issued: u64,
     period_ns: f64,
     poisson_next: Option<f64>,
@@ -289,18 +300,7 @@ impl DeleteWorkload {
     fn push_io(&mut self, op: Op, extents: &[(u64, u64)]) {
         let chunk = (self.spec.bs / SECTOR_BYTES).max(1);
         for &(start, blocks) in extents {
-            let (mut s, end) = (start * FS_BLOCK, (start + blocks) * FS_BLOCK);
-            while s < end {
-                let n = chunk.min(end - s);
-                self.queue.push_back(HostCmd {
-                    time: SimTime::ZERO,
-                    op,
-                    start: Sector(s),
-                    sectors: n,
-                    continued: false,
-                });
-                s += n;
-            }
+            self.queue.push_back(Run { op, start: start * FS_BLOCK, end: (start + blocks) * FS_BLOCK, chunk });
         }
     }
 
@@ -334,13 +334,8 @@ impl DeleteWorkload {
         let extents = std::mem::take(&mut self.files[file]);
         for &(start, blocks) in &extents {
             let (s, n) = (start * FS_BLOCK, blocks * FS_BLOCK);
-            self.queue.push_back(HostCmd {
-                time: SimTime::ZERO,
-                op: Op::Trim,
-                start: Sector(s),
-                sectors: n,
-                continued: false,
-            });
+            // One TRIM per extent.
+            self.queue.push_back(Run { op: Op::Trim, start: s, end: s + n, chunk: n });
             self.release((start, blocks));
         }
         if self.spec.recreate {
@@ -380,8 +375,14 @@ impl CmdSource for DeleteWorkload {
                 return Ok(None);
             }
         }
-        let mut cmd = self.queue.pop_front().expect("filled above");
-        cmd.time = self.next_time();
+        let run = self.queue.front_mut().expect("filled above");
+        let sectors = run.chunk.min(run.end - run.start);
+        let (op, start) = (run.op, run.start);
+        run.start += sectors;
+        if run.start == run.end {
+            self.queue.pop_front();
+        }
+        let cmd = HostCmd { time: self.next_time(), op, start: Sector(start), sectors, continued: false };
         self.issued += 1;
         Ok(Some(cmd))
     }
@@ -405,6 +406,22 @@ mod tests {
     fn all(spec: &str, cap: u64) -> Vec<HostCmd> {
         let mut w = DeleteWorkload::new(&DeleteSpec::parse(spec).unwrap(), cap).unwrap();
         std::iter::from_fn(|| w.next_cmd().unwrap()).collect()
+    }
+
+    /// Found by fuzzing (`fuzz/regressions/specs/delete-huge-file`): a
+    /// file's writes were queued as commands all at once, so a 47 TiB file
+    /// took 1.5 GB before its first command (and with `bs=4k`, ~400 GB).
+    /// They are issued from runs now: a terabyte file in 4 KiB writes
+    /// starts at once, its commands in order.
+    #[test]
+    fn a_huge_file_streams_its_writes() {
+        let spec = DeleteSpec::parse("rw=delete,files=10,filesize=47t,bs=4k").unwrap();
+        let mut w = DeleteWorkload::new(&spec, 1 << 40).unwrap();
+        for i in 0..100_000u64 {
+            let c = w.next_cmd().unwrap().unwrap();
+            assert_eq!((c.op, c.start.0, c.sectors), (Op::Write, i * 8, 8));
+        }
+        assert!(w.queue.len() <= 1, "{} runs queued", w.queue.len());
     }
 
     #[test]
