@@ -31,8 +31,6 @@ fn main() {
     let cfg = hat::config(&opts, ftl).unwrap();
     let requests = if quick { 3000 } else { 100_000 };
     let spec = hat::spec(shape, &cfg, requests);
-    let before: Vec<u64> =
-        ftlsim::ftl::dftl::TMP.iter().map(|a| a.load(std::sync::atomic::Ordering::Relaxed)).collect();
     let r = hat::measure(cfg, Input::Workload(spec.clone()), hat::PRECONDITION).unwrap();
     let v = serde_json::json!({
         "workload": wl, "ftl": ftl, "spec": spec, "overrides": r.overrides,
