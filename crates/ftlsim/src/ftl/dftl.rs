@@ -19,13 +19,15 @@
 //! - GC moving a data page updates its cached entry, or, when it is not
 //!   cached, its translation page, rewritten once however many of its
 //!   entries moved (batched) — at the next translation, in the background,
-//!   through the ordinary write frontier. Rewriting during GC itself would
+//!   into the translation blocks. Rewriting during GC itself would
 //!   spend the collected plane's reserve on pages GC did not reclaim, and with
 //!   small blocks a victim's copies plus its translation rewrites can exceed
 //!   the block it frees;
-//! - translation pages are ordinary flash pages: they share the write
-//!   frontier and GC with data (OOB LPN = logical pages + translation page
-//!   number), and GC moving one updates the GTD. The report counts their
+//! - translation pages live in translation blocks of their own (Gupta et
+//!   al. §3.1: a write stream apart from data, with its own active block
+//!   per plane), garbage-collected by the same greedy GC as data blocks
+//!   (OOB LPN = logical pages + translation page number); GC moving one
+//!   updates the GTD. The report counts their
 //!   reads, programs and GC copies as `mapping`, and so the erase of a
 //!   victim written mostly with translation pages.
 //!
@@ -35,8 +37,7 @@
 //! The data side is `page`'s ([`PageMapped`]). With a CMT as large as the
 //! table no entry is ever evicted and DFTL behaves exactly as `page`.
 //!
-//! Simplifications: translation pages share the data write frontier instead
-//! of dedicated translation blocks; a translation page never written holds
+//! Simplifications: a translation page never written holds
 //! no data worth reading, so a miss on it costs nothing (it exists once an
 //! entry of it is written back, or data is placed under it); SRAM lookups
 //! take no time; TRIM translates like a write.
@@ -52,6 +53,12 @@ use crate::units::{Lpn, Ppn, SimTime};
 use serde::{Deserialize, Serialize};
 
 pub type Dftl = PageMapped<DftlMap>;
+
+/// The write stream of translation pages: DFTL keeps them in translation
+/// blocks of their own, apart from data blocks (Gupta et al. §3.1). Mixed
+/// with data, each block GC reclaims would hold live translation pages too,
+/// rewritten far more often than the data around them.
+const TRANSLATION_STREAM: usize = 1;
 
 impl Dftl {
     pub fn new(cfg: &Config, dev: &Device) -> Result<Dftl> {
@@ -96,7 +103,7 @@ impl DftlMap {
     fn write_back(&mut self, core: &mut PageCore, dev: &mut Device, t: u32, now: SimTime) -> Result<SimTime> {
         let old = self.gtd[t as usize];
         let start = if is_mapped(old) { dev.read(Ppn(old), now, Cause::Mapping)? } else { now };
-        let ppn = core.alloc_host_page(self, dev, now, true)?;
+        let ppn = core.alloc_stream_page(self, dev, now, true, TRANSLATION_STREAM)?;
         // Only now: GC during the allocation may have dirtied more entries
         // of this page, moved its old copy, or rewritten it.
         self.m.cache.write_back_group(t, |_| {});
@@ -199,7 +206,7 @@ impl MapTable for DftlMap {
         let t = lpn.0 / self.epp;
         if !is_mapped(self.gtd[t as usize]) {
             // Its translation page was on flash before the run too.
-            let page = core.alloc_host_page(self, dev, now, false)?;
+            let page = core.alloc_stream_page(self, dev, now, false, TRANSLATION_STREAM)?;
             dev.place(page, Lpn(self.logical + t), Payload::None)?;
             core.pool.add_valid(dev.geometry().block_of(page), now);
             self.gtd[t as usize] = page.0;
@@ -239,6 +246,15 @@ impl MapTable for DftlMap {
         Ok(now)
     }
 
+    fn streams(&self) -> usize {
+        2
+    }
+
+    #[inline]
+    fn gc_stream(&mut self, x: u32) -> usize {
+        if x >= self.logical { TRANSLATION_STREAM } else { 0 }
+    }
+
     fn check(&self, _dev: &Device) -> Result<()> {
         let flagged = self.is_pending.iter().filter(|&&p| p).count();
         if flagged != self.pending.len() {
@@ -248,5 +264,52 @@ impl MapTable for DftlMap {
             ));
         }
         self.m.check("dftl")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use crate::job::{Input, Job};
+    use crate::nand::NO_LPN;
+    use crate::sim::{Precondition, Simulation};
+    use crate::units::BlockId;
+
+    /// Translation pages go to translation blocks, data to data blocks: no
+    /// block is ever written with both, through write-backs, GC's copies of
+    /// either and the fill's placed translation pages.
+    #[test]
+    fn translation_pages_and_data_never_share_a_block() {
+        let o = ["geometry.blocks_per_plane=64", "ftl.name=\"dftl\"", "ftl.cache_bytes=4096", "gc.mode=\"blocking\""];
+        let config = Config::load("hat-table4", &o.map(String::from)).unwrap();
+        let logical = config.logical_pages() as u32;
+        let input = Input::Workload("rw=randrw,rwmixread=30,bs=512-8k,ios=20000,iodepth=8".into());
+        let job = Job { config: config.clone(), input, precondition: None, snapshot_dir: None };
+        let mut sim = Simulation::new(config).unwrap();
+        let mut prepared = job.prepare(sim.logical_sectors()).unwrap();
+        sim.precondition(Precondition::new(1.0, 0.5)).unwrap();
+        let r = sim.run(prepared.source.as_mut(), &prepared.options, &mut |_, _| true).unwrap();
+        assert!(
+            r.flash_programs_by_cause.mapping > 0 && r.blocks_erased > 0,
+            "the run must write translation pages and GC"
+        );
+        let dev = sim.device();
+        let geo = dev.geometry();
+        let (mut mixed, mut table_blocks) = (0, 0);
+        for b in 0..geo.blocks {
+            let block = BlockId(b);
+            let (mut data, mut table) = (false, false);
+            for i in 0..dev.array.written_pages(block) {
+                match dev.array.oob_lpn_raw(geo.ppn(block, i)) {
+                    NO_LPN => {}
+                    x if x >= logical => table = true,
+                    _ => data = true,
+                }
+            }
+            mixed += (data && table) as u32;
+            table_blocks += table as u32;
+        }
+        assert!(table_blocks > 0);
+        assert_eq!(mixed, 0, "{mixed} blocks hold data and translation pages ({table_blocks} hold translation pages)");
     }
 }

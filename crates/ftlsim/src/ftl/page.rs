@@ -590,6 +590,22 @@ impl PageCore {
         Err(Error::DeviceFull("page FTL: no plane has a free page and GC cannot reclaim one".into()))
     }
 
+    /// As [`alloc_host_page`](Self::alloc_host_page), into write stream
+    /// `stream` of the map's (DFTL's translation blocks).
+    pub(super) fn alloc_stream_page<M: MapTable>(
+        &mut self,
+        map: &mut M,
+        dev: &mut Device,
+        now: SimTime,
+        paced: bool,
+        stream: usize,
+    ) -> Result<Ppn> {
+        let host_stream = std::mem::replace(&mut self.stream, stream);
+        let ppn = self.alloc_host_page(map, dev, now, paced);
+        self.stream = host_stream;
+        ppn
+    }
+
     /// Dynamic allocation's plane, as its stripe position: the plane free
     /// soonest; among planes free at once (the planes of one die, or idle
     /// units), the one with the most free blocks, so no plane takes more
