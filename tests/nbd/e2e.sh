@@ -98,9 +98,17 @@ SMALL=(-c k9lag08u0m-4ch --set geometry.blocks_per_plane=48)
 # The guest's drive: 83 MiB logical over 96 MiB of flash, so the session fills it and GC runs.
 GUEST=(-c k9lag08u0m-4ch --set geometry.blocks_per_plane=24 --set overprovisioning=0.15)
 
+# DFTL writes two streams (data and translation blocks), so it needs one
+# spare block per plane more than these drives leave (3): more blocks.
+declare -A MORE=([dftl]="--set geometry.blocks_per_plane=64" [dftl-guest]="--set geometry.blocks_per_plane=32")
+
 for ftl in "${FTLS[@]}"; do
+  read -ra more <<<"${MORE[$ftl]:-}"
+  read -ra more_guest <<<"${MORE[$ftl-guest]:-}"
+  SMALL_FTL=("${SMALL[@]}" "${more[@]}")
+  GUEST_FTL=("${GUEST[@]}" "${more_guest[@]}")
   echo "== $ftl: qemu-io, qemu-img, libnbd over TCP"
-  start "$ftl-tcp" "${SMALL[@]}" --ftl "$ftl" --listen 127.0.0.1:0
+  start "$ftl-tcp" "${SMALL_FTL[@]}" --ftl "$ftl" --listen 127.0.0.1:0
   tests/nbd/qemu_roundtrip.sh "$URL" "$WORK"
   "$PY" tests/nbd/libnbd_roundtrip.py "$URL"
   kill -USR1 "$PID"
@@ -110,19 +118,19 @@ for ftl in "${FTLS[@]}"; do
   check "$ftl-tcp" "ftl == '$ftl' and trims >= 3 and trimmed_pages > 0 and flushes >= 2 and writes > 0" "client commands in the report"
 
   echo "== $ftl: libnbd over a Unix socket, --pace realtime"
-  start "$ftl-unix" "${SMALL[@]}" --ftl "$ftl" --socket "$WORK/nbd.sock" --pace realtime
+  start "$ftl-unix" "${SMALL_FTL[@]}" --ftl "$ftl" --socket "$WORK/nbd.sock" --pace realtime
   "$PY" tests/nbd/libnbd_roundtrip.py "$URL"
   stop "$ftl-unix"
   check "$ftl-unix" "input['host_mode'] == 'open' and latency_us['write']['max'] > 0" "realtime report"
 
   echo "== $ftl: Linux guest, ext4 + discard + fstrim"
-  start "$ftl-guest" "${GUEST[@]}" --ftl "$ftl" --listen 127.0.0.1:0 --record "$WORK/$ftl-guest.csv" \
+  start "$ftl-guest" "${GUEST_FTL[@]}" --ftl "$ftl" --listen 127.0.0.1:0 --record "$WORK/$ftl-guest.csv" \
     --state "$WORK/$ftl-state"
   LOG=$WORK/$ftl-console.log tests/fullsys/guest.sh "$URL" || fail "guest run (console: $WORK/$ftl-console.log)"
   qemu-img convert -f raw -O raw "$URL" "$WORK/$ftl-before.img"
   stop "$ftl-guest"
   # --state: the file system the guest left is all there after a restart, and checks clean.
-  start "$ftl-reload" "${GUEST[@]}" --ftl "$ftl" --listen 127.0.0.1:0 --state "$WORK/$ftl-state"
+  start "$ftl-reload" "${GUEST_FTL[@]}" --ftl "$ftl" --listen 127.0.0.1:0 --state "$WORK/$ftl-state"
   qemu-img convert -f raw -O raw "$URL" "$WORK/$ftl-after.img"
   stop "$ftl-reload"
   cmp -s "$WORK/$ftl-before.img" "$WORK/$ftl-after.img" || fail "$ftl: the reloaded drive's contents differ"
@@ -132,7 +140,7 @@ for ftl in "${FTLS[@]}"; do
   # big (54 MiB = 27648 pages of 2 KiB) was deleted with online discard
   check "$ftl-guest" "trims > 0 and trimmed_pages >= 27648 and $(reclaimed "$ftl")" "TRIMs from the guest"
   for t in true false; do
-    "$BIN" run "${GUEST[@]}" --ftl "$ftl" --set ftl.trim=$t --trace "$WORK/$ftl-guest.csv" --mode closed \
+    "$BIN" run "${GUEST_FTL[@]}" --ftl "$ftl" --set ftl.trim=$t --trace "$WORK/$ftl-guest.csv" --mode closed \
       --json "$WORK/$ftl-replay-$t.json" -q > /dev/null
   done
   c=$(copied "$ftl")
