@@ -208,6 +208,11 @@ impl std::str::FromStr for PowerCutAt {
                 if !(x.is_finite() && x >= 0.0) {
                     return Err(bad("the time must be finite and non-negative".into()));
                 }
+                // Past u64 nanoseconds the cast would clamp: a cut that never falls.
+                let most = u64::MAX as f64 / ns;
+                if x * ns >= u64::MAX as f64 {
+                    return Err(bad(format!("the time is past the simulator's clock (at most {most:.4e}{unit})")));
+                }
                 Ok(PowerCutAt::Time(crate::units::SimTime((x * ns).round() as u64)))
             }
             other => Err(bad(format!("unknown key '{other}'; expected at or after"))),
@@ -1168,6 +1173,15 @@ fn apply_override(tree: &mut toml::Table, kv: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_power_cut_past_the_clock_is_refused_not_clamped() {
+        let e = "at=99999999999s".parse::<PowerCutAt>().unwrap_err().to_string();
+        assert!(e.contains("host.power_cuts") && e.contains("past the simulator's clock"), "{e}");
+        assert!(!e.contains('\n'), "one line: {e}");
+        assert_eq!("at=2s".parse::<PowerCutAt>().unwrap(), PowerCutAt::Time(crate::units::SimTime(2_000_000_000)));
+        assert!("at=18446744073s".parse::<PowerCutAt>().is_ok(), "just under 2^64 ns");
+    }
 
     #[test]
     fn every_preset_loads_and_validates() {
