@@ -332,7 +332,7 @@ impl Device {
         if self.units_only {
             return self.time_unit(unit, not_before, before + transfer + after);
         }
-        self.units[unit].advance(self.horizon);
+        self.catch_up(unit);
         self.channels[ch].advance(self.horizon);
         let (start, on_bus) = self.unit_slot(unit, block, not_before, before + transfer + after, |d, start| {
             let on_bus = d.channels[ch].find(start + before, transfer);
@@ -371,6 +371,13 @@ impl Device {
         }
     }
 
+    /// `unit`'s calendar forgets what ended before the horizon (done when a
+    /// unit is next booked, not at every [`advance`](Self::advance)).
+    #[inline]
+    fn catch_up(&mut self, unit: usize) {
+        self.units[unit].advance(self.horizon);
+    }
+
     /// Books `unit` (and `block`) busy from `start` to `done`.
     #[inline]
     fn hold(&mut self, unit: usize, block: Option<BlockId>, start: SimTime, done: SimTime, cause: Cause) {
@@ -387,7 +394,7 @@ impl Device {
     /// calendar keeps only its last interval).
     #[inline]
     fn time_unit(&mut self, unit: usize, not_before: SimTime, took: Nanos) -> SimTime {
-        self.units[unit].advance(self.horizon);
+        self.catch_up(unit);
         let start = not_before.max(self.units[unit].last_end());
         self.units[unit].advance(start);
         self.units[unit].insert(start, took);
@@ -572,7 +579,7 @@ impl Device {
             return Ok(self.time_unit(unit, not_before, self.timing.command + self.timing.erase));
         }
         let took = self.timing.command + self.timing.erase;
-        self.units[unit].advance(self.horizon);
+        self.catch_up(unit);
         let (start, _) = self.unit_slot(unit, Some(block), not_before, took, |_, start| (start, start + took));
         if let Some(p) = self.power.as_mut() {
             p.erase_started(start);
