@@ -627,13 +627,7 @@ impl Simulation {
             eprintln!("ftlsim: snapshot {}: refused ({why}); preconditioning again", path.display());
         }
         self.precondition_observed(p, on_progress)?;
-        let (mut drive, mut ftl) = (Vec::new(), Vec::new());
-        snapshot::encode_into(&(&self.dev, &self.ctrl, &self.trim), &mut drive)?;
-        let name = self.ftl.name();
-        let state = self.ftl.saved_state();
-        state
-            .ok_or_else(|| Error::invariant("snapshot", format!("the '{name}' FTL has no saved state")))?
-            .save(&mut ftl)?;
+        let (drive, ftl) = self.save_state()?;
         if let Err(e) = snapshot::write(&path, &key, &drive, &ftl) {
             eprintln!("ftlsim: snapshot not saved: {e}");
             return Ok(SnapshotUse::NotSaved(e.to_string()));
@@ -662,6 +656,65 @@ impl Simulation {
         self.ftl.saved_state().ok_or("the FTL has no saved state")?.load(s.ftl())?;
         (self.dev, self.ctrl, self.trim) = (dev, ctrl, trim);
         Ok(())
+    }
+
+    /// Why [`Simulation::save_state`] cannot save this drive; `None` when
+    /// it can, at any point between commands.
+    pub fn state_unsaveable(&mut self) -> Option<String> {
+        if !self.cuts.is_empty() {
+            Some("the run has power cuts".into())
+        } else if self.cfg.nand.store_payloads && self.dev.array.units_per_page() > 1 {
+            // Restoring data puts each logical page's bytes where the FTL maps it; units would need each unit's.
+            Some("mapping units are smaller than the page".into())
+        } else if self.ftl.saved_state().is_none() {
+            Some(format!("the '{}' FTL cannot be saved yet", self.ftl.name()))
+        } else {
+            None
+        }
+    }
+
+    /// The whole drive's state, as a snapshot's two sections (flash with
+    /// its OOB, wear and timelines, the controller with its buffer, the TRIM
+    /// model; the FTL), at any point between commands: loaded by
+    /// [`Simulation::load_state`] into a simulation of the same config, it
+    /// goes on exactly as this one would. The pages' data (payload mode) are
+    /// not in it; the caller keeps them.
+    pub fn save_state(&mut self) -> Result<(Vec<u8>, Vec<u8>)> {
+        let (mut drive, mut ftl) = (Vec::new(), Vec::new());
+        snapshot::encode_into(&(&self.dev, &self.ctrl, &self.trim), &mut drive)?;
+        let name = self.ftl.name();
+        let state = self.ftl.saved_state();
+        state
+            .ok_or_else(|| Error::invariant("snapshot", format!("the '{name}' FTL has no saved state")))?
+            .save(&mut ftl)?;
+        Ok((drive, ftl))
+    }
+
+    /// Replaces the drive's state with one [`Simulation::save_state`] made
+    /// of a drive of the same config; unchanged, and why, when it does not
+    /// decode. In payload mode every page's data are then zeros: give the
+    /// pages whose data are not back with [`Simulation::restore_page`].
+    pub fn load_state(&mut self, s: &snapshot::Sections) -> std::result::Result<(), String> {
+        self.restore(s)?;
+        if self.cfg.nand.store_payloads {
+            self.dev.array.reset_payloads();
+        }
+        Ok(())
+    }
+
+    /// Puts back logical page `lpn`'s data after [`Simulation::load_state`]
+    /// (a whole page, as [`Simulation::page_contents`] gave it when the
+    /// state was saved) where the FTL maps it. A page the FTL does not map
+    /// must be held by the write buffer (then its data are the buffer's).
+    pub fn restore_page(&mut self, lpn: u32, bytes: &[u8]) -> Result<()> {
+        match self.ftl.physical(crate::units::Lpn(lpn)) {
+            Some(ppn) => self.dev.array.restore_page_data(ppn, bytes),
+            None if self.ctrl.buffered(lpn).next().is_some() => Ok(()),
+            None => Err(Error::invariant(
+                "saved state",
+                format!("logical page {lpn} holds data, but the loaded state maps it nowhere"),
+            )),
+        }
     }
 
     /// A FLUSH, unmeasured: cached map updates (DFTL, HAT) reach their

@@ -466,6 +466,31 @@ impl NandArray {
         self.payload.as_ref().map(|d| d.read(block, page))
     }
 
+    /// An empty payload store, replacing any (a drive loaded from saved
+    /// state, which carries no data: [`NandArray::restore_page_data`] puts
+    /// it back).
+    pub fn reset_payloads(&mut self) {
+        let geo = &self.geo;
+        self.payload =
+            Some(PayloadStore::new(geo.blocks as usize, geo.pages_per_block as usize, geo.page_size as usize));
+    }
+
+    /// Sets the data area of the programmed page `ppn` without programming
+    /// it (restoring saved state; payload mode only).
+    pub fn restore_page_data(&mut self, ppn: Ppn, bytes: &[u8]) -> Result<()> {
+        self.check_readable(ppn)?;
+        let (block, page) = (self.geo.block_of(ppn).idx(), self.geo.page_in_block(ppn) as usize);
+        let size = self.geo.page_size as usize;
+        match &mut self.payload {
+            Some(data) if bytes.len() == size => {
+                data.write(block, page, Some(bytes));
+                Ok(())
+            }
+            Some(_) => Err(Error::Physics(format!("restoring {ppn}: {} bytes for a {size}-byte page", bytes.len()))),
+            None => Err(Error::Physics(format!("restoring {ppn}: the drive stores no payloads"))),
+        }
+    }
+
     /// Keeps the payload memory of the next `ahead` bytes of blocks to be
     /// programmed faulted in by a helper thread (payload mode only), off the
     /// path of the thread programming them.
