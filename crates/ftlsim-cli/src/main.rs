@@ -531,7 +531,11 @@ fn serve(a: ServeArgs) -> Result<(), Error> {
             }
             let started = std::time::Instant::now();
             let mut shown = false;
-            let how = ftlsim_nbd::Attach { recover: a.recover, checkpoint_bytes: a.checkpoint_mib << 20 };
+            let how = ftlsim_nbd::Attach {
+                recover: a.recover,
+                checkpoint_bytes: a.checkpoint_mib << 20,
+                ..ftlsim_nbd::Attach::default()
+            };
             let d = s.attach(&mut sim, how, &mut |done, total| {
                 if started.elapsed().as_secs() >= 2 {
                     eprint!("\rftlsim serve: replayed {done} of {total} checkpointed commands");

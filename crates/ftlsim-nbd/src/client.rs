@@ -118,6 +118,23 @@ impl Client {
         self.request(CMD_FLUSH, 0, 0, 0, &[])
     }
 
+    /// Sends a WRITE of `data` but only its first `sent` bytes, and closes
+    /// without waiting for a reply: a client killed mid-request (fault
+    /// tests). All of it sent, the server may or may not have done it.
+    pub fn abort_write(mut self, offset: u64, data: &[u8], sent: usize) -> io::Result<()> {
+        let len = u32::try_from(data.len()).map_err(|_| protocol("write over 4 GiB"))?;
+        let r = Request { magic: REQUEST_MAGIC, flags: 0, kind: CMD_WRITE, cookie: 1, offset, length: len };
+        let mut b = r.encode().to_vec();
+        b.extend_from_slice(&data[..sent.min(data.len())]);
+        self.stream.write_all(&b)
+    }
+
+    /// Sends a READ and closes without reading the reply (fault tests).
+    pub fn abort_read(mut self, offset: u64, len: u32) -> io::Result<()> {
+        let r = Request { magic: REQUEST_MAGIC, flags: 0, kind: CMD_READ, cookie: 1, offset, length: len };
+        self.stream.write_all(&r.encode())
+    }
+
     /// Says goodbye (NBD_CMD_DISC) and closes.
     pub fn disconnect(mut self) -> io::Result<()> {
         let r = Request { magic: REQUEST_MAGIC, flags: 0, kind: CMD_DISC, cookie: 0, offset: 0, length: 0 };

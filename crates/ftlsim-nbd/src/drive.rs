@@ -165,7 +165,7 @@ impl Drive {
         }
         if let Some(d) = self.durable.as_mut().filter(|d| d.checkpoint_due()) {
             // The journal holds everything still: a failed checkpoint loses nothing.
-            if let Err(e) = d.checkpoint(&self.sim) {
+            if let Err(e) = d.checkpoint(&mut self.sim, false) {
                 eprintln!("ftlsim serve: checkpoint failed (the journal goes on): {e}");
             }
         }
@@ -299,7 +299,7 @@ impl Drive {
     /// Takes a last checkpoint and detaches the state directory.
     pub fn checkpoint_and_detach(&mut self) -> ftlsim::Result<Option<Durable>> {
         let Some(mut d) = self.durable.take() else { return Ok(None) };
-        d.checkpoint(&self.sim)?;
+        d.checkpoint(&mut self.sim, true)?;
         Ok(Some(d))
     }
 

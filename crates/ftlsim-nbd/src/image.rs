@@ -120,6 +120,16 @@ impl Image {
         self.sums.len() as u64 * self.page_bytes
     }
 
+    pub fn page_bytes(&self) -> u64 {
+        self.page_bytes
+    }
+
+    /// The pages whose checksum is not that of zeros, in order (the pages
+    /// an interrupted checkpoint may have left either way included).
+    pub fn data_pages(&self) -> impl Iterator<Item = u64> + '_ {
+        (0..self.sums.len() as u64).filter(|&p| self.sums[p as usize] != self.zero_crc)
+    }
+
     /// The image's bytes at `offset` (for replaying checkpointed writes).
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         self.file.read_exact_at(buf, offset).map_err(|e| Error::io(&self.path, e))

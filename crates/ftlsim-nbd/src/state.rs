@@ -23,6 +23,10 @@
 //!   their contents) and a checksum per page ([`crate::image`]);
 //! - `journal.bin`: the commands since, with their data
 //!   ([`crate::journal`]), synced on every FLUSH and FUA;
+//! - `drive-N.snap`: the drive's whole state (flash, controller, FTL;
+//!   [`Simulation::save_state`]) after the first N checkpointed commands,
+//!   in the format of [`ftlsim::snapshot`], keyed by this build, the drive
+//!   and the CRC-32 of those commands;
 //! - `lock`: held (`flock`) by the server using the directory, holding its
 //!   pid, so two servers cannot share it.
 //!
@@ -30,8 +34,21 @@
 //! appends the journal's heads to `commands.bin`, writes the changed pages
 //! into the image, replaces `state.toml` atomically (the commit), then
 //! starts an empty journal. A kill at any step leaves the previous
-//! checkpoint and its journal, which load as before. Loading replays the
-//! whole command history (some 25 bytes a command), then the journal.
+//! checkpoint and its journal, which load as before.
+//!
+//! Loading starts from the newest saved state and replays only the
+//! checkpointed commands after it, then the journal; the data come from the
+//! image (every page's contents at the checkpoint put where the saved state
+//! maps it: the replayed writes bring each sector they cover to its
+//! checkpointed contents anyway). A checkpoint saves the state when the
+//! commands since the last save reach [`SAVE_EVERY_COMMANDS`] or the last
+//! state's size over [`SAVE_BYTES_PER_COMMAND`] (so saving costs at most
+//! that many bytes a command and replay is bounded), and always at
+//! shutdown and at a new drive's first checkpoint (its preconditioning is
+//! then never recomputed). Without a usable state (none saved yet, another
+//! build of ftlsim, a damaged file, an FTL whose state cannot be saved)
+//! loading replays the whole history from the configuration, some 25 bytes
+//! a command, and says why.
 
 use crate::image::Image;
 use crate::journal::{self, Entry, FAILED, HEAD_BYTES, Journal, Tail};
@@ -50,6 +67,11 @@ const COMMANDS: &str = "commands.bin";
 const JOURNAL: &str = "journal.bin";
 const LOCK: &str = "lock";
 
+/// Commands replayed on load at most, before a checkpoint saves the drive's state...
+pub const SAVE_EVERY_COMMANDS: u64 = 1 << 16;
+/// ...or more, for a drive whose state is large: its size over this.
+pub const SAVE_BYTES_PER_COMMAND: u64 = 64;
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct Manifest {
     format: String,
@@ -62,6 +84,35 @@ struct Manifest {
     precondition: Option<String>,
     /// The drive's full configuration (`ftlsim config show` form).
     config: String,
+    /// The newest saved state (`drive-N.snap`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    saved: Option<SavedAt>,
+}
+
+/// Where a saved state stands in the command history.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct SavedAt {
+    /// Checkpointed commands it follows, and their CRC-32.
+    commands: u64,
+    commands_crc: u32,
+    /// Its file's size, for pacing the next save.
+    bytes: u64,
+}
+
+impl SavedAt {
+    fn path(&self, dir: &Path) -> PathBuf {
+        dir.join(format!("drive-{}.snap", self.commands))
+    }
+
+    fn key(&self, sim: &Simulation, m: &Manifest) -> String {
+        ftlsim::snapshot::build_key(
+            sim.config(),
+            &format!(
+                "serve --state: after {} commands of CRC-32 {:08x}, preconditioned {:?}",
+                self.commands, self.commands_crc, m.precondition
+            ),
+        )
+    }
 }
 
 /// A state directory, locked for this process.
@@ -78,11 +129,14 @@ pub struct Attach {
     pub recover: bool,
     /// Journal bytes between checkpoints.
     pub checkpoint_bytes: u64,
+    /// Checkpointed commands between saves of the drive's state (at a
+    /// checkpoint); `None`: the rule in the module's doc.
+    pub save_every: Option<u64>,
 }
 
 impl Default for Attach {
     fn default() -> Attach {
-        Attach { recover: false, checkpoint_bytes: 256 << 20 }
+        Attach { recover: false, checkpoint_bytes: 256 << 20, save_every: None }
     }
 }
 
@@ -149,20 +203,26 @@ impl StateDir {
                 let commands = self.dir.join(COMMANDS);
                 File::create(&commands).and_then(|f| f.sync_all()).map_err(|e| Error::io(&commands, e))?;
                 let journal = Journal::create(&journal_path, 0).map_err(|e| Error::io(&journal_path, e))?;
-                let manifest = Manifest {
+                let mut manifest = Manifest {
                     format: FORMAT.into(),
                     checkpoint: 0,
                     commands: 0,
                     commands_crc: 0,
                     precondition: sim.preconditioned().map(|p| p.to_string()),
                     config: sim.config().to_toml(),
+                    saved: None,
                 };
+                if manifest.precondition.is_some() {
+                    // Loading then never preconditions again.
+                    manifest.saved = save_state(&self.dir, sim, &manifest, 0, 0);
+                }
                 write_manifest(&self.dir, &manifest)?;
                 self.durable(manifest, image, journal, vec![0; pages.div_ceil(64) as usize], page_bytes)
             }
         };
         d.next_checkpoint = d.journal.bytes() + how.checkpoint_bytes;
         d.checkpoint_bytes = how.checkpoint_bytes;
+        d.save_every = how.save_every;
         sim.restart_measurement()?;
         d.journal.session();
         Ok(d)
@@ -178,6 +238,7 @@ impl StateDir {
             dirty,
             page_bytes,
             checkpoint_bytes: 0,
+            save_every: None,
             next_checkpoint: 0,
             broken: None,
             notices: Vec::new(),
@@ -203,18 +264,27 @@ impl StateDir {
                 ),
             ));
         }
-        if let Some(p) = &m.precondition {
-            // `ftlsim-state-2` names the mode (`mode=fast|timed`) the drive was conditioned in.
-            sim.precondition(p.parse::<Precondition>().map_err(|e| bad(&manifest, e))?)?;
-        }
+        // `ftlsim-state-2` names the mode (`mode=fast|timed`) the drive was conditioned in.
+        let precondition =
+            m.precondition.as_deref().map(str::parse::<Precondition>).transpose().map_err(|e| bad(&manifest, e))?;
         let page_bytes = sim.config().geometry.page_size as u64;
         let bytes = sim.logical_sectors() * SECTOR_BYTES;
         let image = Image::open(&self.dir, bytes, page_bytes, m.checkpoint)?;
+        let mut notices = Vec::new();
+        let from = match self.load_state(sim, &m, precondition, &image)? {
+            Ok(at) => at,
+            Err(why) => {
+                notices.push(format!("{why}; replaying all {} checkpointed commands", m.commands));
+                if let Some(p) = precondition {
+                    sim.precondition(p)?;
+                }
+                SavedAt { commands: 0, commands_crc: 0, bytes: 0 }
+            }
+        };
         let mut replay = Replay { data: Vec::new(), out: Vec::new(), done: 0 };
         let commands = self.dir.join(COMMANDS);
-        replay.commands(sim, &commands, &m, &image, progress)?;
+        replay.commands(sim, &commands, &m, from, &image, progress)?;
         let journal_path = self.dir.join(JOURNAL);
-        let mut notices = Vec::new();
         let mut dirty = vec![0u64; bytes.div_ceil(page_bytes).div_ceil(64) as usize];
         let journal = match journal_state(&journal_path, m.checkpoint, how.recover)? {
             JournalState::Replay => {
@@ -230,6 +300,71 @@ impl StateDir {
         let mut d = self.durable(m, image, journal, dirty, page_bytes);
         d.notices = notices;
         Ok(d)
+    }
+
+    /// The newest saved state loaded into `sim` with the image's data, and
+    /// where it stands; else (`sim` untouched) why not.
+    fn load_state(
+        &self,
+        sim: &mut Simulation,
+        m: &Manifest,
+        precondition: Option<Precondition>,
+        image: &Image,
+    ) -> Result<std::result::Result<SavedAt, String>> {
+        let Some(at) = m.saved else {
+            return Ok(Err("no saved state yet".into()));
+        };
+        let path = at.path(&self.dir);
+        let sections = match ftlsim::snapshot::read(&path, &at.key(sim, m)) {
+            Ok(Some(s)) => s,
+            Ok(None) => return Ok(Err(format!("{} is missing", path.display()))),
+            Err(why) => return Ok(Err(format!("{}: not used ({why})", path.display()))),
+        };
+        if let Err(why) = sim.load_state(&sections, precondition) {
+            return Ok(Err(format!("{}: not used ({why})", path.display())));
+        }
+        let mut page = vec![0u8; image.page_bytes() as usize];
+        for lpn in image.data_pages() {
+            image.read_at(&mut page, lpn * image.page_bytes())?;
+            sim.restore_page(lpn as u32, &page)?;
+        }
+        Ok(Ok(at))
+    }
+}
+
+/// Saves `sim`'s whole state as the state after the first `commands`
+/// checkpointed commands (CRC-32 `crc`); `None`, with a line on stderr,
+/// when it cannot (the drive then loads by replaying more).
+fn save_state(dir: &Path, sim: &mut Simulation, m: &Manifest, commands: u64, crc: u32) -> Option<SavedAt> {
+    if sim.state_unsaveable().is_some() {
+        return None;
+    }
+    let saved = sim.save_state().and_then(|(drive, ftl)| {
+        let mut at = SavedAt { commands, commands_crc: crc, bytes: 0 };
+        let path = at.path(dir);
+        ftlsim::snapshot::write(&path, &at.key(sim, m), &drive, &ftl)?;
+        at.bytes = std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?.len();
+        Ok(at)
+    });
+    match saved {
+        Ok(at) => Some(at),
+        Err(e) => {
+            eprintln!("ftlsim serve: saving the drive's state failed (loading will replay more): {e}");
+            None
+        }
+    }
+}
+
+/// Removes the saved states other than `keep`'s (after a commit names it).
+fn remove_old_states(dir: &Path, keep: Option<SavedAt>) {
+    let keep = keep.map(|at| at.path(dir));
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with("drive-") && name.ends_with(".snap") && Some(e.path()) != keep {
+            let _ = std::fs::remove_file(e.path());
+        }
     }
 }
 
@@ -320,6 +455,7 @@ impl Replay {
         sim: &mut Simulation,
         path: &Path,
         m: &Manifest,
+        from: SavedAt,
         image: &Image,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<()> {
@@ -333,10 +469,13 @@ impl Replay {
                 format!("holds {len} bytes; {MANIFEST} lists {} commands of {HEAD_BYTES} bytes", m.commands),
             ));
         }
+        let start = from.commands * HEAD_BYTES as u64;
         let mut reader = BufReader::with_capacity(1 << 20, file);
-        let mut crc = crc32fast::Hasher::new();
+        reader.seek(SeekFrom::Start(start)).map_err(|e| Error::io(path, e))?;
+        // The saved state's key holds the CRC of the commands before it.
+        let mut crc = crc32fast::Hasher::new_with_initial(from.commands_crc);
         let mut rec = [0u8; HEAD_BYTES];
-        for _ in 0..m.commands {
+        for _ in from.commands..m.commands {
             reader.read_exact(&mut rec).map_err(|e| Error::io(path, e))?;
             crc.update(&rec);
         }
@@ -344,14 +483,14 @@ impl Replay {
             return Err(bad(
                 path,
                 format!(
-                    "its first {} commands do not match their checksum in {MANIFEST}: the file is damaged; the \
+                    "its commands {}..{} do not match their checksum in {MANIFEST}: the file is damaged; the \
                      drive cannot be rebuilt without it (restore the directory from a backup, or use a new --state)",
-                    m.commands
+                    from.commands, m.commands
                 ),
             ));
         }
-        reader.seek(SeekFrom::Start(0)).map_err(|e| Error::io(path, e))?;
-        for index in 0..m.commands {
+        reader.seek(SeekFrom::Start(start)).map_err(|e| Error::io(path, e))?;
+        for index in from.commands..m.commands {
             reader.read_exact(&mut rec).map_err(|e| Error::io(path, e))?;
             let entry = match journal::decode_head(&rec) {
                 Err(why) => return Err(bad(path, format!("record {index}: {why}"))),
@@ -360,10 +499,10 @@ impl Replay {
             };
             self.apply(sim, path, index, entry, Some(image))?;
             if index % (1 << 16) == 0 {
-                progress(index, m.commands);
+                progress(index - from.commands, m.commands - from.commands);
             }
         }
-        progress(m.commands, m.commands);
+        progress(m.commands - from.commands, m.commands - from.commands);
         Ok(())
     }
 
@@ -507,6 +646,7 @@ pub struct Durable {
     dirty: Vec<u64>,
     page_bytes: u64,
     checkpoint_bytes: u64,
+    save_every: Option<u64>,
     /// Journal size at which the next checkpoint is due.
     next_checkpoint: u64,
     /// Why nothing more can be made durable (a checkpoint failed halfway).
@@ -546,8 +686,9 @@ impl Durable {
     }
 
     /// Takes a checkpoint of `sim`, which must be the drive every journalled
-    /// command went to.
-    pub fn checkpoint(&mut self, sim: &Simulation) -> Result<()> {
+    /// command went to; `closing`: the last before the server stops (the
+    /// drive's state is then saved whenever commands came since the last).
+    pub fn checkpoint(&mut self, sim: &mut Simulation, closing: bool) -> Result<()> {
         self.sync()?;
         let mut next = self.manifest.clone();
         next.checkpoint += 1;
@@ -559,7 +700,17 @@ impl Durable {
             .collect();
         let contents = |lpn: u64| sim.page_contents(lpn as u32).filter(|d| d.iter().any(|&b| b != 0));
         self.image.update(&self.dir, next.checkpoint, &lpns, &contents)?;
+        let last = self.manifest.saved.map_or((0, 0), |at| (at.commands, at.bytes));
+        let since = next.commands - last.0;
+        if since > 0
+            && (closing || since >= self.save_every.unwrap_or(SAVE_EVERY_COMMANDS.max(last.1 / SAVE_BYTES_PER_COMMAND)))
+        {
+            next.saved = save_state(&self.dir, sim, &next, next.commands, next.commands_crc).or(next.saved);
+        }
         write_manifest(&self.dir, &next)?;
+        if next.saved != self.manifest.saved {
+            remove_old_states(&self.dir, next.saved);
+        }
         self.manifest = next;
         let path = self.dir.join(JOURNAL);
         match Journal::create(&path, self.manifest.checkpoint) {

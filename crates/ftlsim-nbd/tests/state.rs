@@ -70,7 +70,14 @@ fn fingerprint(d: &Drive) -> (Vec<u8>, Vec<u32>, String) {
 /// The drive in `path` after two sessions (seeds 1 and 2) on a drive
 /// preconditioned with `precondition`: the first shut down cleanly, the
 /// second checkpointing every `checkpoint_bytes` and then killed.
-fn two_sessions(path: &Path, ftl: &str, extra: &[&str], precondition: Option<&str>, checkpoint_bytes: u64) {
+fn two_sessions(
+    path: &Path,
+    ftl: &str,
+    extra: &[&str],
+    precondition: Option<&str>,
+    checkpoint_bytes: u64,
+    save_every: Option<u64>,
+) {
     let commands = 3000;
     for seed in [1, 2] {
         let state = StateDir::open(path).unwrap();
@@ -79,7 +86,8 @@ fn two_sessions(path: &Path, ftl: &str, extra: &[&str], precondition: Option<&st
         if let (Some(p), false) = (precondition, state.is_saved()) {
             s.precondition(p.parse().unwrap()).unwrap();
         }
-        let how = Attach { recover: false, checkpoint_bytes: if seed == 1 { 256 << 20 } else { checkpoint_bytes } };
+        let checkpoint_bytes = if seed == 1 { 256 << 20 } else { checkpoint_bytes };
+        let how = Attach { recover: false, checkpoint_bytes, save_every };
         let durable = state.attach(&mut s, how, &mut |_, _| {}).unwrap();
         let mut d = Drive::new(s, Pace::None, None).unwrap();
         d.make_durable(durable);
@@ -92,14 +100,46 @@ fn two_sessions(path: &Path, ftl: &str, extra: &[&str], precondition: Option<&st
     }
 }
 
+/// How the drive's state is saved before it is loaded.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Saves {
+    /// As the server does: at the first session's end (and at the start
+    /// when preconditioned).
+    Default,
+    /// Also at the checkpoints of the killed second session.
+    Often,
+    /// Saved, then every saved state deleted: loading replays everything.
+    Removed,
+}
+
 fn save_load_continue(ftl: &str, extra: &[&str], precondition: Option<&str>) {
+    for saves in [Saves::Default, Saves::Often, Saves::Removed] {
+        save_load_continue_with(ftl, extra, precondition, saves);
+    }
+}
+
+fn save_load_continue_with(ftl: &str, extra: &[&str], precondition: Option<&str>, saves: Saves) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("drive");
     // Checkpoints in the middle of the second session too.
-    two_sessions(&path, ftl, extra, precondition, 256 << 10);
+    two_sessions(&path, ftl, extra, precondition, 256 << 10, (saves == Saves::Often).then_some(700));
     let manifest: toml::Table = std::fs::read_to_string(path.join("state.toml")).unwrap().parse().unwrap();
     let checkpoints = manifest["checkpoint"].as_integer().unwrap();
     assert!(checkpoints >= 3, "{ftl}: {checkpoints} checkpoints; some should be in the second session");
+    let commands = manifest["commands"].as_integer().unwrap() as u64;
+    let saved = manifest["saved"]["commands"].as_integer().unwrap() as u64;
+    match saves {
+        // Saved when the first session (3,000 NBD commands, more host commands) closed.
+        Saves::Default => assert!(saved > 3000 && saved < commands - 3000, "{ftl}: saved after {saved} of {commands}"),
+        Saves::Often => assert!(commands - saved < 3000, "{ftl}: saved after {saved} of {commands}"),
+        Saves::Removed => {
+            for e in std::fs::read_dir(&path).unwrap().flatten() {
+                if e.file_name().to_string_lossy().ends_with(".snap") {
+                    std::fs::remove_file(e.path()).unwrap();
+                }
+            }
+        }
+    }
     // The original, never saved: the same two sessions in one process.
     let mut s = sim(ftl, extra);
     if let Some(p) = precondition {
@@ -114,7 +154,14 @@ fn save_load_continue(ftl: &str, extra: &[&str], precondition: Option<&str>) {
     }
     s.restart_measurement().unwrap();
     let mut original = Drive::new(s, Pace::None, None).unwrap();
-    let mut loaded = load(&path, ftl, extra);
+    let (mut loaded, replayed, notices) = load(&path, ftl, extra);
+    if saves == Saves::Removed {
+        assert_eq!(replayed, commands, "{ftl}: without a saved state everything is replayed");
+        assert!(notices.iter().any(|n| n.contains("is missing; replaying all")), "{ftl}: {notices:?}");
+    } else {
+        assert_eq!(replayed, commands - saved, "{ftl} {saves:?}: only the commands after the saved state");
+        assert!(notices.is_empty(), "{ftl}: {notices:?}");
+    }
     let (data, wear, _) = fingerprint(&original);
     assert!(wear.iter().any(|&e| e > 0), "{ftl}: the sessions should have run GC or merges");
     assert!(data.iter().any(|&b| b != 0));
@@ -130,11 +177,15 @@ fn save_load_continue(ftl: &str, extra: &[&str], precondition: Option<&str>) {
     assert_eq!(a.2, b.2, "{ftl}: reports differ after more commands");
 }
 
-/// The drive saved in `path`, loaded (and its directory released).
-fn load(path: &Path, ftl: &str, extra: &[&str]) -> Drive {
+/// The drive saved in `path`, loaded (and its directory released), with
+/// the checkpointed commands replayed and what loading said.
+fn load(path: &Path, ftl: &str, extra: &[&str]) -> (Drive, u64, Vec<String>) {
     let mut s = sim(ftl, extra);
-    drop(StateDir::open(path).unwrap().attach(&mut s, Attach::default(), &mut |_, _| {}).unwrap());
-    Drive::new(s, Pace::None, None).unwrap()
+    let mut replayed = 0;
+    let d = StateDir::open(path).unwrap().attach(&mut s, Attach::default(), &mut |_, total| replayed = total).unwrap();
+    let notices = d.notices().to_vec();
+    drop(d);
+    (Drive::new(s, Pace::None, None).unwrap(), replayed, notices)
 }
 
 #[test]
@@ -335,8 +386,38 @@ fn damaged_states_are_clear_errors() {
     let mut bad_op = good.clone();
     bad_op[25] = 0x7f;
     std::fs::write(&commands, &bad_op).unwrap();
+    // Commands before the saved state are not read again while it loads...
+    drop(attach(dir.path(), &mut sim("page", &[]), false).unwrap());
+    // ...but without it they are, and checked.
+    let snaps: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".snap"))
+        .collect();
+    assert_eq!(snaps.len(), 1, "one saved state, of the closing checkpoint");
+    let saved = std::fs::read(snaps[0].path()).unwrap();
+    std::fs::remove_file(snaps[0].path()).unwrap();
     let e = load_error(dir.path(), &mut sim("page", &[]));
     assert!(e.contains("commands.bin") && e.contains("do not match their checksum"), "{e}");
+    // A damaged saved state is not used: everything is replayed.
+    std::fs::write(&commands, &good).unwrap();
+    let mut damaged = saved.clone();
+    let mid = damaged.len() / 2;
+    damaged[mid] ^= 1;
+    std::fs::write(snaps[0].path(), &damaged).unwrap();
+    let mut s = sim("page", &[]);
+    let d = attach(dir.path(), &mut s, false).unwrap();
+    assert!(d.notices().iter().any(|n| n.contains("not used") && n.contains("replaying all")), "{:?}", d.notices());
+    drop(d);
+    assert!(
+        contents(&s)
+            == contents(&{
+                std::fs::write(snaps[0].path(), &saved).unwrap();
+                let mut t = sim("page", &[]);
+                drop(attach(dir.path(), &mut t, false).unwrap());
+                t
+            })
+    );
     std::fs::write(&commands, &good).unwrap();
     std::fs::remove_file(dir.path().join("journal.bin")).unwrap();
     let e = load_error(dir.path(), &mut sim("page", &[]));

@@ -13,47 +13,61 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A configuration key is unknown, missing, of the wrong type or out of range.
-    #[error("config: {key}: {reason}")]
+    #[error("config: {}: {}", one_line(.key), one_line(.reason))]
     Config { key: String, reason: String },
 
     /// A trace line could not be parsed or is not acceptable. `line` is
     /// 1-based; 0 means the file as a whole (its format could not be
     /// detected), and the message then names no line rather than a
     /// nonexistent line 0.
-    #[error("{file}{}: {reason}", at_line(*.line))]
+    #[error("{}{}: {}", one_line(.file), at_line(*.line), one_line(.reason))]
     Trace { file: String, line: u64, reason: String },
 
     /// A synthetic workload specification is malformed.
-    #[error("workload: {key}: {reason}")]
+    #[error("workload: {}: {}", one_line(.key), one_line(.reason))]
     Workload { key: String, reason: String },
 
     /// A request addresses sectors beyond the device under the `error` policy.
     #[error(
-        "{source_name}: request {request} addresses sectors {start}..{end} beyond the device's {capacity} sectors (use --out-of-range wrap|scale)"
+        "{}: request {request} addresses sectors {start}..{end} beyond the device's {capacity} sectors (use --out-of-range wrap|scale)",
+        one_line(.source_name)
     )]
     OutOfRange { source_name: String, request: u64, start: u64, end: u64, capacity: u64 },
 
     /// The NAND array refused an operation: an FTL asked for something impossible.
-    #[error("NAND physics violated: {0}")]
+    #[error("NAND physics violated: {}", one_line(.0))]
     Physics(String),
 
     /// An FTL's internal invariant failed: a bug, reported instead of a wrong number.
-    #[error("invariant violated in {ftl}: {reason}")]
+    #[error("invariant violated in {ftl}: {}", one_line(.reason))]
     Invariant { ftl: &'static str, reason: String },
 
     /// The device cannot accept more data: every block is full of valid pages.
-    #[error("device full: {0}")]
+    #[error("device full: {}", one_line(.0))]
     DeviceFull(String),
 
-    #[error("{path}: {source}")]
+    #[error("{}: {}", one_line(&.path.display().to_string()), one_line(&.source.to_string()))]
     Io { path: PathBuf, source: std::io::Error },
 
     /// Anything the user asked for that does not exist (an FTL, a preset, a format).
-    #[error("{what} '{name}' does not exist; available: {available}")]
+    #[error("{what} '{}' does not exist; available: {available}", one_line(.name))]
     Unknown { what: &'static str, name: String, available: String },
 
     #[error("interrupted")]
     Interrupted,
+}
+
+/// `text` with its line breaks and other control characters escaped (`\n`),
+/// so that every message is one line even when it quotes input that is not
+/// (a spec given as `$'rw=read\nbs=4k'`, a file name with a newline).
+pub fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\t') {
+        return text.into();
+    }
+    text.chars()
+        .map(|c| if c.is_control() && c != '\t' { c.escape_default().to_string() } else { c.to_string() })
+        .collect::<String>()
+        .into()
 }
 
 fn at_line(line: u64) -> String {
@@ -77,6 +91,14 @@ impl Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_quoting_line_breaks_stay_on_one_line() {
+        let e = Error::Workload { key: "'rw=read\nbs=4k'".into(), reason: "a\r\u{1b}b\tc".into() };
+        assert_eq!(e.to_string(), "workload: 'rw=read\\nbs=4k': a\\r\\u{1b}b\tc");
+        let e = Error::io("dir\nname", std::io::Error::other("gone"));
+        assert_eq!(e.to_string(), "dir\\nname: gone");
+    }
 
     #[test]
     fn trace_errors_name_a_line_only_when_there_is_one() {

@@ -74,8 +74,15 @@ impl std::fmt::Display for SnapshotUse {
 
 /// Everything that decides a preconditioned drive's state, as text.
 pub fn key(cfg: &Config, p: Precondition) -> String {
+    build_key(cfg, &format!("precondition = {p}"))
+}
+
+/// A key for a drive's saved state: this build, the snapshot format, the
+/// drive (FTL, seed, whole config) and `what` the caller adds (how the
+/// state came about).
+pub fn build_key(cfg: &Config, what: &str) -> String {
     format!(
-        "ftlsim {} (source {}) snapshot format {FORMAT_VERSION}\nftl = {}\nseed = {}\nprecondition = {p}\n{}",
+        "ftlsim {} (source {}) snapshot format {FORMAT_VERSION}\nftl = {}\nseed = {}\n{what}\n{}",
         env!("CARGO_PKG_VERSION"),
         env!("FTLSIM_SOURCE_FNV"),
         cfg.ftl.name,

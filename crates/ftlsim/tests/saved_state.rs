@@ -79,7 +79,7 @@ fn check(ftl: &str, overrides: &[&str], before: usize, after: usize) {
     ftlsim::snapshot::write(&path, "key", &drive, &ftl_state).unwrap();
     let sections = ftlsim::snapshot::read(&path, "key").unwrap().unwrap();
     let mut loaded = Simulation::new(cfg.clone()).unwrap();
-    loaded.load_state(&sections).unwrap();
+    loaded.load_state(&sections, None).unwrap();
     for (lpn, bytes) in &contents {
         loaded.restore_page(*lpn, bytes).unwrap();
     }
@@ -128,8 +128,16 @@ fn every_saveable_ftl_goes_on_as_if_never_saved() {
 fn what_cannot_be_saved_says_why() {
     let mut units = Simulation::new(config("page", &["geometry.page_size=2048", "ftl.map_unit_bytes=512"])).unwrap();
     assert_eq!(units.state_unsaveable().as_deref(), Some("mapping units are smaller than the page"));
-    let mut coftl = Simulation::new(config("coftl", &["geometry.pages_per_block=16", "geometry.blocks_per_plane=32", "overprovisioning=0.6"])).unwrap();
-    assert!(coftl.state_unsaveable().unwrap().contains("'coftl' FTL cannot be saved"), "{:?}", coftl.state_unsaveable());
+    let mut coftl = Simulation::new(config(
+        "coftl",
+        &["geometry.pages_per_block=16", "geometry.blocks_per_plane=32", "overprovisioning=0.6"],
+    ))
+    .unwrap();
+    assert!(
+        coftl.state_unsaveable().unwrap().contains("'coftl' FTL cannot be saved"),
+        "{:?}",
+        coftl.state_unsaveable()
+    );
     let mut page = Simulation::new(config("page", &[])).unwrap();
     assert_eq!(page.state_unsaveable(), None);
 }
