@@ -45,11 +45,11 @@ stream() { # $1: number of writes
 start first
 stream "$writes"
 kill -TERM $pid; wait $pid || true
-du_state=$(du -sh --apparent-size "$state" | cut -f1)
+du_state=$(du -sh "$state" | cut -f1)
 start clean-restart
 kill -TERM $pid; wait $pid || true
 echo "history: $writes random 4 KiB writes over 64 MiB; state directory $du_state"
-echo "1. load after a clean stop (saved state):          $(ready clean-restart) s"
+echo "1. load after a clean stop (saved state):          $(ready clean-restart) s; saved state $(du -h --apparent-size "$state"/drive-*.snap | cut -f1)"
 rm -f "$state"/drive-*.snap
 start full-replay
 echo "2. load with the saved state deleted (full replay): $(ready full-replay) s"

@@ -271,10 +271,13 @@ impl StateDir {
         let bytes = sim.logical_sectors() * SECTOR_BYTES;
         let image = Image::open(&self.dir, bytes, page_bytes, m.checkpoint)?;
         let mut notices = Vec::new();
+        let mut m = m;
         let from = match self.load_state(sim, &m, precondition, &image)? {
             Ok(at) => at,
             Err(why) => {
                 notices.push(format!("{why}; replaying all {} checkpointed commands", m.commands));
+                // So the next checkpoint saves a state this build can use.
+                m.saved = None;
                 if let Some(p) = precondition {
                     sim.precondition(p)?;
                 }
