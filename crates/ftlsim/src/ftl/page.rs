@@ -1105,7 +1105,7 @@ impl PageCore {
             Some(_) => Payload::Bytes(&self.scratch),
             None => Payload::None,
         };
-        let done = dev.program(ppn, c.lpn, start, Cause::Host, payload)?;
+        let done = dev.program_batched(ppn, c.lpn, start, Cause::Host, payload)?;
         map.set(c.lpn, ppn.0);
         self.pool.add_valid(self.geo.block_of(ppn), now);
         Ok(done)
@@ -1203,9 +1203,12 @@ impl<M: MapTable> Ftl for PageMapped<M> {
         if self.core.unit_shift != 0 {
             done = self.core.write_units(&mut self.map, dev, &[(span, data)], now, ready)?;
         } else {
-            for c in page_chunks(span, self.core.geo.sectors_per_page) {
-                done = done.max(self.core.write_page(&mut self.map, dev, c, now, ready, data)?);
-            }
+            // The call's pages may form multi-plane groups (`timing.multi_plane`).
+            dev.begin_batch();
+            let written = page_chunks(span, self.core.geo.sectors_per_page)
+                .try_fold(done, |d, c| Ok(d.max(self.core.write_page(&mut self.map, dev, c, now, ready, data)?)));
+            let batch_done = dev.end_batch();
+            done = written?.max(batch_done);
         }
         self.core.reclaim_empties(dev, now)?;
         Ok(done.max(self.map.end_request()))
