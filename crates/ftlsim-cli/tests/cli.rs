@@ -1237,3 +1237,49 @@ fn coftl_recovers_a_partly_padded_virtual_page_on_the_command_line() {
         assert!(int(c, "pages_scanned") > 0 && us >= pages as f64 * 50.0 / 32.0, "{us} µs for {pages} pages: {c}");
     }
 }
+
+/// `timing.multi_plane` on a drive whose dies have 4 planes (K9LAG08U0M, one
+/// die per channel): sequential writes covering every plane once per
+/// request let each die program its 4 planes' pages in one tPROG, so write
+/// bandwidth approaches die-serial × 4(tX + tPROG) / (4 tX + tPROG), the
+/// bound with the page transfers (tX) still in turn on the die; the bus (4
+/// transfers per tPROG) is far from its limit. Static and dynamic allocation
+/// both get there.
+#[test]
+fn multi_plane_programs_a_dies_planes_together_on_sequential_writes() {
+    let run = |extra: &[&str]| -> Value {
+        let mut a = args(&["run", "-c", "k9lag08u0m-4ch", "--set", "geometry.blocks_per_plane=64"]);
+        // 32 KiB: one 2 KiB page for each of the 16 planes.
+        a.extend(args(&["--workload", "rw=write,bs=32k,ios=1500,iodepth=4", "--json", "-"]));
+        for s in extra {
+            a.extend(args(&["--set", s]));
+        }
+        serde_json::from_str(&ok(a)).unwrap()
+    };
+    // K9LAG08U0M: 2 KiB at 25 ns/B, tPROG 800 µs.
+    let (x, p) = (2048.0 * 25e-3, 800.0);
+    let bound = 4.0 * (x + p) / (4.0 * x + p);
+    for allocation in ["static", "dynamic"] {
+        let alloc = format!("ftl.allocation={allocation}");
+        let serial = run(&[&alloc]);
+        let multi = run(&[&alloc, "timing.multi_plane=true"]);
+        assert!(serial.get("multi_plane").is_none(), "no multi_plane figures without the option");
+        let speedup = num(&multi, "write_mb_s") / num(&serial, "write_mb_s");
+        assert!(
+            speedup > 0.9 * bound && speedup <= bound * 1.001,
+            "{allocation}: {speedup:.2}x, bound {bound:.2}x: {}",
+            multi["multi_plane"]
+        );
+        let (groups, programs) = (int(&multi, "multi_plane.program_groups"), int(&multi, "multi_plane.programs"));
+        assert!(programs >= 4 * groups && programs > int(&multi, "host_pages_written") * 9 / 10, "{}", multi["multi_plane"]);
+        assert_eq!(num(&multi, "write_amplification"), num(&serial, "write_amplification"));
+    }
+}
+
+#[test]
+fn multi_plane_with_plane_parallel_is_refused() {
+    fails_with(
+        ["run", "-c", "hat-table4", "--set", "timing.multi_plane=true", "--workload", "rw=write,bs=4k,ios=10"],
+        &["timing.multi_plane", "plane_parallel"],
+    );
+}

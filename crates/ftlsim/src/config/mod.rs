@@ -1245,6 +1245,14 @@ mod tests {
     }
 
     #[test]
+    fn multi_plane_excludes_plane_parallel() {
+        let cfg = Config::load("k9lag08u0m-4ch", &["timing.multi_plane=true".into()]).unwrap();
+        assert!(cfg.timing.multi_plane && !cfg.timing.plane_parallel);
+        let err = Config::load("hat-table4", &["timing.multi_plane=true".into()]).unwrap_err().to_string();
+        assert!(err.contains("timing.multi_plane") && err.contains("plane_parallel"), "{err}");
+    }
+
+    #[test]
     fn mapping_cache_and_energy_keys_are_checked() {
         let cfg = Config::load("hat-table4", &[]).unwrap();
         assert_eq!(cfg.ftl.cache_entries(), 16384, "128 KiB of 8-byte entries (HAT Table 4)");
