@@ -1271,7 +1271,11 @@ fn multi_plane_programs_a_dies_planes_together_on_sequential_writes() {
             multi["multi_plane"]
         );
         let (groups, programs) = (int(&multi, "multi_plane.program_groups"), int(&multi, "multi_plane.programs"));
-        assert!(programs >= 4 * groups && programs > int(&multi, "host_pages_written") * 9 / 10, "{}", multi["multi_plane"]);
+        assert!(
+            programs >= 4 * groups && programs > int(&multi, "host_pages_written") * 9 / 10,
+            "{}",
+            multi["multi_plane"]
+        );
         assert_eq!(num(&multi, "write_amplification"), num(&serial, "write_amplification"));
     }
 }

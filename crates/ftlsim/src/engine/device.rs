@@ -584,11 +584,11 @@ impl Device {
         let (ch_r, unit_r) = self.resources(src_block);
         let (ch_w, unit_w) = self.resources(dst_block);
         let mut reads_done = not_before;
-        for i in 0..src.len() {
+        for (i, &page) in src.iter().enumerate() {
             let cause = cause_of(Lpn(self.array.oob_lpn_raw(Ppn(dst.0 + i as u32))));
             self.counters.reads[cause as usize] += 1;
             self.counters.programs[cause as usize] += 1;
-            reads_done = self.time_read(ch_r, unit_r, Some(src_block), src[i], not_before, cause);
+            reads_done = self.time_read(ch_r, unit_r, Some(src_block), page, not_before, cause);
             let done = self.time_program(ch_w, unit_w, Some(dst_block), dst.0 + i as u32, reads_done, cause, false);
             self.log_program(Ppn(dst.0 + i as u32), done);
         }

@@ -36,7 +36,7 @@
 //! (units-only timing, used to precondition) forms no groups.
 
 use super::{Cause, Device};
-use crate::units::{BlockId, Ppn, SimTime};
+use crate::units::{BlockId, Nanos, Ppn, SimTime};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -108,12 +108,20 @@ impl Device {
     }
 
     /// The plane bit of `block` in its die, if an operation of `kind` on
-    /// page `ppn` of it may join the die's latest group: the same kind,
-    /// nothing booked on the die after it, not yet under way before the
-    /// horizon, another plane, the same page offset (erases: any block).
-    fn joinable(&self, kind: Kind, unit: usize, block: BlockId, ppn: u32) -> Option<u64> {
+    /// page `ppn` of it, possible from `not_before`, may join the die's
+    /// latest group: the same kind (programs: of the open batch), nothing
+    /// booked on the die after it, not under way before the horizon,
+    /// another plane, the same page offset (erases: any block), and the
+    /// operation and its block's last one ready when the group's array work
+    /// starts (programs: at its current array start).
+    fn joinable(&self, kind: Kind, unit: usize, block: BlockId, ppn: u32, not_before: SimTime) -> Option<u64> {
         let g = &self.groups[unit];
-        if self.units_only || g.kind != kind || g.end != self.unit_free[unit] || g.start < self.horizon {
+        let in_batch = kind != Kind::Program || (self.batch_open && g.batch == self.batch);
+        if self.units_only || g.kind != kind || !in_batch || g.end != self.unit_free[unit] || g.start < self.horizon {
+            return None;
+        }
+        let array_start = if kind == Kind::Program { g.array_start } else { g.start };
+        if not_before.max(self.block_last[block.idx()]) > array_start {
             return None;
         }
         let geo = self.array.geometry();
@@ -134,18 +142,12 @@ impl Device {
         not_before: SimTime,
         cause: Cause,
     ) -> Option<SimTime> {
-        let bit = self.joinable(Kind::Read, unit, block, ppn)?;
+        let bit = self.joinable(Kind::Read, unit, block, ppn, not_before)?;
         let start = self.groups[unit].start;
-        if not_before.max(self.block_last[block.idx()]) > start {
-            return None;
-        }
         let t = self.timing;
         let (sensed, transfer) = (start + t.command + t.read, t.command + t.page_transfer);
-        self.channels[ch].advance(self.horizon);
-        let on_bus = self.channels[ch].find(sensed, transfer);
-        self.channels[ch].insert(on_bus, transfer);
-        self.serve(start, cause);
-        self.bus_wait(on_bus - sensed, cause);
+        let on_bus = self.bus_slot(ch, sensed, transfer);
+        self.take_bus(ch, on_bus, transfer, sensed, start, cause);
         let done = on_bus + transfer;
         self.extend(unit, done, cause);
         self.block_last[block.idx()] = done;
@@ -165,24 +167,17 @@ impl Device {
         not_before: SimTime,
         cause: Cause,
     ) -> Option<SimTime> {
-        let bit = self.joinable(Kind::Program, unit, block, ppn)?;
-        let g = &self.groups[unit];
-        let array_start = g.array_start;
-        if !self.batch_open || g.batch != self.batch || not_before.max(self.block_last[block.idx()]) > array_start {
-            return None;
-        }
+        let bit = self.joinable(Kind::Program, unit, block, ppn, not_before)?;
+        let (array_start, end) = (self.groups[unit].array_start, self.groups[unit].end);
         let t = self.timing;
         let transfer = t.command + t.page_transfer;
-        self.channels[ch].advance(self.horizon);
-        let on_bus = self.channels[ch].find(array_start, transfer);
+        let on_bus = self.bus_slot(ch, array_start, transfer);
         // A bus so busy that the data would come after the group's tPROG
         // ends: the page goes on its own after the group instead.
-        if on_bus >= g.end {
+        if on_bus >= end {
             return None;
         }
-        self.channels[ch].insert(on_bus, transfer);
-        self.serve(on_bus, cause);
-        self.bus_wait(on_bus - array_start, cause);
+        self.take_bus(ch, on_bus, transfer, array_start, on_bus, cause);
         let done = on_bus + transfer + t.program;
         self.extend(unit, done, cause);
         let Device { groups, batch_log, block_last, array, .. } = self;
@@ -201,11 +196,8 @@ impl Device {
     /// Joins an erase to the die's latest erase group if it may (see the
     /// module doc); returns when the group ends.
     pub(super) fn join_erase(&mut self, unit: usize, block: BlockId, not_before: SimTime) -> Option<SimTime> {
-        let bit = self.joinable(Kind::Erase, unit, block, 0)?;
+        let bit = self.joinable(Kind::Erase, unit, block, 0, not_before)?;
         let (start, end) = (self.groups[unit].start, self.groups[unit].end);
-        if not_before.max(self.block_last[block.idx()]) > start {
-            return None;
-        }
         if let Some(p) = self.power.as_mut() {
             p.erase_started(start);
         }
@@ -246,6 +238,20 @@ impl Device {
         g.size = 1;
     }
 
+    /// The first idle slot of `len` on `ch`'s bus from `from`.
+    fn bus_slot(&mut self, ch: usize, from: SimTime, len: Nanos) -> SimTime {
+        self.channels[ch].advance(self.horizon);
+        self.channels[ch].find(from, len)
+    }
+
+    /// Books `ch`'s bus at `at` for `len` for a joining operation that
+    /// could have used it from `from` and whose own work began at `began`.
+    fn take_bus(&mut self, ch: usize, at: SimTime, len: Nanos, from: SimTime, began: SimTime, cause: Cause) {
+        self.channels[ch].insert(at, len);
+        self.serve(began, cause);
+        self.bus_wait(at - from, cause);
+    }
+
     /// The die's hold lasts until `end` if that is later (the group is its
     /// last booking, so the time after it is free).
     fn extend(&mut self, unit: usize, end: SimTime, cause: Cause) {
@@ -283,7 +289,7 @@ mod tests {
     use super::super::tests::{XFER, device_with};
     use super::*;
     use crate::nand::Payload;
-    use crate::units::{Lpn, Nanos, PlaneId};
+    use crate::units::{Lpn, PlaneId};
 
     const PROG: u64 = 200_000;
     const READ: u64 = 20_000;
