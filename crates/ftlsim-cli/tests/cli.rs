@@ -1280,6 +1280,32 @@ fn multi_plane_programs_a_dies_planes_together_on_sequential_writes() {
     }
 }
 
+/// Small random writes with `timing.multi_plane`: a 4 KiB write is two
+/// 2 KiB pages; at depth 32 every die is busy, and dynamic allocation sends
+/// the second page to the first's die, where it joins it (the die bound
+/// for pairs is 2(tX + tPROG) / (2 tX + tPROG)); at depth 1 idle dies take
+/// a page each, as without the option.
+#[test]
+fn multi_plane_pairs_small_random_writes_when_the_dies_are_busy() {
+    let iops = |workload: &str, multi: bool| -> (f64, u64) {
+        let mut a = args(&["run", "-c", "k9lag08u0m-4ch", "--set", "geometry.blocks_per_plane=64"]);
+        a.extend(args(&["--workload", workload, "--json", "-"]));
+        a.extend(args(&["--set", &format!("timing.multi_plane={multi}")]));
+        let r: Value = serde_json::from_str(&ok(a)).unwrap();
+        let groups = if multi { int(&r, "multi_plane.program_groups") } else { 0 };
+        (num(&r, "iops"), groups)
+    };
+    let (x, p) = (2048.0 * 25e-3, 800.0);
+    let bound = 2.0 * (x + p) / (2.0 * x + p);
+    let deep = "rw=randwrite,bs=4k,ios=4000,iodepth=32";
+    let ((serial, _), (multi, groups)) = (iops(deep, false), iops(deep, true));
+    assert!(multi / serial > 0.9 * bound && multi / serial <= bound * 1.001, "{multi} vs {serial} IOPS");
+    assert!(groups > 3900, "{groups} groups for 4000 writes");
+    let shallow = "rw=randwrite,bs=4k,ios=1000,iodepth=1";
+    let ((serial, _), (multi, groups)) = (iops(shallow, false), iops(shallow, true));
+    assert_eq!((multi, groups), (serial, 0));
+}
+
 #[test]
 fn multi_plane_with_plane_parallel_is_refused() {
     fails_with(

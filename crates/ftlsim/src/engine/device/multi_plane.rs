@@ -36,7 +36,7 @@
 //! (units-only timing, used to precondition) forms no groups.
 
 use super::{Cause, Device};
-use crate::units::{BlockId, Nanos, Ppn, SimTime};
+use crate::units::{BlockId, Nanos, PlaneId, Ppn, SimTime};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,6 +105,33 @@ impl Device {
         }
         self.batch_log.clear();
         last
+    }
+
+    /// Whether a batch is open in which programs may form multi-plane
+    /// groups (so [`join_start`](Self::join_start) may answer).
+    #[inline]
+    pub fn grouping(&self) -> bool {
+        self.batch_open
+    }
+
+    /// When a program of the open batch at page offset `offset` of `plane`
+    /// could start sending its data to join the latest group of the
+    /// plane's die (the group's array start), if it could join it (its
+    /// data and block being ready by then, which the caller knows). The
+    /// page FTL's dynamic allocation uses it to send a batch's pages to
+    /// planes where they can join.
+    pub fn join_start(&self, plane: PlaneId, offset: u32) -> Option<SimTime> {
+        let unit = self.plane_unit[plane.idx()] as usize;
+        let g = self.groups.get(unit)?;
+        let bit = 1u64.checked_shl(plane.0 % self.geometry().planes_per_die)?;
+        let joinable = self.batch_open
+            && !self.units_only
+            && g.kind == Kind::Program
+            && g.batch == self.batch
+            && g.end == self.unit_free[unit]
+            && g.planes & bit == 0
+            && g.offset == offset;
+        joinable.then_some(g.array_start)
     }
 
     /// The plane bit of `block` in its die, if an operation of `kind` on
@@ -315,6 +342,22 @@ mod tests {
         assert_eq!(d.multi_plane, MultiPlaneCounters { program_groups: 1, programs: 2, ..Default::default() });
         assert_eq!(d.busy.units.iter().sum::<u64>(), 2 * XFER + PROG, "the group holds the die once");
         assert_eq!(d.plane_free(PlaneId(1)), done);
+    }
+
+    #[test]
+    fn join_start_names_the_planes_that_can_join() {
+        let mut d = device_with(false, true);
+        assert_eq!(d.join_start(PlaneId(1), 0), None, "no batch");
+        d.begin_batch();
+        assert!(d.grouping());
+        d.program_batched(Ppn(0), Lpn(0), SimTime::ZERO, Cause::Host, Payload::None).unwrap();
+        assert_eq!(d.join_start(PlaneId(1), 0), Some(SimTime(XFER)), "once plane 0's data is in");
+        assert_eq!(d.join_start(PlaneId(1), 1), None, "another offset");
+        assert_eq!(d.join_start(PlaneId(0), 1), None, "plane 0 is in the group");
+        assert_eq!(d.join_start(PlaneId(2), 0), None, "another die");
+        d.end_batch();
+        assert!(!d.grouping());
+        assert_eq!(d.join_start(PlaneId(1), 0), None, "the batch is over");
     }
 
     #[test]
