@@ -1313,3 +1313,27 @@ fn multi_plane_with_plane_parallel_is_refused() {
         &["timing.multi_plane", "plane_parallel"],
     );
 }
+
+/// With a write buffer and `timing.multi_plane`, each destager hands the FTL
+/// a die's worth of the oldest dirty pages (4 here) at once, so 4 KiB random
+/// writes at depth reach the 4-plane bound 4(tX + tPROG) / (4 tX + tPROG)
+/// over the buffered run without the option.
+#[test]
+fn multi_plane_destages_a_dies_worth_of_buffered_pages_together() {
+    let run = |multi: bool| -> Value {
+        let mut a = args(&["run", "-c", "k9lag08u0m-4ch", "--set", "geometry.blocks_per_plane=64"]);
+        a.extend(args(&["--set", "cache.bytes=1048576", "--set", &format!("timing.multi_plane={multi}")]));
+        a.extend(args(&["--workload", "rw=randwrite,bs=4k,ios=8000,iodepth=32", "--json", "-"]));
+        serde_json::from_str(&ok(a)).unwrap()
+    };
+    let (serial, multi) = (run(false), run(true));
+    let (x, p) = (2048.0 * 25e-3, 800.0);
+    let bound = 4.0 * (x + p) / (4.0 * x + p);
+    let speedup = num(&multi, "iops") / num(&serial, "iops");
+    assert!(
+        speedup > 0.9 * bound && speedup <= bound * 1.001,
+        "{speedup:.2}x, bound {bound:.2}x: {}",
+        multi["multi_plane"]
+    );
+    assert!(int(&multi, "multi_plane.programs") > 3 * int(&multi, "multi_plane.program_groups"));
+}

@@ -23,6 +23,11 @@
 //! pages; FLUSH (and FUA, a FLUSH after the write) destages everything
 //! dirty and completes when all of it is on flash.
 //!
+//! With `timing.multi_plane`, a destager hands the FTL the oldest dirty
+//! pages, as many as a die has planes, in one [`Ftl::write_batch`], so
+//! they may form one multi-plane program (each completes when the batch
+//! does).
+//!
 //! With mapping units smaller than the page (`ftl.map_unit_bytes`), the
 //! buffer's slots are units, and a destager hands the FTL the oldest page's
 //! worth of dirty units in one [`Ftl::write_batch`], so the FTL packs units
@@ -65,6 +70,9 @@ pub struct Controller {
     /// `ftl.trim`: TRIM acts (else it is acknowledged and ignored).
     trim_enabled: bool,
     destagers: u32,
+    /// Whole pages a destager takes at once: a die's planes with
+    /// `timing.multi_plane`, else one.
+    destage_pages: usize,
 }
 
 impl Controller {
@@ -95,6 +103,7 @@ impl Controller {
             last_stall: crate::units::Nanos::ZERO,
             trim_enabled: cfg.ftl.trim,
             destagers,
+            destage_pages: if cfg.timing.multi_plane { geo.planes_per_die as usize } else { 1 },
         }
     }
 
@@ -229,6 +238,9 @@ impl Controller {
         if self.units_per_page > 1 {
             return self.destage_units(ftl, dev, at);
         }
+        if self.destage_pages > 1 {
+            return self.destage_pages(ftl, dev, at);
+        }
         let spp = self.sectors_per_page;
         let Some(buf) = self.buffer.as_mut() else { return Ok(None) };
         let Some((slot, lpn, mask)) = buf.next_dirty() else { return Ok(None) };
@@ -237,6 +249,24 @@ impl Controller {
             done = done.max(ftl.write(dev, span, at, at, data)?);
         }
         buf.destaging(slot, done);
+        Ok(Some(done))
+    }
+
+    /// Destages the oldest dirty pages, up to a die's planes, at `at` in one
+    /// batch (`timing.multi_plane`); returns when the last is on flash.
+    fn destage_pages(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, at: SimTime) -> Result<Option<SimTime>> {
+        let spp = self.sectors_per_page;
+        let Some(buf) = self.buffer.as_mut() else { return Ok(None) };
+        let oldest = buf.oldest_dirty(self.destage_pages);
+        if oldest.is_empty() {
+            return Ok(None);
+        }
+        let spans: Vec<_> =
+            oldest.iter().flat_map(|&(slot, lpn, mask)| slot_spans(buf, slot, lpn, mask, spp, self.payloads)).collect();
+        let done = ftl.write_batch(dev, &spans, at, at)?;
+        for &(slot, ..) in &oldest {
+            buf.destaging(slot, done);
+        }
         Ok(Some(done))
     }
 

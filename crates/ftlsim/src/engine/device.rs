@@ -159,6 +159,8 @@ pub struct Device {
     /// and whether one is open.
     batch: u64,
     batch_open: bool,
+    /// Batches begun and not yet ended (they nest).
+    batch_depth: u32,
     /// The latest end of the batch's programs booked without a group
     /// (the batch's whole log when multi-plane groups are off).
     batch_done: SimTime,
@@ -199,6 +201,7 @@ impl Device {
             batch_log: Vec::new(),
             batch: 0,
             batch_open: false,
+            batch_depth: 0,
             batch_done: SimTime::ZERO,
             multi_plane: MultiPlaneCounters::default(),
             timing,

@@ -1254,7 +1254,11 @@ impl<M: MapTable> Ftl for PageMapped<M> {
         ready: SimTime,
     ) -> Result<SimTime> {
         if self.core.unit_shift == 0 {
-            return super::write_each(self, dev, spans, now, ready);
+            // One batch: the spans' pages may form multi-plane groups.
+            dev.begin_batch();
+            let written = super::write_each(self, dev, spans, now, ready);
+            let batch_done = dev.end_batch();
+            return Ok(written?.max(batch_done));
         }
         self.map.begin_request();
         let done = self.core.write_units(&mut self.map, dev, spans, now, ready)?;

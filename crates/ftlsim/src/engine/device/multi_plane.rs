@@ -84,24 +84,33 @@ pub struct MultiPlaneCounters {
 impl Device {
     /// Opens a batch: until [`end_batch`](Self::end_batch), programs booked
     /// with [`program_batched`](Self::program_batched) may form multi-plane
-    /// groups with each other. A no-op without `timing.multi_plane`.
+    /// groups with each other (only without `timing.multi_plane` they
+    /// never do). Batches nest: an inner one is part of the outermost.
     pub fn begin_batch(&mut self) {
-        debug_assert!(!self.batch_open, "batches do not nest");
+        self.batch_depth += 1;
+        if self.batch_depth > 1 {
+            return;
+        }
         self.batch_open = !self.groups.is_empty();
         self.batch += 1;
         self.batch_log.clear();
         self.batch_done = SimTime::ZERO;
     }
 
-    /// Closes the batch; returns when its last program ends (its final
-    /// time; [`SimTime::ZERO`] if it had none).
+    /// Closes the batch; returns when its last program ends
+    /// ([`SimTime::ZERO`] if it had none): final for the outermost batch,
+    /// so far (provisional) for an inner one.
     pub fn end_batch(&mut self) -> SimTime {
+        debug_assert!(self.batch_depth > 0, "end_batch without begin_batch");
+        self.batch_depth -= 1;
+        let last = self.batch_log.iter().fold(self.batch_done, |last, &(_, done)| last.max(done));
+        if self.batch_depth > 0 {
+            return last;
+        }
         self.batch_open = false;
-        let mut last = self.batch_done;
         for i in 0..self.batch_log.len() {
             let (ppn, done) = self.batch_log[i];
             self.log_program(ppn, done);
-            last = last.max(done);
         }
         self.batch_log.clear();
         last
@@ -358,6 +367,18 @@ mod tests {
         d.end_batch();
         assert!(!d.grouping());
         assert_eq!(d.join_start(PlaneId(1), 0), None, "the batch is over");
+    }
+
+    #[test]
+    fn nested_batches_are_one() {
+        let mut d = device_with(false, true);
+        d.begin_batch();
+        let (_, inner) = batch(&mut d, &[(0, 0)]);
+        assert_eq!(inner, SimTime(XFER + PROG), "so far");
+        let (_, inner) = batch(&mut d, &[(16, 0)]);
+        assert_eq!(inner, SimTime(2 * XFER + PROG), "joined the outer batch's group");
+        assert_eq!(d.end_batch(), SimTime(2 * XFER + PROG));
+        assert_eq!(d.multi_plane.program_groups, 1);
     }
 
     #[test]
