@@ -236,10 +236,10 @@ impl Controller {
     /// few) at `at`; returns when it is on flash.
     fn drain_one(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, at: SimTime) -> Result<Option<SimTime>> {
         if self.units_per_page > 1 {
-            return self.destage_units(ftl, dev, at);
+            return self.destage_oldest(ftl, dev, at, self.units_per_page as usize);
         }
         if self.destage_pages > 1 {
-            return self.destage_pages(ftl, dev, at);
+            return self.destage_oldest(ftl, dev, at, self.destage_pages);
         }
         let spp = self.sectors_per_page;
         let Some(buf) = self.buffer.as_mut() else { return Ok(None) };
@@ -252,36 +252,26 @@ impl Controller {
         Ok(Some(done))
     }
 
-    /// Destages the oldest dirty pages, up to a die's planes, at `at` in one
-    /// batch (`timing.multi_plane`); returns when the last is on flash.
-    fn destage_pages(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, at: SimTime) -> Result<Option<SimTime>> {
-        let spp = self.sectors_per_page;
+    /// Destages the `n` oldest dirty slots at `at` as one batch: a page's
+    /// worth of units, which the FTL packs, or with `timing.multi_plane` a
+    /// die's worth of pages, which may form one multi-plane program.
+    /// Returns when the last is on flash.
+    fn destage_oldest(
+        &mut self,
+        ftl: &mut dyn Ftl,
+        dev: &mut Device,
+        at: SimTime,
+        n: usize,
+    ) -> Result<Option<SimTime>> {
+        let sectors = self.sectors_per_page;
         let Some(buf) = self.buffer.as_mut() else { return Ok(None) };
-        let oldest = buf.oldest_dirty(self.destage_pages);
-        if oldest.is_empty() {
-            return Ok(None);
-        }
-        let spans: Vec<_> =
-            oldest.iter().flat_map(|&(slot, lpn, mask)| slot_spans(buf, slot, lpn, mask, spp, self.payloads)).collect();
-        let done = ftl.write_batch(dev, &spans, at, at)?;
-        for &(slot, ..) in &oldest {
-            buf.destaging(slot, done);
-        }
-        Ok(Some(done))
-    }
-
-    /// Destages the oldest page's worth of dirty units at `at`, as one batch
-    /// the FTL packs; returns when it is on flash.
-    fn destage_units(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, at: SimTime) -> Result<Option<SimTime>> {
-        let spu = self.sectors_per_page;
-        let Some(buf) = self.buffer.as_mut() else { return Ok(None) };
-        let oldest = buf.oldest_dirty(self.units_per_page as usize);
+        let oldest = buf.oldest_dirty(n);
         if oldest.is_empty() {
             return Ok(None);
         }
         let spans: Vec<_> = oldest
             .iter()
-            .flat_map(|&(slot, unit, mask)| slot_spans(buf, slot, unit, mask, spu, self.payloads))
+            .flat_map(|&(slot, unit, mask)| slot_spans(buf, slot, unit, mask, sectors, self.payloads))
             .collect();
         let done = ftl.write_batch(dev, &spans, at, at)?;
         for &(slot, ..) in &oldest {
