@@ -91,7 +91,7 @@ impl Device {
         if self.batch_depth > 1 {
             return;
         }
-        self.batch_open = !self.groups.is_empty();
+        self.batch_open = !self.groups.is_empty() && !self.units_only;
         self.batch += 1;
         self.batch_log.clear();
         self.batch_done = SimTime::ZERO;
