@@ -28,7 +28,9 @@
 //!   [`Device::end_batch`], not from each page), and only if the page's
 //!   data was ready (and its block's previous page done) by the group's
 //!   array start: the controller holds the group's confirm command for a
-//!   page it already has.
+//!   page it already has. The write buffer's destages are batches of a
+//!   die's worth of pages, and the page FTL's dynamic allocation steers a
+//!   batch's pages to planes that can join ([`Device::join_start`]).
 //!
 //! A group holds its die once (busy time counts the hold once), each
 //! member's block records the group's end as its last operation, and the
