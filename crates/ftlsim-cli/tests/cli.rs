@@ -1237,3 +1237,103 @@ fn coftl_recovers_a_partly_padded_virtual_page_on_the_command_line() {
         assert!(int(c, "pages_scanned") > 0 && us >= pages as f64 * 50.0 / 32.0, "{us} µs for {pages} pages: {c}");
     }
 }
+
+/// `timing.multi_plane` on a drive whose dies have 4 planes (K9LAG08U0M, one
+/// die per channel): sequential writes covering every plane once per
+/// request let each die program its 4 planes' pages in one tPROG, so write
+/// bandwidth approaches die-serial × 4(tX + tPROG) / (4 tX + tPROG), the
+/// bound with the page transfers (tX) still in turn on the die; the bus (4
+/// transfers per tPROG) is far from its limit. Static and dynamic allocation
+/// both get there.
+#[test]
+fn multi_plane_programs_a_dies_planes_together_on_sequential_writes() {
+    let run = |extra: &[&str]| -> Value {
+        let mut a = args(&["run", "-c", "k9lag08u0m-4ch", "--set", "geometry.blocks_per_plane=64"]);
+        // 32 KiB: one 2 KiB page for each of the 16 planes.
+        a.extend(args(&["--workload", "rw=write,bs=32k,ios=1500,iodepth=4", "--json", "-"]));
+        for s in extra {
+            a.extend(args(&["--set", s]));
+        }
+        serde_json::from_str(&ok(a)).unwrap()
+    };
+    // K9LAG08U0M: 2 KiB at 25 ns/B, tPROG 800 µs.
+    let (x, p) = (2048.0 * 25e-3, 800.0);
+    let bound = 4.0 * (x + p) / (4.0 * x + p);
+    for allocation in ["static", "dynamic"] {
+        let alloc = format!("ftl.allocation={allocation}");
+        let serial = run(&[&alloc]);
+        let multi = run(&[&alloc, "timing.multi_plane=true"]);
+        assert!(serial.get("multi_plane").is_none(), "no multi_plane figures without the option");
+        let speedup = num(&multi, "write_mb_s") / num(&serial, "write_mb_s");
+        assert!(
+            speedup > 0.9 * bound && speedup <= bound * 1.001,
+            "{allocation}: {speedup:.2}x, bound {bound:.2}x: {}",
+            multi["multi_plane"]
+        );
+        let (groups, programs) = (int(&multi, "multi_plane.program_groups"), int(&multi, "multi_plane.programs"));
+        assert!(
+            programs >= 4 * groups && programs > int(&multi, "host_pages_written") * 9 / 10,
+            "{}",
+            multi["multi_plane"]
+        );
+        assert_eq!(num(&multi, "write_amplification"), num(&serial, "write_amplification"));
+    }
+}
+
+/// Small random writes with `timing.multi_plane`: a 4 KiB write is two
+/// 2 KiB pages; at depth 32 every die is busy, and dynamic allocation sends
+/// the second page to the first's die, where it joins it (the die bound
+/// for pairs is 2(tX + tPROG) / (2 tX + tPROG)); at depth 1 idle dies take
+/// a page each, as without the option.
+#[test]
+fn multi_plane_pairs_small_random_writes_when_the_dies_are_busy() {
+    let iops = |workload: &str, multi: bool| -> (f64, u64) {
+        let mut a = args(&["run", "-c", "k9lag08u0m-4ch", "--set", "geometry.blocks_per_plane=64"]);
+        a.extend(args(&["--workload", workload, "--json", "-"]));
+        a.extend(args(&["--set", &format!("timing.multi_plane={multi}")]));
+        let r: Value = serde_json::from_str(&ok(a)).unwrap();
+        let groups = if multi { int(&r, "multi_plane.program_groups") } else { 0 };
+        (num(&r, "iops"), groups)
+    };
+    let (x, p) = (2048.0 * 25e-3, 800.0);
+    let bound = 2.0 * (x + p) / (2.0 * x + p);
+    let deep = "rw=randwrite,bs=4k,ios=4000,iodepth=32";
+    let ((serial, _), (multi, groups)) = (iops(deep, false), iops(deep, true));
+    assert!(multi / serial > 0.9 * bound && multi / serial <= bound * 1.001, "{multi} vs {serial} IOPS");
+    assert!(groups > 3900, "{groups} groups for 4000 writes");
+    let shallow = "rw=randwrite,bs=4k,ios=1000,iodepth=1";
+    let ((serial, _), (multi, groups)) = (iops(shallow, false), iops(shallow, true));
+    assert_eq!((multi, groups), (serial, 0));
+}
+
+#[test]
+fn multi_plane_with_plane_parallel_is_refused() {
+    fails_with(
+        ["run", "-c", "hat-table4", "--set", "timing.multi_plane=true", "--workload", "rw=write,bs=4k,ios=10"],
+        &["timing.multi_plane", "plane_parallel"],
+    );
+}
+
+/// With a write buffer and `timing.multi_plane`, each destager hands the FTL
+/// a die's worth of the oldest dirty pages (4 here) at once, so 4 KiB random
+/// writes at depth reach the 4-plane bound 4(tX + tPROG) / (4 tX + tPROG)
+/// over the buffered run without the option.
+#[test]
+fn multi_plane_destages_a_dies_worth_of_buffered_pages_together() {
+    let run = |multi: bool| -> Value {
+        let mut a = args(&["run", "-c", "k9lag08u0m-4ch", "--set", "geometry.blocks_per_plane=64"]);
+        a.extend(args(&["--set", "cache.bytes=1048576", "--set", &format!("timing.multi_plane={multi}")]));
+        a.extend(args(&["--workload", "rw=randwrite,bs=4k,ios=8000,iodepth=32", "--json", "-"]));
+        serde_json::from_str(&ok(a)).unwrap()
+    };
+    let (serial, multi) = (run(false), run(true));
+    let (x, p) = (2048.0 * 25e-3, 800.0);
+    let bound = 4.0 * (x + p) / (4.0 * x + p);
+    let speedup = num(&multi, "iops") / num(&serial, "iops");
+    assert!(
+        speedup > 0.9 * bound && speedup <= bound * 1.001,
+        "{speedup:.2}x, bound {bound:.2}x: {}",
+        multi["multi_plane"]
+    );
+    assert!(int(&multi, "multi_plane.programs") > 3 * int(&multi, "multi_plane.program_groups"));
+}

@@ -1088,6 +1088,7 @@ impl Simulation {
             host_link: share(busy.host_link, 1),
             pcm: share(busy.pcm, 1),
         };
+        r.multi_plane = self.cfg.timing.multi_plane.then(|| self.dev.multi_plane.clone());
         r.coftl = stats.coftl.clone();
         r.power_cuts = self.recoveries.clone();
         r.write_buffer = self.ctrl.buffer_stats().map(|b| report::BufferReport {

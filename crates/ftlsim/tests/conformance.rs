@@ -924,6 +924,19 @@ fn page_power_cuts_free_space_gc_reclaiming_empty_blocks() {
     check_oob_recovery("page", &PAPER_GC);
 }
 
+/// Multi-plane groups change when programs end, not what is written: reads
+/// and what a power cut leaves are checked as without them (the tiny
+/// drive's die has 2 planes).
+#[test]
+fn page_multi_plane() {
+    check_ftl("page", &["timing.multi_plane=true"]);
+}
+
+#[test]
+fn page_power_cuts_multi_plane() {
+    check_oob_recovery("page", &["timing.multi_plane=true"]);
+}
+
 #[test]
 fn page_power_cuts_separate_gc_frontier() {
     check_oob_recovery("page", &["gc.frontier=\"separate\""]);

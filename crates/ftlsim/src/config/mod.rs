@@ -91,6 +91,12 @@ pub struct TimingConfig {
     /// Planes of a die work in parallel (multi-plane) instead of queueing on the die.
     #[serde(default)]
     pub plane_parallel: bool,
+    /// Planes of a die overlap only in multi-plane operations: the same
+    /// operation at the same page offset on several planes, one tR, tPROG
+    /// or tBERS for the group (see `engine::device`'s multi-plane groups).
+    /// Incompatible with `plane_parallel`, which overlaps everything.
+    #[serde(default)]
+    pub multi_plane: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -907,6 +913,13 @@ impl Config {
             ));
         }
         let t = &self.timing;
+        if t.multi_plane && t.plane_parallel {
+            return Err(Error::config(
+                "timing.multi_plane",
+                "cannot be combined with timing.plane_parallel = true, which already overlaps every operation of a \
+                 die's planes",
+            ));
+        }
         for (key, v) in [
             ("timing.read_us", t.read_us),
             ("timing.program_us", t.program_us),
@@ -1229,6 +1242,14 @@ mod tests {
     fn unknown_preset_lists_the_available_ones() {
         let err = Config::load("no-such-drive", &[]).unwrap_err().to_string();
         assert!(err.contains("k9lag08u0m-4ch"), "{err}");
+    }
+
+    #[test]
+    fn multi_plane_excludes_plane_parallel() {
+        let cfg = Config::load("k9lag08u0m-4ch", &["timing.multi_plane=true".into()]).unwrap();
+        assert!(cfg.timing.multi_plane && !cfg.timing.plane_parallel);
+        let err = Config::load("hat-table4", &["timing.multi_plane=true".into()]).unwrap_err().to_string();
+        assert!(err.contains("timing.multi_plane") && err.contains("plane_parallel"), "{err}");
     }
 
     #[test]

@@ -23,6 +23,11 @@
 //! pages; FLUSH (and FUA, a FLUSH after the write) destages everything
 //! dirty and completes when all of it is on flash.
 //!
+//! With `timing.multi_plane`, a destager hands the FTL the oldest dirty
+//! pages, as many as a die has planes, in one [`Ftl::write_batch`], so
+//! they may form one multi-plane program (each completes when the batch
+//! does).
+//!
 //! With mapping units smaller than the page (`ftl.map_unit_bytes`), the
 //! buffer's slots are units, and a destager hands the FTL the oldest page's
 //! worth of dirty units in one [`Ftl::write_batch`], so the FTL packs units
@@ -65,6 +70,9 @@ pub struct Controller {
     /// `ftl.trim`: TRIM acts (else it is acknowledged and ignored).
     trim_enabled: bool,
     destagers: u32,
+    /// Whole pages a destager takes at once: a die's planes with
+    /// `timing.multi_plane`, else one.
+    destage_pages: usize,
 }
 
 impl Controller {
@@ -95,6 +103,7 @@ impl Controller {
             last_stall: crate::units::Nanos::ZERO,
             trim_enabled: cfg.ftl.trim,
             destagers,
+            destage_pages: if cfg.timing.multi_plane { geo.planes_per_die as usize } else { 1 },
         }
     }
 
@@ -227,7 +236,10 @@ impl Controller {
     /// few) at `at`; returns when it is on flash.
     fn drain_one(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, at: SimTime) -> Result<Option<SimTime>> {
         if self.units_per_page > 1 {
-            return self.destage_units(ftl, dev, at);
+            return self.destage_oldest(ftl, dev, at, self.units_per_page as usize);
+        }
+        if self.destage_pages > 1 {
+            return self.destage_oldest(ftl, dev, at, self.destage_pages);
         }
         let spp = self.sectors_per_page;
         let Some(buf) = self.buffer.as_mut() else { return Ok(None) };
@@ -240,18 +252,26 @@ impl Controller {
         Ok(Some(done))
     }
 
-    /// Destages the oldest page's worth of dirty units at `at`, as one batch
-    /// the FTL packs; returns when it is on flash.
-    fn destage_units(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, at: SimTime) -> Result<Option<SimTime>> {
-        let spu = self.sectors_per_page;
+    /// Destages the `n` oldest dirty slots at `at` as one batch: a page's
+    /// worth of units, which the FTL packs, or with `timing.multi_plane` a
+    /// die's worth of pages, which may form one multi-plane program.
+    /// Returns when the last is on flash.
+    fn destage_oldest(
+        &mut self,
+        ftl: &mut dyn Ftl,
+        dev: &mut Device,
+        at: SimTime,
+        n: usize,
+    ) -> Result<Option<SimTime>> {
+        let sectors = self.sectors_per_page;
         let Some(buf) = self.buffer.as_mut() else { return Ok(None) };
-        let oldest = buf.oldest_dirty(self.units_per_page as usize);
+        let oldest = buf.oldest_dirty(n);
         if oldest.is_empty() {
             return Ok(None);
         }
         let spans: Vec<_> = oldest
             .iter()
-            .flat_map(|&(slot, unit, mask)| slot_spans(buf, slot, unit, mask, spu, self.payloads))
+            .flat_map(|&(slot, unit, mask)| slot_spans(buf, slot, unit, mask, sectors, self.payloads))
             .collect();
         let done = ftl.write_batch(dev, &spans, at, at)?;
         for &(slot, ..) in &oldest {

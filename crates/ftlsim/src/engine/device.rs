@@ -1,7 +1,9 @@
 //! The device API: flash operations with timing, counted by cause.
 //!
 //! Resources: one bus per channel, and one array unit per die (or per plane
-//! when `timing.plane_parallel` is set), plus the host link. An array unit
+//! when `timing.plane_parallel` is set), plus the host link. With
+//! `timing.multi_plane` a die's planes overlap only in multi-plane
+//! operations (see [`multi_plane`]). An array unit
 //! keeps the time it is next free (it does one thing at a time, in booking
 //! order); a bus keeps a [`Calendar`] of its future transfers, so a transfer
 //! takes the first idle gap rather than queueing behind one booked for later.
@@ -20,11 +22,16 @@
 //! assumes, so reads queue only behind reads, and a paused write resumes
 //! after the read: the PCM is busy for the sum of its accesses.
 
+mod multi_plane;
+
 use super::calendar::Calendar;
 use crate::error::Result;
 use crate::nand::{Geometry, NandArray, PageOob, Payload, Timing};
 use crate::units::{BlockId, Lpn, Nanos, PlaneId, Ppn, SimTime};
+use multi_plane::Group;
 use serde::{Deserialize, Serialize};
+
+pub use multi_plane::MultiPlaneCounters;
 
 /// Why a flash operation happened; every counter is split by it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -93,6 +100,9 @@ pub struct BusyTime {
     pub pcm: u64,
 }
 
+/// The page of a system-area operation, which never joins a group.
+const NO_PAGE: u32 = u32::MAX;
+
 #[derive(Serialize, Deserialize)]
 pub struct Device {
     pub array: NandArray,
@@ -139,6 +149,22 @@ pub struct Device {
     power: Option<super::power::PowerTrack>,
     /// Only the array units keep time (see [`set_units_only`](Self::set_units_only)).
     units_only: bool,
+    /// `timing.multi_plane`: each die's latest operation, which others may
+    /// join; empty when off.
+    groups: Vec<Group>,
+    /// The programs of the open batch ([`begin_batch`](Self::begin_batch)),
+    /// each with when it ends (moved later as its group grows).
+    batch_log: Vec<(Ppn, SimTime)>,
+    /// The open batch's number (programs join only groups of their batch),
+    /// and whether one is open.
+    batch: u64,
+    batch_open: bool,
+    /// Batches begun and not yet ended (they nest).
+    batch_depth: u32,
+    /// The latest end of the batch's programs booked without a group
+    /// (the batch's whole log when multi-plane groups are off).
+    batch_done: SimTime,
+    pub multi_plane: MultiPlaneCounters,
 }
 
 impl Device {
@@ -167,6 +193,17 @@ impl Device {
             pcm_read_free: SimTime::ZERO,
             pcm_write_free: SimTime::ZERO,
             pcm: PcmCounters::default(),
+            groups: if timing.multi_plane && geo.planes_per_die > 1 {
+                vec![Group::default(); (geo.planes / planes_per_unit) as usize]
+            } else {
+                Vec::new()
+            },
+            batch_log: Vec::new(),
+            batch: 0,
+            batch_open: false,
+            batch_depth: 0,
+            batch_done: SimTime::ZERO,
+            multi_plane: MultiPlaneCounters::default(),
             timing,
             array,
         }
@@ -225,7 +262,7 @@ impl Device {
         let mut done = not_before;
         for _ in 0..pages {
             self.counters.programs[Cause::Mapping as usize] += 1;
-            done = self.time_program(0, 0, None, not_before, Cause::Mapping);
+            done = self.time_program(0, 0, None, NO_PAGE, not_before, Cause::Mapping, false);
         }
         done
     }
@@ -235,7 +272,7 @@ impl Device {
         let mut done = not_before;
         for _ in 0..pages {
             self.counters.reads[Cause::Mapping as usize] += 1;
-            done = done.max(self.time_read(0, 0, None, not_before, Cause::Mapping));
+            done = done.max(self.time_read(0, 0, None, NO_PAGE, not_before, Cause::Mapping));
         }
         done
     }
@@ -298,27 +335,48 @@ impl Device {
         self.counters.reads[cause as usize] += 1;
         let block = self.geometry().block_of(ppn);
         let (ch, unit) = self.resources(block);
-        Ok(self.time_read(ch, unit, Some(block), not_before, cause))
+        Ok(self.time_read(ch, unit, Some(block), ppn.0, not_before, cause))
     }
 
-    /// The timeline of a page read on `ch` and `unit`: the unit senses the
-    /// page, then it crosses the bus; both are busy until it has.
+    /// The timeline of a page read (page `ppn` of `block`) on `ch` and
+    /// `unit`: the unit senses the page, then it crosses the bus; both are
+    /// busy until it has. With multi-plane groups it may join the die's
+    /// latest read instead.
     #[inline]
     fn time_read(
         &mut self,
         ch: usize,
         unit: usize,
         block: Option<BlockId>,
+        ppn: u32,
         not_before: SimTime,
         cause: Cause,
     ) -> SimTime {
         let t = self.timing;
-        self.time_op(ch, unit, block, not_before, cause, [t.command + t.read, t.page_transfer, Nanos::ZERO])
+        if !self.groups.is_empty()
+            && let Some(block) = block
+        {
+            if let Some(done) = self.join_read(ch, unit, block, ppn, not_before, cause) {
+                return done;
+            }
+            let (start, done) = self.time_op(
+                ch,
+                unit,
+                Some(block),
+                not_before,
+                cause,
+                [t.command + t.read, t.page_transfer, Nanos::ZERO],
+            );
+            self.opened(multi_plane::Kind::Read, unit, block, ppn, start, start, done);
+            return done;
+        }
+        self.time_op(ch, unit, block, not_before, cause, [t.command + t.read, t.page_transfer, Nanos::ZERO]).1
     }
 
     /// The timeline of an operation holding `unit` for `phases`: its own
     /// work before the transfer, the transfer on `ch`'s bus (waiting for a
-    /// slot), its own work after. Returns when the unit is free again.
+    /// slot), its own work after. Returns when the unit's hold starts and
+    /// when it is free again.
     #[inline]
     fn time_op(
         &mut self,
@@ -328,9 +386,11 @@ impl Device {
         not_before: SimTime,
         cause: Cause,
         [before, transfer, after]: [Nanos; 3],
-    ) -> SimTime {
+    ) -> (SimTime, SimTime) {
         if self.units_only {
-            return self.time_unit(unit, not_before, before + transfer + after);
+            let took = before + transfer + after;
+            let done = self.time_unit(unit, not_before, took);
+            return (SimTime(done.0 - took.0), done);
         }
         self.catch_up(unit);
         self.channels[ch].advance(self.horizon);
@@ -343,7 +403,7 @@ impl Device {
         self.bus_wait(on_bus - (start + before), cause);
         let done = on_bus + transfer + after;
         self.hold(unit, block, start, done, cause);
-        done
+        (start, done)
     }
 
     /// The earliest start at or after `not_before` (and the block's last
@@ -402,20 +462,36 @@ impl Device {
         start + took
     }
 
-    /// The timeline of a page program on `ch` and `unit`: once the unit is
-    /// free the data crosses the bus, then the unit programs it. Returns
-    /// when the program ends.
+    /// The timeline of a page program (page `ppn` of `block`) on `ch` and
+    /// `unit`: once the unit is free the data crosses the bus, then the
+    /// unit programs it. Returns when the program ends. A program of the
+    /// open batch (`batched`) may join, or open, a multi-plane group.
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     fn time_program(
         &mut self,
         ch: usize,
         unit: usize,
         block: Option<BlockId>,
+        ppn: u32,
         not_before: SimTime,
         cause: Cause,
+        batched: bool,
     ) -> SimTime {
         let t = self.timing;
-        self.time_op(ch, unit, block, not_before, cause, [Nanos::ZERO, t.command + t.page_transfer, t.program])
+        let phases = [Nanos::ZERO, t.command + t.page_transfer, t.program];
+        if batched
+            && !self.groups.is_empty()
+            && let Some(block) = block
+        {
+            if let Some(done) = self.join_program(ch, unit, block, ppn, not_before, cause) {
+                return done;
+            }
+            let (start, done) = self.time_op(ch, unit, Some(block), not_before, cause, phases);
+            self.opened(multi_plane::Kind::Program, unit, block, ppn, start, SimTime(done.0 - t.program.0), done);
+            return done;
+        }
+        self.time_op(ch, unit, block, not_before, cause, phases).1
     }
 
     /// Programs a page with `lpn` in OOB; returns when the program finishes.
@@ -432,13 +508,46 @@ impl Device {
         Ok(self.programmed(ppn, not_before, cause))
     }
 
+    /// Programs a page as [`program`](Self::program) does, as part of the
+    /// open batch ([`begin_batch`](Self::begin_batch)): with
+    /// `timing.multi_plane` it may form a multi-plane group with the
+    /// batch's programs on other planes of its die, which moves their
+    /// completions later, so the time returned is provisional until
+    /// [`end_batch`](Self::end_batch). Without a batch open, or without
+    /// multi-plane groups, it is [`program`](Self::program).
+    #[inline]
+    pub fn program_batched(
+        &mut self,
+        ppn: Ppn,
+        lpn: Lpn,
+        not_before: SimTime,
+        cause: Cause,
+        payload: Payload<'_>,
+    ) -> Result<SimTime> {
+        if !self.batch_open {
+            let done = self.program(ppn, lpn, not_before, cause, payload)?;
+            self.batch_done = self.batch_done.max(done);
+            return Ok(done);
+        }
+        self.array.program(ppn, lpn, payload)?;
+        self.count_program(ppn, cause);
+        let block = self.geometry().block_of(ppn);
+        let (ch, unit) = self.resources(block);
+        // The program's entry in the log, which its group keeps up to date.
+        let entry = self.batch_log.len();
+        self.batch_log.push((ppn, not_before));
+        let done = self.time_program(ch, unit, Some(block), ppn.0, not_before, cause, true);
+        self.batch_log[entry].1 = done;
+        Ok(done)
+    }
+
     /// Counts and times the program of `ppn` the array has just recorded.
     #[inline]
     fn programmed(&mut self, ppn: Ppn, not_before: SimTime, cause: Cause) -> SimTime {
         self.count_program(ppn, cause);
         let block = self.geometry().block_of(ppn);
         let (ch, unit) = self.resources(block);
-        let done = self.time_program(ch, unit, Some(block), not_before, cause);
+        let done = self.time_program(ch, unit, Some(block), ppn.0, not_before, cause, false);
         self.log_program(ppn, done);
         done
     }
@@ -478,12 +587,12 @@ impl Device {
         let (ch_r, unit_r) = self.resources(src_block);
         let (ch_w, unit_w) = self.resources(dst_block);
         let mut reads_done = not_before;
-        for i in 0..src.len() {
+        for (i, &page) in src.iter().enumerate() {
             let cause = cause_of(Lpn(self.array.oob_lpn_raw(Ppn(dst.0 + i as u32))));
             self.counters.reads[cause as usize] += 1;
             self.counters.programs[cause as usize] += 1;
-            reads_done = self.time_read(ch_r, unit_r, Some(src_block), not_before, cause);
-            let done = self.time_program(ch_w, unit_w, Some(dst_block), reads_done, cause);
+            reads_done = self.time_read(ch_r, unit_r, Some(src_block), page, not_before, cause);
+            let done = self.time_program(ch_w, unit_w, Some(dst_block), dst.0 + i as u32, reads_done, cause, false);
             self.log_program(Ppn(dst.0 + i as u32), done);
         }
         Ok(reads_done)
@@ -538,14 +647,14 @@ impl Device {
                     self.counters.reads[cause as usize] += 1;
                     let block = self.geometry().block_of(Ppn(page));
                     let (ch_r, unit_r) = self.resources(block);
-                    ready = ready.max(self.time_read(ch_r, unit_r, Some(block), not_before, cause));
+                    ready = ready.max(self.time_read(ch_r, unit_r, Some(block), page, not_before, cause));
                 }
             }
             // A unit of the page read for the previous destination page.
             ready = ready.max(reads_done);
             reads_done = ready;
             self.counters.programs[cause as usize] += 1;
-            let done = self.time_program(ch_w, unit_w, Some(dst_block), ready, cause);
+            let done = self.time_program(ch_w, unit_w, Some(dst_block), dst.0 + i as u32, ready, cause, false);
             self.log_program(Ppn(dst.0 + i as u32), done);
         }
         Ok(reads_done)
@@ -567,7 +676,7 @@ impl Device {
         self.counters.reads[cause as usize] += 1;
         let block = self.geometry().block_of(ppn);
         let (ch, unit) = self.resources(block);
-        (oob, self.time_read(ch, unit, Some(block), not_before, cause))
+        (oob, self.time_read(ch, unit, Some(block), ppn.0, not_before, cause))
     }
 
     /// Erases a block; returns when the erase finishes.
@@ -580,12 +689,21 @@ impl Device {
         }
         let took = self.timing.command + self.timing.erase;
         self.catch_up(unit);
+        if !self.groups.is_empty()
+            && let Some(done) = self.join_erase(unit, block, not_before)
+        {
+            return Ok(done);
+        }
         let (start, _) = self.unit_slot(unit, Some(block), not_before, took, |_, start| (start, start + took));
         if let Some(p) = self.power.as_mut() {
             p.erase_started(start);
         }
         let done = start + took;
         self.hold(unit, Some(block), start, done, cause);
+        if !self.groups.is_empty() {
+            let first = self.geometry().ppn(block, 0).0;
+            self.opened(multi_plane::Kind::Erase, unit, block, first, start, start, done);
+        }
         Ok(done)
     }
 
@@ -751,6 +869,8 @@ impl Device {
         self.pcm_read_free = SimTime::ZERO;
         self.pcm_write_free = SimTime::ZERO;
         self.pcm = PcmCounters::default();
+        self.groups.fill(Group::default());
+        self.multi_plane = MultiPlaneCounters::default();
         if let Some(p) = self.power.as_mut() {
             p.reset();
         }
@@ -763,6 +883,10 @@ mod tests {
     use crate::config::{GeometryConfig, TimingConfig};
 
     fn device(plane_parallel: bool) -> Device {
+        device_with(plane_parallel, false)
+    }
+
+    pub(super) fn device_with(plane_parallel: bool, multi_plane: bool) -> Device {
         let geo = Geometry::new(&GeometryConfig {
             channels: 2,
             chips_per_channel: 1,
@@ -780,6 +904,7 @@ mod tests {
                 bus_ns_per_byte: 25.0,
                 command_ns: 0.0,
                 plane_parallel,
+                multi_plane,
             },
             2048,
             1.0,
@@ -787,7 +912,7 @@ mod tests {
         Device::new(NandArray::new(geo, 10, false, false), timing)
     }
 
-    const XFER: u64 = 25 * 2048;
+    pub(super) const XFER: u64 = 25 * 2048;
 
     #[test]
     fn same_die_queues_other_channel_overlaps() {

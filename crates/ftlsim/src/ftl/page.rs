@@ -10,7 +10,9 @@
 //! decremented at trim time.
 //!
 //! A write goes to the plane whose array is free soonest
-//! (`ftl.allocation = "dynamic"`, ties broken in stripe order) or rotates
+//! (`ftl.allocation = "dynamic"`, ties broken in stripe order; with
+//! `timing.multi_plane`, a busy die's plane that can join the die's
+//! multi-plane group counts as free a tPROG early) or rotates
 //! over the planes in the configured stripe order (`"static"`), one active
 //! block per plane shared by host writes and GC copies (with
 //! `gc.frontier = "separate"`, a preemptible job's copies go to a second
@@ -70,7 +72,7 @@ use crate::config::{Allocation, Config, GcFrontier, GcMode, StripeUnit, Threshol
 use crate::engine::{Cause, Device};
 use crate::error::{Error, Result};
 use crate::nand::{Geometry, Payload};
-use crate::units::{BlockId, Lpn, PlaneId, Ppn, SimTime};
+use crate::units::{BlockId, Lpn, Nanos, PlaneId, Ppn, SimTime};
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
 
@@ -566,8 +568,15 @@ impl PageCore {
         paced: bool,
     ) -> Result<Ppn> {
         if self.allocation == Allocation::Dynamic {
-            let best = self.soonest_in_stripe(dev);
-            debug_assert_eq!(best, self.soonest_in_stripe_by_scan(dev));
+            // The fast path knows only the dies' free times, not which
+            // planes could join a multi-plane group: every plane is scanned.
+            let best = if dev.grouping() {
+                self.soonest_in_stripe_by_scan(dev)
+            } else {
+                let best = self.soonest_in_stripe(dev);
+                debug_assert_eq!(best, self.soonest_in_stripe_by_scan(dev));
+                best
+            };
             self.cursor = if best + 1 == self.stripe.len() { 0 } else { best + 1 };
             let plane = self.stripe[best];
             if paced {
@@ -637,14 +646,37 @@ impl PageCore {
         best.2
     }
 
+    /// When dynamic allocation takes `plane` to be free: when its die is;
+    /// but in a batch forming multi-plane groups (`timing.multi_plane`), a
+    /// plane whose next page can join its die's group counts as free tPROG
+    /// before the group's array start (joining costs the die a page
+    /// transfer, a page of its own a transfer and a tPROG), though never as
+    /// soon as an idle die (at low load a page alone on an idle die ends
+    /// sooner, and the dies have time to spare).
+    fn plane_ready(&self, dev: &Device, plane: PlaneId) -> SimTime {
+        let free = dev.plane_free(plane);
+        if !dev.grouping() {
+            return free;
+        }
+        let a = self.active[plane.idx() * self.streams + self.stream];
+        let written = if a == NO_BLOCK { 0 } else { dev.array.written_pages(BlockId(a)) };
+        // A full active block is replaced by a fresh one, written from page 0.
+        let offset = if written < self.geo.pages_per_block { written } else { 0 };
+        let Some(join) = dev.join_start(plane, offset) else { return free };
+        let credited = SimTime(join.0.saturating_sub(dev.timing().program.0));
+        credited.max(dev.horizon() + Nanos(1)).min(free)
+    }
+
     /// [`soonest_in_stripe`](Self::soonest_in_stripe) as its definition
     /// says: every plane's key compared in stripe order from the cursor
-    /// (the reference the fast path is checked against in tests).
+    /// (the reference the fast path is checked against in tests, and the
+    /// path taken while multi-plane groups may form, with the planes' times
+    /// from [`plane_ready`](Self::plane_ready)).
     fn soonest_in_stripe_by_scan(&self, dev: &Device) -> usize {
         let n = self.stripe.len();
         let key = |i: usize| {
             let plane = self.stripe[i];
-            (dev.plane_free(plane), u32::MAX - self.pool.free_count(plane))
+            (self.plane_ready(dev, plane), u32::MAX - self.pool.free_count(plane))
         };
         let (mut best, mut soonest) = (self.cursor, key(self.cursor));
         for i in (self.cursor + 1..n).chain(0..self.cursor) {
@@ -1105,7 +1137,7 @@ impl PageCore {
             Some(_) => Payload::Bytes(&self.scratch),
             None => Payload::None,
         };
-        let done = dev.program(ppn, c.lpn, start, Cause::Host, payload)?;
+        let done = dev.program_batched(ppn, c.lpn, start, Cause::Host, payload)?;
         map.set(c.lpn, ppn.0);
         self.pool.add_valid(self.geo.block_of(ppn), now);
         Ok(done)
@@ -1203,9 +1235,12 @@ impl<M: MapTable> Ftl for PageMapped<M> {
         if self.core.unit_shift != 0 {
             done = self.core.write_units(&mut self.map, dev, &[(span, data)], now, ready)?;
         } else {
-            for c in page_chunks(span, self.core.geo.sectors_per_page) {
-                done = done.max(self.core.write_page(&mut self.map, dev, c, now, ready, data)?);
-            }
+            // The call's pages may form multi-plane groups (`timing.multi_plane`).
+            dev.begin_batch();
+            let written = page_chunks(span, self.core.geo.sectors_per_page)
+                .try_fold(done, |d, c| Ok(d.max(self.core.write_page(&mut self.map, dev, c, now, ready, data)?)));
+            let batch_done = dev.end_batch();
+            done = written?.max(batch_done);
         }
         self.core.reclaim_empties(dev, now)?;
         Ok(done.max(self.map.end_request()))
@@ -1219,7 +1254,11 @@ impl<M: MapTable> Ftl for PageMapped<M> {
         ready: SimTime,
     ) -> Result<SimTime> {
         if self.core.unit_shift == 0 {
-            return super::write_each(self, dev, spans, now, ready);
+            // One batch: the spans' pages may form multi-plane groups.
+            dev.begin_batch();
+            let written = super::write_each(self, dev, spans, now, ready);
+            let batch_done = dev.end_batch();
+            return Ok(written?.max(batch_done));
         }
         self.map.begin_request();
         let done = self.core.write_units(&mut self.map, dev, spans, now, ready)?;

@@ -15,6 +15,7 @@ pub struct Timing {
     /// Host link time per byte, in picoseconds (keeps sub-ns precision in integers).
     pub host_ps_per_byte: u64,
     pub plane_parallel: bool,
+    pub multi_plane: bool,
 }
 
 impl Timing {
@@ -27,6 +28,7 @@ impl Timing {
             command: Nanos(t.command_ns.round() as u64),
             host_ps_per_byte: (host_ns_per_byte * 1000.0).round() as u64,
             plane_parallel: t.plane_parallel,
+            multi_plane: t.multi_plane,
         }
     }
 

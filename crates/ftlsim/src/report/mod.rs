@@ -234,6 +234,10 @@ pub struct Report {
     pub utilization: Utilization,
     /// The write buffer's figures; `null` without a buffer (`cache.bytes` = 0).
     pub write_buffer: Option<BufferReport>,
+    /// Multi-plane groups formed and the operations in them, by kind
+    /// (`timing.multi_plane`; absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multi_plane: Option<crate::engine::MultiPlaneCounters>,
     /// COFTL's data cache, merges, summaries and log figures (`coftl` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coftl: Option<crate::ftl::coftl::CoftlStats>,
