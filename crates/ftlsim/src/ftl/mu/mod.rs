@@ -588,16 +588,25 @@ impl Mu {
             .collect();
         // Each run's extent is looked up and rewritten: start loading the
         // leaves of those ahead, nodes first, then keys.
-        for &(_, lpn) in valid.iter().take(GC_PREFETCH_AHEAD) {
-            self.tree.prefetch_leaf(lpn);
+        // The leaves found for the node prefetch, by index in `valid`, so
+        // the key prefetch need not descend again.
+        let mut leaves = [(usize::MAX, 0u32); GC_PREFETCH_AHEAD];
+        for (j, &(_, lpn)) in valid.iter().enumerate().take(GC_PREFETCH_AHEAD) {
+            leaves[j] = (j, self.tree.prefetch_leaf(lpn));
         }
         let mut i = 0;
         while i < valid.len() {
-            if let Some(&(_, lpn)) = valid.get(i + GC_PREFETCH_AHEAD) {
-                self.tree.prefetch_leaf(lpn);
+            let j = i + GC_PREFETCH_AHEAD;
+            if let Some(&(_, lpn)) = valid.get(j) {
+                leaves[j % GC_PREFETCH_AHEAD] = (j, self.tree.prefetch_leaf(lpn));
             }
-            if let Some(&(_, lpn)) = valid.get(i + GC_PREFETCH_AHEAD / 2) {
-                self.tree.prefetch_keys(self.tree.prefetch_leaf(lpn));
+            let j = i + GC_PREFETCH_AHEAD / 2;
+            if let Some(&(_, lpn)) = valid.get(j) {
+                let leaf = match leaves[j % GC_PREFETCH_AHEAD] {
+                    (k, leaf) if k == j => leaf,
+                    _ => self.tree.prefetch_leaf(lpn),
+                };
+                self.tree.prefetch_keys(leaf);
             }
             // A run of pages contiguous on both sides, in one partition.
             let (src, lpn) = valid[i];

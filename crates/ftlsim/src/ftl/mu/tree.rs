@@ -852,9 +852,17 @@ impl MuTree {
         self.pages.live[to] = std::mem::take(&mut self.pages.live[from]);
         self.pages.listed[from] = false;
         self.pages.listed[to] = true;
+        // The list runs from the leaf up and the leaf is usually the one
+        // node still here: stop at the last live one (each look at a node
+        // that has moved on is a cache miss).
+        let mut left = self.pages.live[to];
         for &n in &self.pages.nodes[to] {
+            if left == 0 {
+                break;
+            }
             if self.page[n as usize] == src {
                 self.page[n as usize] = dst;
+                left -= 1;
             }
         }
         if self.read_cache.remove(from as u32) {
