@@ -48,7 +48,7 @@
 //!
 //! Simplifications: power fails between host commands (flash operations
 //! already issued complete); a summary or replacement page is one page on
-//! the set's first plane, and a commit in mid-set takes a whole page set
+//! one plane of the set (its end lane, rotated by set: [`Sets::end_lane`]), and a commit in mid-set takes a whole page set
 //! (the other planes padded) so pages stay in order; reads of never-written
 //! data return zeros without flash work (`host.unwritten_reads` is not
 //! consulted); the cleaner runs in the foreground, before the write that
@@ -346,12 +346,15 @@ impl Coftl {
         let mut reads = Vec::new();
         let first = match self.t.summary_at[vb as usize] {
             Some((idx, off)) => {
-                reads.push(self.s.ppn(chain[idx as usize], self.s.scan_lane(off), off));
+                let set = chain[idx as usize];
+                reads.push(self.s.ppn(set, self.s.scan_lane(set, off), off));
                 if idx == last_idx { off + 1 } else { 0 }
             }
             None => 0,
         };
-        reads.extend((first..self.t.next_off[vb as usize]).map(|off| self.s.ppn(last, self.s.scan_lane(off), off)));
+        reads.extend(
+            (first..self.t.next_off[vb as usize]).map(|off| self.s.ppn(last, self.s.scan_lane(last, off), off)),
+        );
         let mut done = t;
         for p in reads {
             done = done.max(dev.read(p, t, Cause::Mapping)?);
@@ -383,12 +386,13 @@ impl Coftl {
     }
 
     /// Programs a summary (the VPT now) at `off` of `vb`'s last set: one
-    /// page on lane 0; in mid-set the other lanes are padded to keep order.
+    /// page on the set's end lane; in mid-set on every lane (the others
+    /// padding, to keep order).
     fn write_summary(&mut self, dev: &mut Device, vb: u32, off: u32, t: SimTime) -> Result<SimTime> {
         let set = *self.t.chains[vb as usize].last().expect("a chain to summarize");
-        let lanes = if off == self.s.v { 1 } else { self.s.k };
+        let lanes = if off == self.s.v { self.s.end_lane(set)..self.s.end_lane(set) + 1 } else { 0..self.s.k };
         let mut done = t;
-        for lane in 0..lanes {
+        for lane in lanes {
             let p = self.s.ppn(set, lane, off);
             done = done.max(dev.program(p, Lpn(SUMMARY | vb), t, Cause::Mapping, Payload::None)?);
         }
@@ -421,7 +425,7 @@ impl Coftl {
                 let set = self.pop_free(dev, t)?;
                 if let Some(&last) = self.t.chains[vb as usize].last() {
                     // The replacement page of the full set names the new one.
-                    let p = self.s.ppn(last, 0, self.s.pages_per_block - 1);
+                    let p = self.s.ppn(last, self.s.end_lane(last), self.s.pages_per_block - 1);
                     t = t.max(dev.program(p, Lpn(LINK | vb), t, Cause::Mapping, Payload::None)?);
                     self.flash.links[last as usize] = set;
                     self.co.replacement_sets += 1;

@@ -112,7 +112,7 @@ struct Reader {
 
 impl Reader {
     fn oob(&mut self, dev: &mut Device, s: &Sets, set: u32, off: u32, t: SimTime) -> (Option<u32>, SimTime) {
-        self.lane_oob(dev, s, set, s.scan_lane(off), off, t)
+        self.lane_oob(dev, s, set, s.scan_lane(set, off), off, t)
     }
 
     fn lane_oob(
@@ -240,7 +240,8 @@ fn latest_version(c: &Coftl, dev: &mut Device, rd: &mut Reader, start: SimTime) 
     let mut t = start;
     let mut first = [None, None];
     for (b, f) in first.iter_mut().enumerate() {
-        let (word, done) = rd.oob(dev, &c.s, c.s.log_set(b), 0, start);
+        // A buffer's first page is on lane 0 (log pages fill lanes first).
+        let (word, done) = rd.lane_oob(dev, &c.s, c.s.log_set(b), 0, 0, start);
         t = t.max(done);
         if word.is_some() {
             *f = c.flash.log[b].versions.first().map(|v| v.seq);
@@ -330,7 +331,7 @@ fn rebuild(c: &mut Coftl, dev: &mut Device, rd: &mut Reader, vb: u32, t: SimTime
                 // read on its own plane beside the first.
                 let mut mask = 0;
                 for lane in 0..k {
-                    let lane_word = if lane == c.s.scan_lane(off) {
+                    let lane_word = if lane == c.s.scan_lane(last, off) {
                         Some(word)
                     } else {
                         let (w, d) = rd.lane_oob(dev, &c.s, last, lane, off, t);

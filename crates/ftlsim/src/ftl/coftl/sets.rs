@@ -119,14 +119,26 @@ impl Sets {
         (vb * self.v + vpa) * self.k + lane
     }
 
-    /// The lane whose OOB a scan reads at page set `off`: every lane of a
-    /// data or mid-set summary page set names the same virtual page or
-    /// block, so scans rotate over the lanes (and channels) rather than
-    /// queue on one; the summary and replacement pages at the end of a set
-    /// are on lane 0 only.
+    /// The lane of a set's end pages (summary at V, replacement at V + 1),
+    /// rotated by the set's block row and group: recovery and table
+    /// reloads read the end pages of many sets at once, and on one lane
+    /// they would all queue on one channel's bus. Consecutive sets (of one
+    /// row, over the groups) land on different channels, and each row
+    /// shifts by one lane, so a range of sets covers every plane.
     #[inline]
-    pub fn scan_lane(&self, off: u32) -> u32 {
-        if off < self.v { off % self.k } else { 0 }
+    pub fn end_lane(&self, set: u32) -> u32 {
+        (set / self.groups + set % self.groups) % self.k
+    }
+
+    /// The lane whose OOB a scan reads at page set `off` of `set`: every
+    /// lane of a data or mid-set summary page set names the same virtual
+    /// page or block, so scans rotate over the lanes (and channels) from
+    /// the set's end lane on, rather than queue on one; the summary and
+    /// replacement pages at the end of a set are on its end lane only.
+    #[inline]
+    pub fn scan_lane(&self, set: u32, off: u32) -> u32 {
+        let end = self.end_lane(set);
+        if off < self.v { (end + off) % self.k } else { end }
     }
 
     /// The VBA of a page whose OOB names an LPN.

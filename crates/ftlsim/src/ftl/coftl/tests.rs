@@ -185,10 +185,10 @@ fn a_full_sets_summary_leaves_its_table_clean() {
 #[test]
 fn recovery_maps_only_the_lanes_that_hold_data() {
     // Two-lane virtual pages: a one-page write pads the other lane. The
-    // scan's lane alternates with the offset (0, 1, 0, ...): it meets data
-    // at offset 0 (virtual page 0, lane 0 written), padding at 1 (virtual
-    // page 1, lane 0 written) and 2 (virtual page 2, lane 1 written), and
-    // at 3 virtual page 2 again, whole.
+    // scan's lane alternates with the offset from set 0's end lane (0, 1,
+    // 0, ...): it meets data at offset 0 (virtual page 0, lane 0 written),
+    // padding at 1 (virtual page 1, lane 0 written) and 2 (virtual page 2,
+    // lane 1 written), and at 3 virtual page 2 again, whole.
     let (mut f, mut d) = drive(&["ftl.coftl_set_blocks=2", "ftl.coftl_replacements=1"]);
     for lpn in [0, 2, 5, 4] {
         write(&mut f, &mut d, lpn);
@@ -201,5 +201,43 @@ fn recovery_maps_only_the_lanes_that_hold_data() {
     for (lpn, mapped) in [(0, true), (1, false), (2, true), (3, false), (4, true), (5, true)] {
         assert_eq!(f.physical(Lpn(lpn)).is_some(), mapped, "logical page {lpn}");
     }
+    f.check_invariants(&d).unwrap();
+}
+
+#[test]
+fn recovery_reads_spread_over_every_channel() {
+    // Four channels × two planes, sets of four blocks (two groups): each
+    // set's end pages (summary, replacement page) on lane 0 would put all
+    // of recovery's chain and summary reads on channel 0's two planes.
+    let (mut f, mut d) = drive(&[
+        "geometry.channels=4",
+        "geometry.blocks_per_plane=128",
+        "geometry.pages_per_block=16",
+        "ftl.coftl_set_blocks=4",
+        "ftl.coftl_replacements=2",
+        "timing.bus_ns_per_byte=0.01",
+        "timing.plane_parallel=true",
+    ]);
+    let planes = 8u64;
+    let mut x = 11u64;
+    let pages = f.s.logical_pages as u64;
+    for _ in 0..12000 {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        write(&mut f, &mut d, (x >> 33) % pages);
+    }
+    f.flush(&mut d, SimTime::ZERO).unwrap();
+    let cut = SimTime(d.last_unit_end().0 + 1_000_000_000);
+    let r = f.power_cut(&mut d, cut).unwrap();
+    assert!(r.pages_read > 300, "{} pages: too few to measure", r.pages_read);
+    // The time is that of the planes working in parallel: within 2x of
+    // pages × (command + tR) / planes.
+    let t_read_us = (d.timing().command + d.timing().read).0 as f64 / 1e3;
+    let ideal_us = r.pages_read as f64 * t_read_us / planes as f64;
+    assert!(
+        r.recovery_us <= 2.0 * ideal_us,
+        "{} pages in {:.0} µs, ideal {ideal_us:.0} µs",
+        r.pages_read,
+        r.recovery_us
+    );
     f.check_invariants(&d).unwrap();
 }
