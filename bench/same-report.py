@@ -28,7 +28,7 @@ def diffs(a, b, path=""):
     elif isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             yield f"{path}: {len(a)} against {len(b)} items"
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):  # the common prefix
             yield from diffs(x, y, f"{path}[{i}]")
     elif a != b:
         yield f"{path}: {a!r} against {b!r}"
@@ -38,7 +38,7 @@ def main(paths):
     if not paths or len(paths) % 2:
         sys.exit("usage: same-report.py A.json B.json [A2.json B2.json ...]")
     bad = 0
-    for a, b in zip(paths[::2], paths[1::2]):
+    for a, b in zip(paths[::2], paths[1::2], strict=True):
         with open(a) as fa, open(b) as fb:
             found = list(diffs(json.load(fa), json.load(fb)))
         print(f"{a} vs {b}: {'same' if not found else f'{len(found)} differences'}")
