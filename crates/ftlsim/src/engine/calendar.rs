@@ -53,10 +53,9 @@ struct Intervals {
 type At = (usize, usize);
 
 impl Intervals {
-    /// When the last interval ends.
     #[inline]
-    fn last_end(&self) -> Option<u64> {
-        self.ends.last().copied()
+    fn last(&self) -> Option<(u64, u64)> {
+        self.chunks.last().map(|c| c[c.len() - 1])
     }
 
     #[inline]
@@ -163,7 +162,7 @@ impl Intervals {
     #[inline]
     fn drop_until(&mut self, t: u64) {
         self.memo.set(None);
-        if self.last_end().is_some_and(|end| end <= t) {
+        if self.last().is_some_and(|(_, end)| end <= t) {
             // All of it (units-only timing keeps one interval, dropped at each booking).
             self.len = 0;
             self.ends.clear();
@@ -226,8 +225,10 @@ impl Calendar {
     pub fn find(&self, earliest: SimTime, len: Nanos) -> SimTime {
         let t = earliest.0.max(self.horizon);
         // The common case: after everything already booked.
-        if self.busy.last_end().is_none_or(|last| t >= last) {
-            return SimTime(t);
+        match self.busy.last() {
+            None => return SimTime(t),
+            Some(last) if t >= last.1 => return SimTime(t),
+            Some(_) => {}
         }
         SimTime(self.busy.gap(t, len.0))
     }
@@ -236,7 +237,7 @@ impl Calendar {
     /// interval in it.
     #[inline]
     pub fn fits(&self, from: SimTime, to: SimTime) -> Result<(), SimTime> {
-        if self.busy.last_end().is_none_or(|last| from.0 >= last) {
+        if self.busy.last().is_none_or(|last| from.0 >= last.1) {
             return Ok(());
         }
         match self.busy.get(self.busy.first_ending_after(from.0)) {
@@ -252,13 +253,13 @@ impl Calendar {
         let (t, end) = (start.0, start.0 + len.0);
         self.busy_ns += len.0;
         let busy = &mut self.busy;
-        match busy.last_end() {
+        match busy.last() {
             None => {
                 busy.push((t, end));
                 return;
             }
-            Some(last) if t >= last => {
-                if t == last {
+            Some(last) if t >= last.1 => {
+                if t == last.1 {
                     busy.memo.set(None);
                     let ch = busy.chunks.last_mut().expect("a last interval");
                     ch.last_mut().expect("chunks are not empty").1 = end;
@@ -309,7 +310,7 @@ impl Calendar {
 
     /// When everything booked so far has finished.
     pub fn last_end(&self) -> SimTime {
-        SimTime(self.busy.last_end().unwrap_or(self.horizon))
+        SimTime(self.busy.last().map_or(self.horizon, |(_, end)| end))
     }
 
     /// Intervals held (a bound on memory; tests).
