@@ -248,7 +248,7 @@ impl StateDir {
     fn load(
         self,
         sim: &mut Simulation,
-        m: Manifest,
+        mut m: Manifest,
         how: Attach,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<Durable> {
@@ -271,7 +271,6 @@ impl StateDir {
         let bytes = sim.logical_sectors() * SECTOR_BYTES;
         let image = Image::open(&self.dir, bytes, page_bytes, m.checkpoint)?;
         let mut notices = Vec::new();
-        let mut m = m;
         let from = match self.load_state(sim, &m, precondition, &image)? {
             Ok(at) => at,
             Err(why) => {

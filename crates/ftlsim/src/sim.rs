@@ -639,15 +639,8 @@ impl Simulation {
     /// runs; `None` when it can (as far as the drive tells; the FTL
     /// answers for itself).
     fn snapshot_unavailable(&mut self) -> Option<String> {
-        if self.cfg.nand.store_payloads {
-            Some("the drive stores payloads".into())
-        } else if !self.cuts.is_empty() {
-            Some("the run has power cuts".into())
-        } else if self.ftl.saved_state().is_none() {
-            Some(format!("the '{}' FTL cannot be saved yet", self.ftl.name()))
-        } else {
-            None
-        }
+        // A snapshot file holds no data, and preconditioned data are not kept elsewhere.
+        if self.cfg.nand.store_payloads { Some("the drive stores payloads".into()) } else { self.state_unsaveable() }
     }
 
     /// The drive's state replaced by a snapshot's, all or nothing; else why not.

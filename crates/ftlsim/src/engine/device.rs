@@ -530,13 +530,11 @@ impl Device {
             return Ok(done);
         }
         self.array.program(ppn, lpn, payload)?;
-        self.count_program(ppn, cause);
-        let block = self.geometry().block_of(ppn);
-        let (ch, unit) = self.resources(block);
-        // The program's entry in the log, which its group keeps up to date.
+        // The program's entry in the log, which its group keeps up to date;
+        // `end_batch` logs it for power cuts once its end is final.
         let entry = self.batch_log.len();
         self.batch_log.push((ppn, not_before));
-        let done = self.time_program(ch, unit, Some(block), ppn.0, not_before, cause, true);
+        let done = self.count_and_time_program(ppn, not_before, cause, true);
         self.batch_log[entry].1 = done;
         Ok(done)
     }
@@ -544,12 +542,17 @@ impl Device {
     /// Counts and times the program of `ppn` the array has just recorded.
     #[inline]
     fn programmed(&mut self, ppn: Ppn, not_before: SimTime, cause: Cause) -> SimTime {
+        let done = self.count_and_time_program(ppn, not_before, cause, false);
+        self.log_program(ppn, done);
+        done
+    }
+
+    #[inline]
+    fn count_and_time_program(&mut self, ppn: Ppn, not_before: SimTime, cause: Cause, batched: bool) -> SimTime {
         self.count_program(ppn, cause);
         let block = self.geometry().block_of(ppn);
         let (ch, unit) = self.resources(block);
-        let done = self.time_program(ch, unit, Some(block), ppn.0, not_before, cause, false);
-        self.log_program(ppn, done);
-        done
+        self.time_program(ch, unit, Some(block), ppn.0, not_before, cause, batched)
     }
 
     /// Tells the power-cut model when the program of `ppn` ends (a cut
