@@ -38,6 +38,8 @@ const CHUNK: usize = 32;
 #[derive(Clone, Debug, Default)]
 struct Intervals {
     chunks: Vec<Vec<(u64, u64)>>,
+    /// Each chunk's last end, to bisect the chunks without loading them.
+    ends: Vec<u64>,
     len: usize,
     /// Emptied chunks, to reuse their allocations.
     spare: Vec<Vec<(u64, u64)>>,
@@ -74,7 +76,7 @@ impl Intervals {
         let n = self.chunks.len();
         let c = match n {
             0 => return (0, 0),
-            _ if self.chunks[n - 1][0].1 > t => self.chunks[..n - 1].partition_point(|ch| ch[ch.len() - 1].1 <= t),
+            _ if n >= 2 && self.ends[n - 2] > t => self.ends[..n - 2].partition_point(|&end| end <= t),
             _ => n - 1,
         };
         let i = self.chunks[c].partition_point(|&(_, end)| end <= t);
@@ -111,11 +113,15 @@ impl Intervals {
         self.memo.set(None);
         self.len += 1;
         match self.chunks.last_mut() {
-            Some(ch) if ch.len() < CHUNK => ch.push(iv),
+            Some(ch) if ch.len() < CHUNK => {
+                ch.push(iv);
+                *self.ends.last_mut().expect("an end per chunk") = iv.1;
+            }
             _ => {
                 let mut ch = self.spare.pop().unwrap_or_default();
                 ch.push(iv);
                 self.chunks.push(ch);
+                self.ends.push(iv.1);
             }
         }
     }
@@ -128,6 +134,7 @@ impl Intervals {
         if ch.len() > CHUNK {
             let mut right = self.spare.pop().unwrap_or_default();
             right.extend(ch.drain(CHUNK / 2..));
+            self.ends.insert(c, ch[CHUNK / 2 - 1].1);
             self.chunks.insert(c + 1, right);
         }
     }
@@ -137,8 +144,18 @@ impl Intervals {
         self.chunks[c].remove(i);
         if self.chunks[c].is_empty() {
             let ch = self.chunks.remove(c);
+            self.ends.remove(c);
             self.spare.push(ch);
+        } else {
+            self.fix_end(c);
         }
+    }
+
+    /// Chunk `c`'s last interval changed.
+    #[inline]
+    fn fix_end(&mut self, c: usize) {
+        let ch = &self.chunks[c];
+        self.ends[c] = ch[ch.len() - 1].1;
     }
 
     /// Drops the intervals ending at or before `t`.
@@ -148,6 +165,7 @@ impl Intervals {
         if self.last().is_some_and(|(_, end)| end <= t) {
             // All of it (units-only timing keeps one interval, dropped at each booking).
             self.len = 0;
+            self.ends.clear();
             for mut ch in self.chunks.drain(..) {
                 ch.clear();
                 self.spare.push(ch);
@@ -165,6 +183,7 @@ impl Intervals {
                 return;
             }
             let mut ch = self.chunks.remove(0);
+            self.ends.remove(0);
             ch.clear();
             self.spare.push(ch);
         }
@@ -244,6 +263,7 @@ impl Calendar {
                     busy.memo.set(None);
                     let ch = busy.chunks.last_mut().expect("a last interval");
                     ch.last_mut().expect("chunks are not empty").1 = end;
+                    *busy.ends.last_mut().expect("an end per chunk") = end;
                 } else {
                     busy.push((t, end));
                 }
@@ -266,9 +286,13 @@ impl Calendar {
         match (joins_prev, joins_next) {
             (true, true) => {
                 busy.chunks[prev.0][prev.1].1 = busy.chunks[c][i].1;
+                busy.fix_end(prev.0);
                 busy.remove(at);
             }
-            (true, false) => busy.chunks[prev.0][prev.1].1 = end,
+            (true, false) => {
+                busy.chunks[prev.0][prev.1].1 = end;
+                busy.fix_end(prev.0);
+            }
             (false, true) => busy.chunks[c][i].0 = t,
             (false, false) => busy.insert(at, (t, end)),
         }
