@@ -53,9 +53,10 @@ struct Intervals {
 type At = (usize, usize);
 
 impl Intervals {
+    /// When the last interval ends.
     #[inline]
-    fn last(&self) -> Option<(u64, u64)> {
-        self.chunks.last().map(|c| c[c.len() - 1])
+    fn last_end(&self) -> Option<u64> {
+        self.ends.last().copied()
     }
 
     #[inline]
@@ -162,7 +163,7 @@ impl Intervals {
     #[inline]
     fn drop_until(&mut self, t: u64) {
         self.memo.set(None);
-        if self.last().is_some_and(|(_, end)| end <= t) {
+        if self.last_end().is_some_and(|end| end <= t) {
             // All of it (units-only timing keeps one interval, dropped at each booking).
             self.len = 0;
             self.ends.clear();
@@ -225,10 +226,8 @@ impl Calendar {
     pub fn find(&self, earliest: SimTime, len: Nanos) -> SimTime {
         let t = earliest.0.max(self.horizon);
         // The common case: after everything already booked.
-        match self.busy.last() {
-            None => return SimTime(t),
-            Some(last) if t >= last.1 => return SimTime(t),
-            Some(_) => {}
+        if self.busy.last_end().is_none_or(|last| t >= last) {
+            return SimTime(t);
         }
         SimTime(self.busy.gap(t, len.0))
     }
@@ -237,7 +236,7 @@ impl Calendar {
     /// interval in it.
     #[inline]
     pub fn fits(&self, from: SimTime, to: SimTime) -> Result<(), SimTime> {
-        if self.busy.last().is_none_or(|last| from.0 >= last.1) {
+        if self.busy.last_end().is_none_or(|last| from.0 >= last) {
             return Ok(());
         }
         match self.busy.get(self.busy.first_ending_after(from.0)) {
@@ -253,13 +252,13 @@ impl Calendar {
         let (t, end) = (start.0, start.0 + len.0);
         self.busy_ns += len.0;
         let busy = &mut self.busy;
-        match busy.last() {
+        match busy.last_end() {
             None => {
                 busy.push((t, end));
                 return;
             }
-            Some(last) if t >= last.1 => {
-                if t == last.1 {
+            Some(last) if t >= last => {
+                if t == last {
                     busy.memo.set(None);
                     let ch = busy.chunks.last_mut().expect("a last interval");
                     ch.last_mut().expect("chunks are not empty").1 = end;
@@ -310,7 +309,7 @@ impl Calendar {
 
     /// When everything booked so far has finished.
     pub fn last_end(&self) -> SimTime {
-        SimTime(self.busy.last().map_or(self.horizon, |(_, end)| end))
+        SimTime(self.busy.last_end().unwrap_or(self.horizon))
     }
 
     /// Intervals held (a bound on memory; tests).
