@@ -12,6 +12,15 @@
 //! precede; the engine advances it with the host's issue time) are dropped,
 //! so the calendar holds only work still ahead: its length is bounded by the
 //! transfers booked ahead of the host, not by the run.
+//!
+//! Most calendars hold about ten intervals (the page FTL's benchmark), and a
+//! flat vector serves them fastest. Behind blocking GC or merges a calendar
+//! holds over a thousand and bookings land hundreds from the back (`mu` on
+//! `bench/mu.sh`: 1,300 and 300 on average; COFTL's merges alike), where
+//! moving the intervals behind each booking took half the run: such a
+//! calendar keeps its intervals in chunks instead, and goes back to a flat
+//! vector once it is short again. Either holds the same intervals and
+//! answers alike.
 
 use crate::units::{Nanos, SimTime};
 use serde::{Deserialize, Serialize};
@@ -27,16 +36,245 @@ pub struct Calendar {
     pub busy_ns: u64,
 }
 
-/// Intervals a chunk of [`Intervals`] holds at most.
+/// Live intervals past which a calendar moves them into chunks, and below
+/// which it moves them back (apart, so a calendar near one length does not
+/// switch back and forth). Small in tests, so the property tests switch
+/// often.
+const CHUNKED_ABOVE: usize = if cfg!(test) { 40 } else { 256 };
+const FLAT_BELOW: usize = if cfg!(test) { 12 } else { 64 };
+
+#[derive(Clone, Debug)]
+enum Intervals {
+    Flat(Flat),
+    Chunked(Chunked),
+}
+
+impl Default for Intervals {
+    fn default() -> Self {
+        Intervals::Flat(Flat::default())
+    }
+}
+
+impl Intervals {
+    #[inline]
+    fn last_end(&self) -> Option<u64> {
+        match self {
+            Intervals::Flat(f) => f.last().map(|(_, end)| end),
+            Intervals::Chunked(c) => c.last_end(),
+        }
+    }
+
+    /// The start of the first idle gap of `len` from `t` on (`t` before the
+    /// last interval's end).
+    #[inline]
+    fn gap(&self, t: u64, len: u64) -> u64 {
+        match self {
+            Intervals::Flat(f) => f.gap(t, len),
+            Intervals::Chunked(c) => c.gap(t, len),
+        }
+    }
+
+    /// The first interval ending after `t`.
+    #[inline]
+    fn first_ending_after(&self, t: u64) -> Option<(u64, u64)> {
+        match self {
+            Intervals::Flat(f) => f.all.get(f.first_ending_after(t)).copied(),
+            Intervals::Chunked(c) => c.get(c.first_ending_after(t)),
+        }
+    }
+
+    /// Books `[t, end)`, idle and starting before the last interval ends.
+    #[inline]
+    fn insert_before_last(&mut self, t: u64, end: u64) {
+        match self {
+            Intervals::Flat(f) => {
+                if f.insert_before_last(t, end) && f.len() > CHUNKED_ABOVE {
+                    *self = Intervals::Chunked(Chunked::from_sorted(f.live()));
+                }
+            }
+            Intervals::Chunked(c) => c.insert_before_last(t, end),
+        }
+    }
+
+    /// Books `[t, end)` after every interval (touching the last when `t`
+    /// is its end).
+    #[inline]
+    fn append(&mut self, t: u64, end: u64) {
+        match self {
+            Intervals::Flat(f) => {
+                if f.append(t, end) && f.len() > CHUNKED_ABOVE {
+                    *self = Intervals::Chunked(Chunked::from_sorted(f.live()));
+                }
+            }
+            Intervals::Chunked(c) => c.append(t, end),
+        }
+    }
+
+    /// Drops the intervals ending at or before `t`.
+    #[inline]
+    fn drop_until(&mut self, t: u64) {
+        match self {
+            Intervals::Flat(f) => f.drop_until(t),
+            Intervals::Chunked(c) => {
+                c.drop_until(t);
+                if c.len < FLAT_BELOW {
+                    *self = Intervals::Flat(Flat { all: c.to_vec(), head: 0 });
+                }
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Intervals::Flat(f) => f.len(),
+            Intervals::Chunked(c) => c.len,
+        }
+    }
+
+    fn to_vec(&self) -> Vec<(u64, u64)> {
+        match self {
+            Intervals::Flat(f) => f.live().to_vec(),
+            Intervals::Chunked(c) => c.to_vec(),
+        }
+    }
+}
+
+/// Only the live intervals are saved (the sequence a `VecDeque` of them was
+/// saved as), whichever way they are held.
+impl Serialize for Intervals {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_vec().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Intervals {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let all = Vec::<(u64, u64)>::deserialize(d)?;
+        Ok(if all.len() > CHUNKED_ABOVE {
+            Intervals::Chunked(Chunked::from_sorted(&all))
+        } else {
+            Intervals::Flat(Flat { all, head: 0 })
+        })
+    }
+}
+
+/// The intervals in one vector whose first `head` entries are past
+/// (dropped by [`Calendar::advance`] without moving the rest), so every
+/// lookup is a plain slice index.
+#[derive(Clone, Debug, Default)]
+struct Flat {
+    all: Vec<(u64, u64)>,
+    head: usize,
+}
+
+impl Flat {
+    #[inline]
+    fn live(&self) -> &[(u64, u64)] {
+        &self.all[self.head..]
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.all.len() - self.head
+    }
+
+    #[inline]
+    fn last(&self) -> Option<(u64, u64)> {
+        if self.head < self.all.len() { self.all.last().copied() } else { None }
+    }
+
+    /// The index (into `all`) of the first interval ending after `t`.
+    /// Bookings mostly land near the end (a new one is rarely more than a
+    /// few from the back), so the last few are looked at first, then the
+    /// rest by bisection.
+    #[inline]
+    fn first_ending_after(&self, t: u64) -> usize {
+        const NEAR_BACK: usize = 8;
+        let near = self.all.len().saturating_sub(NEAR_BACK).max(self.head);
+        let mut i = self.all.len();
+        while i > near && self.all[i - 1].1 > t {
+            i -= 1;
+        }
+        if i == near && near > self.head {
+            // Every interval from `near` on ends after `t`.
+            i = self.head + self.all[self.head..near].partition_point(|&(_, end)| end <= t);
+        }
+        i
+    }
+
+    #[inline]
+    fn gap(&self, mut t: u64, len: u64) -> u64 {
+        for &(start, end) in &self.all[self.first_ending_after(t)..] {
+            if t + len <= start {
+                break;
+            }
+            t = t.max(end);
+        }
+        t
+    }
+
+    /// Appends `[t, end)`; whether that added an interval (rather than
+    /// extending the last).
+    #[inline]
+    fn append(&mut self, t: u64, end: u64) -> bool {
+        match self.last() {
+            Some((_, last)) if last == t => {
+                self.all.last_mut().expect("a last interval").1 = end;
+                false
+            }
+            _ => {
+                self.all.push((t, end));
+                true
+            }
+        }
+    }
+
+    /// Inserts `[t, end)` among the intervals, merging it with those it
+    /// touches; whether that added an interval.
+    #[inline]
+    fn insert_before_last(&mut self, t: u64, end: u64) -> bool {
+        let i = self.first_ending_after(t);
+        let head = self.head;
+        let all = &mut self.all;
+        debug_assert!(all.get(i).is_none_or(|&(s, _)| s >= end), "booking over a busy interval");
+        let joins_prev = i > head && all[i - 1].1 == t;
+        let joins_next = all.get(i).is_some_and(|&(s, _)| s == end);
+        match (joins_prev, joins_next) {
+            (true, true) => {
+                all[i - 1].1 = all[i].1;
+                all.remove(i);
+            }
+            (true, false) => all[i - 1].1 = end,
+            (false, true) => all[i].0 = t,
+            (false, false) => {
+                all.insert(i, (t, end));
+                return true;
+            }
+        }
+        false
+    }
+
+    #[inline]
+    fn drop_until(&mut self, t: u64) {
+        while self.head < self.all.len() && self.all[self.head].1 <= t {
+            self.head += 1;
+        }
+        // The dead prefix is reclaimed once it outweighs the live part, so
+        // the vector stays about as long as the work ahead.
+        if self.head >= 32 && 2 * self.head >= self.all.len() {
+            self.all.drain(..self.head);
+            self.head = 0;
+        }
+    }
+}
+
+/// Intervals a chunk of [`Chunked`] holds at most.
 const CHUNK: usize = 32;
 
-/// The busy intervals, sorted, in chunks of at most [`CHUNK`] (none empty),
-/// so a booking in the middle moves at most one chunk's intervals. Behind
-/// blocking GC a calendar holds over a thousand intervals and bookings land
-/// hundreds from the back (`mu` on `bench/mu.sh`: 1,300 and 300 on average);
-/// in one flat vector, moving those took 14% of that run's time.
+/// The intervals, sorted, in chunks of at most [`CHUNK`] (none empty), so a
+/// booking in the middle moves at most one chunk's intervals.
 #[derive(Clone, Debug, Default)]
-struct Intervals {
+struct Chunked {
     chunks: Vec<Vec<(u64, u64)>>,
     /// Each chunk's last end, to bisect the chunks without loading them.
     ends: Vec<u64>,
@@ -52,8 +290,18 @@ struct Intervals {
 /// Where an interval is: chunk and index in it; `(chunks, 0)` is the end.
 type At = (usize, usize);
 
-impl Intervals {
-    /// When the last interval ends.
+impl Chunked {
+    fn from_sorted(all: &[(u64, u64)]) -> Chunked {
+        let mut c = Chunked::default();
+        // Half-full chunks, so the first bookings among them split none.
+        for part in all.chunks(CHUNK / 2) {
+            c.chunks.push(part.to_vec());
+            c.ends.push(part[part.len() - 1].1);
+        }
+        c.len = all.len();
+        c
+    }
+
     #[inline]
     fn last_end(&self) -> Option<u64> {
         self.ends.last().copied()
@@ -64,10 +312,8 @@ impl Intervals {
         self.chunks.get(c).map(|ch| ch[i])
     }
 
-    /// The first interval ending after `t`. Bookings mostly land near the
-    /// end, so the last chunk is looked at first, then the rest by bisection
-    /// (blocking GC books long runs ahead, and a host transfer then goes far
-    /// from the back).
+    /// The first interval ending after `t`: in the last chunk, else by
+    /// bisecting the chunks' ends.
     #[inline]
     fn first_ending_after(&self, t: u64) -> At {
         match self.memo.get() {
@@ -86,9 +332,8 @@ impl Intervals {
         at
     }
 
-    /// The start of the first idle gap of `len` from `t` on (`t` before the
-    /// last interval's end); remembers which interval follows the gap, for
-    /// the booking's `fits` and `insert` at that start.
+    /// As [`Flat::gap`]; remembers which interval follows the gap, for the
+    /// booking's `fits` and `insert` at that start.
     #[inline]
     fn gap(&self, mut t: u64, len: u64) -> u64 {
         let (mut c, mut i) = self.first_ending_after(t);
@@ -108,22 +353,58 @@ impl Intervals {
         t
     }
 
-    /// Appends an interval after every other (touching none).
+    /// Appends `[t, end)` after every interval, extending the last when it
+    /// ends at `t`.
     #[inline]
-    fn push(&mut self, iv: (u64, u64)) {
+    fn append(&mut self, t: u64, end: u64) {
         self.memo.set(None);
+        if self.last_end() == Some(t) {
+            let ch = self.chunks.last_mut().expect("a last interval");
+            ch.last_mut().expect("chunks are not empty").1 = end;
+            *self.ends.last_mut().expect("an end per chunk") = end;
+            return;
+        }
         self.len += 1;
         match self.chunks.last_mut() {
             Some(ch) if ch.len() < CHUNK => {
-                ch.push(iv);
-                *self.ends.last_mut().expect("an end per chunk") = iv.1;
+                ch.push((t, end));
+                *self.ends.last_mut().expect("an end per chunk") = end;
             }
             _ => {
                 let mut ch = self.spare.pop().unwrap_or_default();
-                ch.push(iv);
+                ch.push((t, end));
                 self.chunks.push(ch);
-                self.ends.push(iv.1);
+                self.ends.push(end);
             }
+        }
+    }
+
+    /// As [`Flat::insert_before_last`].
+    fn insert_before_last(&mut self, t: u64, end: u64) {
+        let at = self.first_ending_after(t);
+        self.memo.set(None);
+        let (c, i) = at;
+        debug_assert!(self.get(at).is_none_or(|(s, _)| s >= end), "booking over a busy interval");
+        let prev = match (c, i) {
+            (_, 1..) => Some((c, i - 1)),
+            (1.., 0) => Some((c - 1, self.chunks[c - 1].len() - 1)),
+            _ => None,
+        };
+        let joins_prev = prev.and_then(|p| self.get(p)).is_some_and(|(_, e)| e == t);
+        let joins_next = self.get(at).is_some_and(|(s, _)| s == end);
+        let prev = prev.unwrap_or(at);
+        match (joins_prev, joins_next) {
+            (true, true) => {
+                self.chunks[prev.0][prev.1].1 = self.chunks[c][i].1;
+                self.fix_end(prev.0);
+                self.remove(at);
+            }
+            (true, false) => {
+                self.chunks[prev.0][prev.1].1 = end;
+                self.fix_end(prev.0);
+            }
+            (false, true) => self.chunks[c][i].0 = t,
+            (false, false) => self.insert(at, (t, end)),
         }
     }
 
@@ -159,20 +440,9 @@ impl Intervals {
         self.ends[c] = ch[ch.len() - 1].1;
     }
 
-    /// Drops the intervals ending at or before `t`.
     #[inline]
     fn drop_until(&mut self, t: u64) {
         self.memo.set(None);
-        if self.last_end().is_some_and(|end| end <= t) {
-            // All of it (units-only timing keeps one interval, dropped at each booking).
-            self.len = 0;
-            self.ends.clear();
-            for mut ch in self.chunks.drain(..) {
-                ch.clear();
-                self.spare.push(ch);
-            }
-            return;
-        }
         while let Some(first) = self.chunks.first_mut() {
             if first[0].1 > t {
                 return;
@@ -192,22 +462,6 @@ impl Intervals {
 
     fn to_vec(&self) -> Vec<(u64, u64)> {
         self.chunks.iter().flatten().copied().collect()
-    }
-}
-
-/// Saved as the sequence of intervals (as a `VecDeque` of them was).
-impl Serialize for Intervals {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.to_vec().serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for Intervals {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let all = Vec::<(u64, u64)>::deserialize(d)?;
-        let mut iv = Intervals::default();
-        all.into_iter().for_each(|x| iv.push(x));
-        Ok(iv)
     }
 }
 
@@ -239,7 +493,7 @@ impl Calendar {
         if self.busy.last_end().is_none_or(|last| from.0 >= last) {
             return Ok(());
         }
-        match self.busy.get(self.busy.first_ending_after(from.0)) {
+        match self.busy.first_ending_after(from.0) {
             Some((start, end)) if start < to.0 => Err(SimTime(end)),
             _ => Ok(()),
         }
@@ -251,49 +505,9 @@ impl Calendar {
     pub fn insert(&mut self, start: SimTime, len: Nanos) {
         let (t, end) = (start.0, start.0 + len.0);
         self.busy_ns += len.0;
-        let busy = &mut self.busy;
-        match busy.last_end() {
-            None => {
-                busy.push((t, end));
-                return;
-            }
-            Some(last) if t >= last => {
-                if t == last {
-                    busy.memo.set(None);
-                    let ch = busy.chunks.last_mut().expect("a last interval");
-                    ch.last_mut().expect("chunks are not empty").1 = end;
-                    *busy.ends.last_mut().expect("an end per chunk") = end;
-                } else {
-                    busy.push((t, end));
-                }
-                return;
-            }
-            Some(_) => {}
-        }
-        let at = busy.first_ending_after(t);
-        busy.memo.set(None);
-        let (c, i) = at;
-        debug_assert!(busy.get(at).is_none_or(|(s, _)| s >= end), "booking over a busy interval");
-        let prev = match (c, i) {
-            (_, 1..) => Some((c, i - 1)),
-            (1.., 0) => Some((c - 1, busy.chunks[c - 1].len() - 1)),
-            _ => None,
-        };
-        let joins_prev = prev.and_then(|p| busy.get(p)).is_some_and(|(_, e)| e == t);
-        let joins_next = busy.get(at).is_some_and(|(s, _)| s == end);
-        let prev = prev.unwrap_or(at);
-        match (joins_prev, joins_next) {
-            (true, true) => {
-                busy.chunks[prev.0][prev.1].1 = busy.chunks[c][i].1;
-                busy.fix_end(prev.0);
-                busy.remove(at);
-            }
-            (true, false) => {
-                busy.chunks[prev.0][prev.1].1 = end;
-                busy.fix_end(prev.0);
-            }
-            (false, true) => busy.chunks[c][i].0 = t,
-            (false, false) => busy.insert(at, (t, end)),
+        match self.busy.last_end() {
+            Some(last) if t < last => self.busy.insert_before_last(t, end),
+            _ => self.busy.append(t, end),
         }
     }
 
@@ -314,11 +528,17 @@ impl Calendar {
 
     /// Intervals held (a bound on memory; tests).
     pub fn len(&self) -> usize {
-        self.busy.len
+        self.busy.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.busy.len == 0
+        self.len() == 0
+    }
+
+    /// Whether the intervals are held in chunks (tests).
+    #[cfg(test)]
+    fn is_chunked(&self) -> bool {
+        matches!(self.busy, Intervals::Chunked(_))
     }
 
     pub fn reset(&mut self) {
@@ -345,6 +565,28 @@ mod tests {
         c.advance(SimTime(500));
         assert!(c.is_empty());
         assert_eq!(c.book(SimTime(0), Nanos(5)), SimTime(500), "nothing starts before the horizon");
+    }
+
+    #[test]
+    fn a_long_calendar_moves_into_chunks_and_back() {
+        let n = 2 * CHUNKED_ABOVE as u64;
+        let mut c = Calendar::default();
+        // Every other 10 ns busy, from the back forwards: each booking lands
+        // before the last interval, as behind blocking GC.
+        c.book(SimTime(20 * n), Nanos(10));
+        for i in (0..n).rev() {
+            assert_eq!(c.book(SimTime(20 * i), Nanos(10)), SimTime(20 * i));
+        }
+        assert!(c.is_chunked(), "{} intervals held flat", c.len());
+        assert_eq!(c.len() as u64, n + 1);
+        // The gaps are still found, in chunks.
+        assert_eq!(c.book(SimTime(0), Nanos(11)), SimTime(20 * n + 10));
+        assert_eq!(c.book(SimTime(5), Nanos(10)), SimTime(10), "fills a gap exactly");
+        c.advance(SimTime(20 * (n - 3)));
+        assert!(!c.is_chunked(), "{} intervals left in chunks", c.len());
+        assert_eq!(c.len(), 4);
+        assert_eq!(c.book(SimTime(0), Nanos(10)), SimTime(20 * (n - 3) + 10));
+        assert_eq!(c.last_end(), SimTime(20 * n + 21));
     }
 
     proptest! {
