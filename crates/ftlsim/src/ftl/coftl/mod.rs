@@ -51,8 +51,10 @@
 //! one plane of the set (its end lane, rotated by set: [`Sets::end_lane`]), and a commit in mid-set takes a whole page set
 //! (the other planes padded) so pages stay in order; reads of never-written
 //! data return zeros without flash work (`host.unwritten_reads` is not
-//! consulted); the cleaner runs in the foreground, before the write that
-//! needs a set. Summary, replacement and log pages carry their contents in
+//! consulted); the cleaner runs when a write needs a set and books its
+//! merge's copies whole then (not preemptible by later host operations on
+//! those planes), but the write does not wait for it: it takes a free set
+//! of the reserve at once. Summary, replacement and log pages carry their contents in
 //! [`FlashMeta`], a model of what those pages hold, which recovery is the
 //! only reader of; everything else it rebuilds from OOB.
 //!
@@ -421,7 +423,7 @@ impl Coftl {
                 return Ok(t);
             }
             if chain_len == 0 || chain_len < self.max_chain {
-                t = self.clean(dev, t, vb)?;
+                self.clean(dev, t, vb)?;
                 let set = self.pop_free(dev, t)?;
                 if let Some(&last) = self.t.chains[vb as usize].last() {
                     // The replacement page of the full set names the new one.
@@ -434,14 +436,20 @@ impl Coftl {
                 self.t.next_off[vb as usize] = 0;
                 return Ok(t);
             }
-            t = self.clean(dev, t, vb)?;
+            self.clean(dev, t, vb)?;
             t = self.merge(dev, vb, t)?;
         }
     }
 
     /// Runs the circular cleaner while free sets are at the reserve or
     /// below (never merging `busy`, whose chain the caller is extending).
-    fn clean(&mut self, dev: &mut Device, mut t: SimTime, busy: u32) -> Result<SimTime> {
+    /// Its merges are booked from `t` on their own sets' planes; the
+    /// caller does not wait for them: a free set is left (the reserve is
+    /// at least one), a later operation on a merged or erased block waits
+    /// for it in the engine's per-block order, and so a write that needs a
+    /// set takes one at once (issue 12: it used to wait for the whole
+    /// merge, ~250 ms on the repro's drive, its own planes idle).
+    fn clean(&mut self, dev: &mut Device, t: SimTime, busy: u32) -> Result<()> {
         while self.t.free.len() <= self.reserve {
             let vbs = self.s.vbs;
             let start = self.t.cursor;
@@ -449,10 +457,11 @@ impl Coftl {
                 (0..vbs).map(|i| (start + i) % vbs).find(|&vb| vb != busy && self.t.chains[vb as usize].len() > 1);
             let Some(vb) = found else { break };
             self.t.cursor = (vb + 1) % vbs;
-            t = self.merge(dev, vb, t)?;
+            self.merge(dev, vb, t)?;
             self.stats.gc_invocations += 1;
         }
-        self.wear_level(dev, t, busy)
+        self.wear_level(dev, t, busy)?;
+        Ok(())
     }
 
     /// Every `ftl.coftl_wl_erases` set erases, reclaims the next unflagged
