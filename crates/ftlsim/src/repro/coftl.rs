@@ -83,7 +83,11 @@ pub struct Row {
     pub merges: u64,
     /// COFTL's data-cache hits / (hits + misses).
     pub cache_hit_ratio: Option<f64>,
+    /// Busy share of the channel buses, and of the array units (the planes:
+    /// the preset is plane-parallel), over the measured run.
     pub channel_utilization: f64,
+    #[serde(default)]
+    pub unit_utilization: f64,
     /// Recovery: flash time, s, and pages read.
     pub recovery_s: Option<f64>,
     pub recovery_pages_read: Option<u64>,
@@ -198,6 +202,7 @@ fn row_of(figure: &'static str, x: f64, r: &Report) -> Row {
         merges: co.map_or(r.merges.full, |c| c.merges),
         cache_hit_ratio: hit_ratio,
         channel_utilization: r.utilization.channels,
+        unit_utilization: r.utilization.units,
         recovery_s: None,
         recovery_pages_read: None,
     }
@@ -225,6 +230,7 @@ fn recovery(mut cfg: Config, after: u64) -> Result<Vec<Row>> {
         merges: 0,
         cache_hit_ratio: None,
         channel_utilization: 0.0,
+        unit_utilization: 0.0,
         recovery_s: Some(scan_s),
         recovery_pages_read: Some(pages),
     };
@@ -278,13 +284,13 @@ pub fn desktop(capacity: u64, requests: u64, seed: u64) -> Result<Vec<HostCmd>> 
 
 pub fn to_csv(rows: &[Row]) -> String {
     let mut s = String::from(
-        "figure,ftl,x,requests_per_s,write_amplification,merges,cache_hit_ratio,channel_utilization,recovery_s,recovery_pages_read\n",
+        "figure,ftl,x,requests_per_s,write_amplification,merges,cache_hit_ratio,channel_utilization,unit_utilization,recovery_s,recovery_pages_read\n",
     );
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.4}"));
     for r in rows {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{:.4},{},{}",
+            "{},{},{},{},{},{},{},{:.4},{:.4},{},{}",
             r.figure,
             r.ftl,
             r.x,
@@ -293,6 +299,7 @@ pub fn to_csv(rows: &[Row]) -> String {
             r.merges,
             opt(r.cache_hit_ratio),
             r.channel_utilization,
+            r.unit_utilization,
             opt(r.recovery_s),
             r.recovery_pages_read.map_or(String::new(), |v| v.to_string())
         );
@@ -311,19 +318,20 @@ pub fn to_markdown(rows: &[Row]) -> String {
     ] {
         let _ = writeln!(
             s,
-            "\n**{title}** (`{fig}`)\n\n| FTL | {x} | requests/s | WA | merges | cache hits | channels busy |\n|---|---:|---:|---:|---:|---:|---:|"
+            "\n**{title}** (`{fig}`)\n\n| FTL | {x} | requests/s | WA | merges | cache hits | channels busy | planes busy |\n|---|---:|---:|---:|---:|---:|---:|---:|"
         );
         for r in rows.iter().filter(|r| r.figure == fig) {
             let _ = writeln!(
                 s,
-                "| {} | {} | {:.0} | {} | {} | {} | {:.1}% |",
+                "| {} | {} | {:.0} | {} | {} | {} | {:.1}% | {:.1}% |",
                 r.ftl,
                 r.x,
                 r.requests_per_s.unwrap_or(0.0),
                 opt(r.write_amplification, 2),
                 r.merges,
                 opt(r.cache_hit_ratio, 3),
-                r.channel_utilization * 100.0
+                r.channel_utilization * 100.0,
+                r.unit_utilization * 100.0
             );
         }
     }

@@ -51,8 +51,12 @@
 //! one plane of the set (its end lane, rotated by set: [`Sets::end_lane`]), and a commit in mid-set takes a whole page set
 //! (the other planes padded) so pages stay in order; reads of never-written
 //! data return zeros without flash work (`host.unwritten_reads` is not
-//! consulted); the cleaner runs in the foreground, before the write that
-//! needs a set. Summary, replacement and log pages carry their contents in
+//! consulted); the cleaner runs when a write needs a set and books its
+//! merge's copies then, a copy's time apart (host operations booked later
+//! take the gaps: preemption at copy granularity, GC at half the planes'
+//! time while it lasts), and the write does not wait for it: it takes a
+//! free set of the reserve at once. A merge of a full chain, which its
+//! write waits for, books its copies back to back. Summary, replacement and log pages carry their contents in
 //! [`FlashMeta`], a model of what those pages hold, which recovery is the
 //! only reader of; everything else it rebuilds from OOB.
 //!
@@ -71,7 +75,7 @@ use crate::engine::{Cause, Device};
 use crate::error::{Error, Result};
 use crate::ftl::mu::lru::Lru;
 use crate::nand::Payload;
-use crate::units::{Lpn, Ppn, SimTime};
+use crate::units::{Lpn, Nanos, Ppn, SimTime};
 use cache::{AdaptiveCache, CacheStats};
 use serde::{Deserialize, Serialize};
 use sets::{LINK, Loc, PAD, SUMMARY, Sets};
@@ -421,7 +425,7 @@ impl Coftl {
                 return Ok(t);
             }
             if chain_len == 0 || chain_len < self.max_chain {
-                t = self.clean(dev, t, vb)?;
+                self.clean(dev, t, vb)?;
                 let set = self.pop_free(dev, t)?;
                 if let Some(&last) = self.t.chains[vb as usize].last() {
                     // The replacement page of the full set names the new one.
@@ -434,14 +438,20 @@ impl Coftl {
                 self.t.next_off[vb as usize] = 0;
                 return Ok(t);
             }
-            t = self.clean(dev, t, vb)?;
-            t = self.merge(dev, vb, t)?;
+            self.clean(dev, t, vb)?;
+            t = self.merge(dev, vb, t, false)?;
         }
     }
 
     /// Runs the circular cleaner while free sets are at the reserve or
     /// below (never merging `busy`, whose chain the caller is extending).
-    fn clean(&mut self, dev: &mut Device, mut t: SimTime, busy: u32) -> Result<SimTime> {
+    /// Its merges are booked from `t` on their own sets' planes; the
+    /// caller does not wait for them: a free set is left (the reserve is
+    /// at least one), a later operation on a merged or erased block waits
+    /// for it in the engine's per-block order, and so a write that needs a
+    /// set takes one at once (issue 12: it used to wait for the whole
+    /// merge, ~250 ms on the repro's drive, its own planes idle).
+    fn clean(&mut self, dev: &mut Device, t: SimTime, busy: u32) -> Result<()> {
         while self.t.free.len() <= self.reserve {
             let vbs = self.s.vbs;
             let start = self.t.cursor;
@@ -449,10 +459,11 @@ impl Coftl {
                 (0..vbs).map(|i| (start + i) % vbs).find(|&vb| vb != busy && self.t.chains[vb as usize].len() > 1);
             let Some(vb) = found else { break };
             self.t.cursor = (vb + 1) % vbs;
-            t = self.merge(dev, vb, t)?;
+            self.merge(dev, vb, t, true)?;
             self.stats.gc_invocations += 1;
         }
-        self.wear_level(dev, t, busy)
+        self.wear_level(dev, t, busy)?;
+        Ok(())
     }
 
     /// Every `ftl.coftl_wl_erases` set erases, reclaims the next unflagged
@@ -468,7 +479,7 @@ impl Coftl {
         let Some(vb) = found else { return Ok(t) };
         self.t.wl_cursor = (vb + 1) % vbs;
         self.co.wear_level_reclaims += 1;
-        self.merge(dev, vb, t)
+        self.merge(dev, vb, t, true)
     }
 
     /// Takes the free list's head, writing a log version first when the
@@ -489,7 +500,9 @@ impl Coftl {
 
     /// Copies `vb`'s live virtual pages in VPA order into a fresh primary
     /// and erases its old sets to the end of the free list.
-    fn merge(&mut self, dev: &mut Device, vb: u32, t: SimTime) -> Result<SimTime> {
+    /// `paced` (the cleaner's merges, which no write waits for): the
+    /// copies are [`merge_pace`](Self::merge_pace) apart.
+    fn merge(&mut self, dev: &mut Device, vb: u32, t: SimTime, paced: bool) -> Result<SimTime> {
         let mut t = t;
         if !self.t.vpt_lru.contains(vb) {
             t = self.vpt_read(dev, vb, t)?; // the table, read without caching it
@@ -498,6 +511,7 @@ impl Coftl {
         let live = (0..self.s.v).filter(|&vpa| !self.t.locs[self.entry(vb, vpa)].is_none()).count();
         let mut done = t;
         let mut off = 0;
+        let pace = if paced { self.merge_pace(dev) } else { Nanos::ZERO };
         if live > 0 {
             let set = self.pop_free(dev, t)?;
             for vpa in 0..self.s.v {
@@ -506,16 +520,17 @@ impl Coftl {
                 if loc.is_none() {
                     continue;
                 }
+                let at = t + Nanos(pace.0 * off as u64);
                 for lane in 0..self.s.k {
                     let lpn = self.s.lpn(vb, vpa, lane);
                     let dst = self.s.ppn(set, lane, off);
                     if mask >> lane & 1 == 1 {
                         let src = self.s.ppn(old[loc.idx() as usize], lane, loc.off());
-                        let r = dev.read(src, t, Cause::Gc)?;
+                        let r = dev.read(src, at, Cause::Gc)?;
                         done = done.max(dev.program(dst, Lpn(lpn), r, Cause::Gc, Payload::CopyFrom(src))?);
                         self.stats.gc_pages_copied += 1;
                     } else {
-                        done = done.max(dev.program(dst, Lpn(PAD | lpn), t, Cause::Gc, Payload::None)?);
+                        done = done.max(dev.program(dst, Lpn(PAD | lpn), at, Cause::Gc, Payload::None)?);
                         self.stats.pages_padded += 1;
                     }
                 }
@@ -537,6 +552,18 @@ impl Coftl {
         }
         self.co.merges += 1;
         Ok(done)
+    }
+
+    /// The interval between a merge's copies: two copies' time (a page
+    /// read, its transfers and a program), so each copy leaves its planes
+    /// idle for as long as it held them, and a host operation booked later
+    /// takes that gap rather than waiting for the whole merge (~250 ms of
+    /// back-to-back copies on the repro's drive): GC preempted copy by copy,
+    /// as the engine's design asks, at half the planes' time while it lasts.
+    fn merge_pace(&self, dev: &Device) -> Nanos {
+        let t = dev.timing();
+        let copy = t.command + t.read + t.page_transfer + t.command + t.page_transfer + t.program;
+        Nanos(2 * copy.0)
     }
 
     fn erase_set(&mut self, dev: &mut Device, set: u32, t: SimTime) -> Result<SimTime> {
