@@ -203,7 +203,8 @@ impl Scatter {
             return Err(err(
                 "dist",
                 format!(
-                    "scatter piece of {piece_bytes} bytes is not a multiple of the {align_bytes}-byte alignment                      (command starts are drawn in aligned slots)"
+                    "scatter piece of {piece_bytes} bytes is not a multiple of the {align_bytes}-byte alignment \
+                     (command starts are drawn in aligned slots)"
                 ),
             ));
         }
@@ -213,7 +214,8 @@ impl Scatter {
             return Err(err(
                 "dist",
                 format!(
-                    "the hot set ({hot} slots of {align_bytes} bytes) does not fit in whole scatter pieces of                      {piece_bytes} bytes ({pieces} in the range); use smaller pieces"
+                    "the hot set ({hot} slots of {align_bytes} bytes) does not fit in whole scatter pieces of \
+                     {piece_bytes} bytes ({pieces} in the range); use smaller pieces"
                 ),
             ));
         }
