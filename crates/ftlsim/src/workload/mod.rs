@@ -47,6 +47,7 @@ mod spec;
 
 pub use delete::{DeleteSpec, DeleteWorkload, is_delete};
 pub use generate::{Workload, generator};
+pub use spec::parse_piece_bytes;
 pub(crate) use spec::split_fields;
 pub use spec::{AccessDist, Amount, Arrival, ArrivalProcess, BlockSize, Extent, RwMode, WorkloadSpec};
 

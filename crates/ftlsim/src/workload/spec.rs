@@ -363,6 +363,12 @@ fn parse_dist(key: &str, v: &str) -> Result<AccessDist> {
     }
 }
 
+/// A size to scatter a hot set in (`SIZE` of `hotcold:A/S:scatter=SIZE`):
+/// nonzero, whole sectors. The error is the reason alone.
+pub fn parse_piece_bytes(v: &str) -> std::result::Result<u64, String> {
+    parse_block("scatter", v).map_err(|e| reason(&e))
+}
+
 /// The option of `hotcold:A/S:OPTION`: `scatter=SIZE`, the size of the
 /// pieces the hot set is scattered in.
 fn parse_scatter(key: &str, v: &str, option: &str) -> Result<u64> {
