@@ -126,6 +126,11 @@ enum ReproCommand {
         /// Override a key of the hat-table4 preset (repeatable).
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<String>,
+        /// Scatter the synthetic workloads' hot set over the drive in pieces
+        /// of this size (e.g. 2k, a page) or of the largest request
+        /// (`request`), instead of the first pages of the drive.
+        #[arg(long, value_name = "SIZE|request")]
+        hot_scatter: Option<String>,
     },
     /// Lee et al., μ-FTL, Figs. 8-10: management overhead of FAST, superblock,
     /// DAC and μ-FTL against extra blocks; μ-FTL's bitmap cache and partition size.
@@ -478,7 +483,9 @@ fn dispatch(cmd: Command) -> Result<(), Error> {
             repro_mu_ftl(&out, quick, seed, trace, no_real_trace)
         }
         Command::Repro(ReproCommand::Coftl { out, quick, seed }) => repro_coftl(&out, quick, seed),
-        Command::Repro(ReproCommand::Hat { trace, out, quick, set }) => repro_hat(trace, &out, quick, set),
+        Command::Repro(ReproCommand::Hat { trace, out, quick, set, hot_scatter }) => {
+            repro_hat(trace, &out, quick, set, hot_scatter.as_deref())
+        }
         Command::Ftls => {
             let width = ftlsim::ftl::FTL_NAMES.iter().map(|n| n.len()).max().unwrap_or(0);
             for name in ftlsim::ftl::FTL_NAMES {
@@ -661,9 +668,16 @@ fn compare(a: CompareArgs) -> Result<(), Error> {
     Ok(())
 }
 
-fn repro_hat(trace: Option<PathBuf>, out: &Path, quick: bool, set: Vec<String>) -> Result<(), Error> {
+fn repro_hat(
+    trace: Option<PathBuf>,
+    out: &Path,
+    quick: bool,
+    set: Vec<String>,
+    hot_scatter: Option<&str>,
+) -> Result<(), Error> {
     use ftlsim::repro::hat;
-    let opts = hat::Options { trace, quick, overrides: set };
+    let hot_set = hot_scatter.map_or(Ok(hat::HotSet::Prefix), hat::HotSet::parse)?;
+    let opts = hat::Options { trace, quick, overrides: set, hot_set };
     let results = hat::run(&opts, &mut |what| eprintln!("ftlsim: repro hat: {what}"))?;
     std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
     let json = serde_json::to_string_pretty(&results).expect("results serialize");

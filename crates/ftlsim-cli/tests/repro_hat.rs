@@ -55,3 +55,13 @@ fn repro_hat_names_a_bad_override() {
         .failure()
         .stderr(predicates::str::contains("ftl.cache_bytes"));
 }
+
+#[test]
+fn repro_hat_names_a_bad_hot_scatter() {
+    Command::cargo_bin("ftlsim")
+        .unwrap()
+        .args(["repro", "hat", "--quick", "--hot-scatter", "2x"])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("hot-scatter: '2x'"));
+}

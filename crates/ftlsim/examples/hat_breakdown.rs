@@ -26,7 +26,7 @@ fn main() {
             _ => panic!("unknown argument {a}"),
         }
     }
-    let opts = hat::Options { trace: None, quick, overrides };
+    let opts = hat::Options { trace: None, quick, overrides, hot_set: hat::HotSet::Prefix };
     let shape = hat::SHAPES.iter().find(|s| s.name == wl).expect("workload");
     let cfg = hat::config(&opts, ftl).unwrap();
     let requests = if quick { 3000 } else { 100_000 };

@@ -169,7 +169,7 @@ fn dftl_falls_behind_more_as_locality_drops_and_load_rises() {
 fn the_experiment_tunes_hit_ratios_near_the_papers_and_is_deterministic() {
     let trace = fin1_or_sample();
     let trace_name = trace.file_name().unwrap().to_str().unwrap().to_string();
-    let opts = Options { trace: Some(trace), quick: true, overrides: vec![] };
+    let opts = Options { trace: Some(trace), quick: true, overrides: vec![], ..Options::default() };
     let a = hat::run(&opts, &mut |_| {}).unwrap();
     let n = a.ftls.len();
     assert!(["page", "dftl", "hat"].iter().all(|f| a.ftls.iter().any(|x| x == f)));
@@ -272,5 +272,42 @@ fn each_synthetic_workload_has_the_mix_size_and_rate_of_the_papers_table_3() {
         assert!((gap_ms / shape.interarrival_ms - 1.0).abs() < 0.02, "{name}: inter-arrival {gap_ms:.3} ms");
         // Cold accesses span the whole drive (the footprint is the logical space).
         assert!(top as f64 > 0.99 * capacity as f64, "{name}: highest sector {top} of {capacity}");
+    }
+}
+
+/// `--hot-scatter`: the scattered specs keep the prefix's hot set (the same
+/// `hotcold:A/S`, so the same share and size) and only add where it lies;
+/// the pieces are whole pages, at least one request long; bad values name
+/// the option.
+#[test]
+fn hot_scatter_moves_the_hot_set_but_keeps_its_size_and_share() {
+    use ftlsim::repro::hat::HotSet;
+    use ftlsim::workload::{AccessDist, WorkloadSpec, generator};
+    assert_eq!(HotSet::parse("request").unwrap(), HotSet::RequestPieces);
+    assert_eq!(HotSet::parse("2k").unwrap(), HotSet::Pieces { bytes: 2048 });
+    for bad in ["2x", "1000", "0", ""] {
+        let e = HotSet::parse(bad).unwrap_err().to_string();
+        assert!(e.contains("hot-scatter") && e.contains(&format!("'{bad}'")), "{bad}: {e}");
+    }
+    let cfg = quick_config("page", &[]);
+    let page_bytes = u64::from(cfg.geometry.page_size);
+    for shape in SHAPES {
+        let dist = |hot: HotSet| -> AccessDist {
+            let spec: WorkloadSpec = hat::spec_with(&shape, &cfg, 3000, hot).parse().unwrap();
+            generator(&spec, cfg.logical_sectors()).unwrap();
+            spec.dist
+        };
+        let AccessDist::HotCold { hot_access, hot_space, scatter_bytes: None } = dist(HotSet::Prefix) else {
+            panic!("{}: the default hot set is a prefix", shape.name)
+        };
+        let AccessDist::HotCold { hot_access: a, hot_space: s, scatter_bytes: Some(piece) } =
+            dist(HotSet::RequestPieces)
+        else {
+            panic!("{}: request pieces scatter", shape.name)
+        };
+        assert_eq!((a, s), (hot_access, hot_space), "{}", shape.name);
+        let largest = (2 * u64::from(shape.mean_sectors) - 1) * 512;
+        assert!(piece % page_bytes == 0 && piece >= largest && piece < largest + page_bytes, "{}: {piece}", shape.name);
+        assert_eq!(hat::spec(&shape, &cfg, 3000), hat::spec_with(&shape, &cfg, 3000, HotSet::Prefix));
     }
 }

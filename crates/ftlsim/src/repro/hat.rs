@@ -12,7 +12,17 @@
 //!   target hit ratio, and the hot set is small enough to stay cached while
 //!   cold misses churn through the cache (a quarter of what it could keep)
 //!   and to be reused often within the run (≥ 20 accesses per hot page), so
-//!   compulsory misses stay rare; each after a sequential fill of the drive;
+//!   compulsory misses stay rare; each after a sequential fill of the drive.
+//!   The hot set is the first pages of the drive ([`HotSet::Prefix`]); on
+//!   the full drive that is 30–49 logical blocks (Openmail-like to
+//!   Fin2-like), which block striping already deals round-robin to every
+//!   chip; Web-like's is under two blocks, but 2.5% of its accesses.
+//!   `--hot-scatter` ([`HotSet`]) scatters it over the drive instead; that
+//!   spreads the hot writes over more data blocks, which raises FAST's merge
+//!   associativity and DFTL's cost over page and, in pieces smaller
+//!   than a request, sends the hot requests' tails to pages the mapping
+//!   cache does not keep (hit ratio off its target), so it is an option to
+//!   explore, not the default;
 //! - any real trace given (`--trace`), after the same fill;
 //! - the micro-benchmark of Figure 11: random reads, then random writes, of
 //!   4–128 sectors at queue depth 32, one after another on one filled drive
@@ -82,6 +92,55 @@ pub struct Options {
     pub quick: bool,
     /// Extra `--set` overrides on top of `hat-table4`.
     pub overrides: Vec<String>,
+    /// Where the synthetic workloads' hot set lies.
+    pub hot_set: HotSet,
+}
+
+/// Where the synthetic workloads' hot set lies (`--hot-scatter`). Its size
+/// and share of accesses are the same in every case.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HotSet {
+    /// The first pages of the drive, contiguous (`hotcold:A/S`).
+    #[default]
+    Prefix,
+    /// Scattered over the drive in pieces of the shape's largest request
+    /// rounded up to whole pages (`--hot-scatter request`), so most hot
+    /// requests stay inside their piece.
+    RequestPieces,
+    /// Scattered over the drive in pieces of this many bytes
+    /// (`--hot-scatter 2k`; a page keeps the prefix's count of hot pages).
+    Pieces { bytes: u64 },
+}
+
+impl HotSet {
+    /// Parses `--hot-scatter`'s value: `request` or a size such as `2k`.
+    pub fn parse(v: &str) -> Result<HotSet> {
+        if v.trim() == "request" {
+            return Ok(HotSet::RequestPieces);
+        }
+        let bytes = crate::workload::parse_piece_bytes(v).map_err(|why| {
+            Error::config("hot-scatter", format!("'{v}' is neither `request` nor a piece size such as 2k: {why}"))
+        })?;
+        Ok(HotSet::Pieces { bytes })
+    }
+
+    /// The `:scatter=` suffix of `shape`'s `dist=hotcold:` on `cfg`.
+    fn dist_suffix(self, shape: &Shape, cfg: &Config) -> String {
+        match self {
+            HotSet::Prefix => String::new(),
+            HotSet::RequestPieces => format!(":scatter={}", request_piece_bytes(shape, cfg)),
+            HotSet::Pieces { bytes } => format!(":scatter={bytes}"),
+        }
+    }
+
+    /// How the regime line names it; `None` for the default.
+    fn describe(self) -> Option<String> {
+        match self {
+            HotSet::Prefix => None,
+            HotSet::RequestPieces => Some("hot set scattered in request-sized pieces (--hot-scatter request)".into()),
+            HotSet::Pieces { bytes } => Some(format!("hot set scattered in {bytes}-byte pieces (--hot-scatter)")),
+        }
+    }
 }
 
 /// One FTL on one workload.
@@ -184,8 +243,15 @@ pub fn config(opts: &Options, ftl: &str) -> Result<Config> {
     Config::load("hat-table4", &o)
 }
 
-/// The synthetic workload spec of `shape` on drive `cfg`.
+/// The synthetic workload spec of `shape` on drive `cfg`, its hot set a
+/// prefix of the drive (the default).
 pub fn spec(shape: &Shape, cfg: &Config, requests: u64) -> String {
+    spec_with(shape, cfg, requests, HotSet::Prefix)
+}
+
+/// The synthetic workload spec of `shape` on drive `cfg`, its hot set placed
+/// as `hot_set` says.
+pub fn spec_with(shape: &Shape, cfg: &Config, requests: u64, hot_set: HotSet) -> String {
     let cache = cfg.ftl.cache_entries() as f64;
     let hot_access = shape.paper_hit_ratio * 100.0;
     let spp = cfg.geometry.page_size as f64 / 512.0;
@@ -194,12 +260,27 @@ pub fn spec(shape: &Shape, cfg: &Config, requests: u64) -> String {
     let hot_pages = (shape.paper_hit_ratio * cache / 4.0).min(hot_accesses / 20.0).max(1.0);
     let hot_space = (hot_pages / cfg.logical_pages() as f64 * 100.0).min(50.0);
     format!(
-        "rw=randrw,rwmixread={},bs=512-{},ios={requests},rate={:.3},arrival=poisson,dist=hotcold:{hot_access}/{hot_space:.6},seed={}",
+        "rw=randrw,rwmixread={},bs=512-{},ios={requests},rate={:.3},arrival=poisson,\
+         dist=hotcold:{hot_access}/{hot_space:.6}{},seed={}",
         shape.read_pct,
-        (2 * shape.mean_sectors - 1) * 512,
+        max_request_sectors(shape) * 512,
         1000.0 / shape.interarrival_ms,
+        hot_set.dist_suffix(shape, cfg),
         cfg.seed
     )
+}
+
+/// The largest request of `shape`: sizes are uniform over 1 ..= this many
+/// sectors, so their mean is the trace's.
+fn max_request_sectors(shape: &Shape) -> u64 {
+    2 * u64::from(shape.mean_sectors) - 1
+}
+
+/// [`HotSet::RequestPieces`]' piece: the largest request rounded up to whole
+/// pages.
+pub fn request_piece_bytes(shape: &Shape, cfg: &Config) -> u64 {
+    let page_bytes = u64::from(cfg.geometry.page_size);
+    (max_request_sectors(shape) * 512).div_ceil(page_bytes) * page_bytes
 }
 
 /// Where one workload's commands come from.
@@ -236,7 +317,7 @@ pub fn run(opts: &Options, on_run: &mut dyn FnMut(&str)) -> Result<HatResults> {
             on_run(&format!("{name} / {ftl}"));
             let mut config = config(opts, ftl)?;
             let input = match source {
-                Source::Shape(shape) => Input::Workload(spec(shape, &config, n.requests)),
+                Source::Shape(shape) => Input::Workload(spec_with(shape, &config, n.requests, opts.hot_set)),
                 Source::Trace(path) => {
                     // Real traces may address beyond the (quick) drive.
                     config.host.out_of_range = crate::config::OutOfRange::Wrap;
@@ -282,7 +363,7 @@ pub fn run(opts: &Options, on_run: &mut dyn FnMut(&str)) -> Result<HatResults> {
     }
     let cfg = config(opts, "page")?;
     Ok(HatResults {
-        regime: REGIME.map(String::from).to_vec(),
+        regime: REGIME.map(String::from).into_iter().chain(opts.hot_set.describe()).collect(),
         energy: cfg.energy.clone(),
         pcm_read_us: cfg.pcm.read_us,
         pcm_write_us: cfg.pcm.write_us,

@@ -161,8 +161,74 @@ enum Sizes {
 
 enum Place {
     Uniform,
-    Zipf { zipf: FastZipf, perm: Affine },
-    HotCold { p_hot: f64, hot: u64 },
+    Zipf {
+        zipf: FastZipf,
+        perm: Affine,
+    },
+    /// Slots `0..hot` are hot, drawn with probability `p_hot`; `scatter`
+    /// moves them (and, to keep a bijection, the cold slots) elsewhere.
+    HotCold {
+        p_hot: f64,
+        hot: u64,
+        scatter: Option<Scatter>,
+    },
+}
+
+/// The hot set of `hotcold:A/S:scatter=SIZE`: slots are grouped in pieces of
+/// `piece` consecutive slots and whole pieces are permuted over the range by
+/// an affine map, offsets within a piece kept. It is a bijection on the
+/// slots, so the contiguous draw's hot prefix `0..hot` becomes as many
+/// distinct slots, in pieces spread evenly over the range (the permutation's
+/// golden-ratio step), and the cold draw still covers exactly the rest. Slots
+/// past the last whole piece (fewer than `piece`) stay in place.
+#[derive(Clone, Copy, Debug)]
+struct Scatter {
+    perm: Affine,
+    /// Slots per piece.
+    piece: u64,
+    /// Slots in whole pieces: `piece * perm.n`.
+    whole: u64,
+}
+
+impl Scatter {
+    fn new(
+        piece_bytes: u64,
+        align_sectors: u64,
+        slots: u64,
+        hot: u64,
+        rng: &mut Xoshiro256PlusPlus,
+    ) -> Result<Scatter> {
+        let align_bytes = align_sectors * SECTOR_BYTES;
+        if piece_bytes % align_bytes != 0 {
+            return Err(err(
+                "dist",
+                format!(
+                    "scatter piece of {piece_bytes} bytes is not a multiple of the {align_bytes}-byte alignment \
+                     (command starts are drawn in aligned slots)"
+                ),
+            ));
+        }
+        let piece = piece_bytes / align_bytes;
+        let pieces = slots / piece;
+        if pieces * piece < hot {
+            return Err(err(
+                "dist",
+                format!(
+                    "the hot set ({hot} slots of {align_bytes} bytes) does not fit in whole scatter pieces of \
+                     {piece_bytes} bytes ({pieces} in the range); use smaller pieces"
+                ),
+            ));
+        }
+        Ok(Scatter { perm: Affine::new(pieces, rng), piece, whole: pieces * piece })
+    }
+
+    #[inline(always)]
+    fn map(&self, slot: u64) -> u64 {
+        if slot >= self.whole {
+            return slot;
+        }
+        self.perm.map(slot / self.piece) * self.piece + slot % self.piece
+    }
 }
 
 enum Timing {
@@ -275,9 +341,10 @@ pub fn generator(spec: &WorkloadSpec, capacity_sectors: u64) -> Result<Workload>
                 .ok_or_else(|| err("dist", format!("zipf:{theta}: the exponent must be positive and finite")))?;
             Place::Zipf { zipf, perm: Affine::new(slots, &mut rng) }
         }
-        AccessDist::HotCold { hot_access, hot_space } => {
+        AccessDist::HotCold { hot_access, hot_space, scatter_bytes } => {
             let hot = ((slots as f64 * hot_space / 100.0).round() as u64).clamp(1, slots);
-            Place::HotCold { p_hot: hot_access / 100.0, hot }
+            let scatter = scatter_bytes.map(|b| Scatter::new(b, align, slots, hot, &mut rng)).transpose()?;
+            Place::HotCold { p_hot: hot_access / 100.0, hot, scatter }
         }
     };
 
@@ -369,13 +436,14 @@ impl Workload {
                 let rank = (zipf.sample(&mut self.rng) as u64).clamp(1, n) - 1;
                 perm.map(rank)
             }
-            Place::HotCold { p_hot, hot } => {
-                let (p_hot, hot) = (*p_hot, *hot);
-                if unit_f64(&mut self.rng) < p_hot || hot == n {
+            Place::HotCold { p_hot, hot, scatter } => {
+                let (p_hot, hot, scatter) = (*p_hot, *hot, *scatter);
+                let slot = if unit_f64(&mut self.rng) < p_hot || hot == n {
                     bounded(&mut self.rng, hot)
                 } else {
                     hot + bounded(&mut self.rng, n - hot)
-                }
+                };
+                scatter.map_or(slot, |s| s.map(slot))
             }
         }
     }

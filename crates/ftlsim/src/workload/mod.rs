@@ -18,7 +18,7 @@
 //! | `offset` | start of the range: bytes or % of the device | 0 |
 //! | `range` | length of the range: bytes or % of the device | rest of the device |
 //! | `align` | alignment of command starts relative to the range start | smallest bs |
-//! | `dist` / `random_distribution` | `uniform`, `zipf:θ`, `hotcold:A/S` (random modes) | `uniform` |
+//! | `dist` / `random_distribution` | `uniform`, `zipf:θ`, `hotcold:A/S`, `hotcold:A/S:scatter=SIZE` (random modes) | `uniform` |
 //! | `iodepth` | closed loop with this queue depth | 1 |
 //! | `rate` / `rate_iops` | open loop at this many commands/s (`10k`, `1.5m`) | — |
 //! | `arrival` | `constant` or `poisson` inter-arrivals (with `rate`) | `constant` |
@@ -28,7 +28,12 @@
 //! the device are rounded down to the alignment. `hotcold:90/10` sends 90%
 //! of commands to the first 10% of the range (a contiguous prefix, so the
 //! hot set is easy to see in per-LBA statistics) and the rest uniformly to
-//! the other 90%. `zipf:θ` ranks blocks by popularity and scatters the ranks
+//! the other 90%. `hotcold:90/10:scatter=4k` has as many hot slots, cut
+//! into 4 KiB pieces that the seed's affine permutation (as zipf's) spreads
+//! over the whole range, so a hot set smaller than a few flash blocks does
+//! not sit on one or two chips; with pieces of a flash page it touches as
+//! many distinct pages as the prefix does (SIZE is a multiple of `align`,
+//! and the hot set must fill whole pieces). `zipf:θ` ranks blocks by popularity and scatters the ranks
 //! over the range with an affine permutation (see `generate.rs`), so hot blocks
 //! are spread out as in real skewed workloads rather than packed together.
 //!
@@ -42,6 +47,7 @@ mod spec;
 
 pub use delete::{DeleteSpec, DeleteWorkload, is_delete};
 pub use generate::{Workload, generator};
+pub use spec::parse_piece_bytes;
 pub(crate) use spec::split_fields;
 pub use spec::{AccessDist, Amount, Arrival, ArrivalProcess, BlockSize, Extent, RwMode, WorkloadSpec};
 

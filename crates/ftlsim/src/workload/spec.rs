@@ -120,12 +120,18 @@ pub enum AccessDist {
     Zipf {
         theta: f64,
     },
-    /// `hot_access` percent of commands go to the first `hot_space` percent
-    /// of the range (a contiguous prefix), the rest uniformly to the
-    /// remainder; uniform within each part.
+    /// `hot_access` percent of commands go to the hot `hot_space` percent
+    /// of the range, the rest uniformly to the remainder; uniform within
+    /// each part. The hot set is the range's first slots (a contiguous
+    /// prefix), or with `scatter_bytes` the same number of slots cut into
+    /// pieces of that many bytes which an affine permutation spreads over
+    /// the whole range (`hotcold:A/S:scatter=SIZE`).
     HotCold {
         hot_access: f64,
         hot_space: f64,
+        /// Size of the scattered pieces (a page, to keep the number of
+        /// distinct hot pages); `None` = one contiguous prefix.
+        scatter_bytes: Option<u64>,
     },
 }
 
@@ -336,9 +342,13 @@ fn parse_dist(key: &str, v: &str) -> Result<AccessDist> {
             Ok(AccessDist::Zipf { theta })
         }
         ("hotcold", Some(a)) => {
-            let (h, c) = a
-                .split_once('/')
-                .ok_or_else(|| err(key, format!("'{v}' should be hotcold:ACCESS%/SPACE%, e.g. hotcold:90/10")))?;
+            let (shares, option) = match a.split_once(':') {
+                Some((s, o)) => (s, Some(o)),
+                None => (a, None),
+            };
+            let (h, c) = shares.split_once('/').ok_or_else(|| {
+                err(key, format!("'{v}' should be hotcold:ACCESS%/SPACE%[:scatter=SIZE], e.g. hotcold:90/10"))
+            })?;
             let (hot_access, hot_space) = (parse_f64(key, h)?, parse_f64(key, c)?);
             if !(0.0..=100.0).contains(&hot_access) {
                 return Err(err(key, format!("hot access share {hot_access} is not in 0..100 percent")));
@@ -346,9 +356,37 @@ fn parse_dist(key: &str, v: &str) -> Result<AccessDist> {
             if !(hot_space > 0.0 && hot_space < 100.0) {
                 return Err(err(key, format!("hot space share {hot_space} is not strictly between 0 and 100 percent")));
             }
-            Ok(AccessDist::HotCold { hot_access, hot_space })
+            let scatter_bytes = option.map(|o| parse_scatter(key, v, o)).transpose()?;
+            Ok(AccessDist::HotCold { hot_access, hot_space, scatter_bytes })
         }
-        _ => Err(err(key, format!("'{v}' is not uniform, zipf:THETA or hotcold:ACCESS/SPACE"))),
+        _ => Err(err(key, format!("'{v}' is not uniform, zipf:THETA or hotcold:ACCESS/SPACE[:scatter=SIZE]"))),
+    }
+}
+
+/// A size to scatter a hot set in (`SIZE` of `hotcold:A/S:scatter=SIZE`):
+/// nonzero, whole sectors. The error is the reason alone.
+pub fn parse_piece_bytes(v: &str) -> std::result::Result<u64, String> {
+    parse_block("scatter", v).map_err(|e| reason(&e))
+}
+
+/// The option of `hotcold:A/S:OPTION`: `scatter=SIZE`, the size of the
+/// pieces the hot set is scattered in.
+fn parse_scatter(key: &str, v: &str, option: &str) -> Result<u64> {
+    let example = "e.g. hotcold:90/10:scatter=4k scatters the hot set in 4 KiB pieces";
+    match option.trim().split_once('=') {
+        Some(("scatter", size)) => {
+            parse_block(key, size).map_err(|e| err(key, format!("scatter piece in '{v}': {}", reason(&e))))
+        }
+        None if option.trim() == "scatter" => Err(err(key, format!("'{v}': scatter needs a piece size ({example})"))),
+        _ => Err(err(key, format!("'{option}' in '{v}' is not an option of hotcold (scatter=SIZE; {example})"))),
+    }
+}
+
+/// The reason of a workload error, without its key (to wrap it in context).
+fn reason(e: &Error) -> String {
+    match e {
+        Error::Workload { reason, .. } => reason.clone(),
+        other => other.to_string(),
     }
 }
 
@@ -626,7 +664,13 @@ impl fmt::Display for AccessDist {
         match self {
             AccessDist::Uniform => write!(f, "uniform"),
             AccessDist::Zipf { theta } => write!(f, "zipf:{theta}"),
-            AccessDist::HotCold { hot_access, hot_space } => write!(f, "hotcold:{hot_access}/{hot_space}"),
+            AccessDist::HotCold { hot_access, hot_space, scatter_bytes } => {
+                write!(f, "hotcold:{hot_access}/{hot_space}")?;
+                match scatter_bytes {
+                    Some(b) => write!(f, ":scatter={}", Bytes(*b)),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }

@@ -92,7 +92,11 @@ fn parses_options_and_aliases() {
     assert_eq!(spec("rw=rw,ios=1").rwmixread, 50.0);
     assert_eq!(
         spec("rw=randread,ios=1,dist=hotcold:90/10").dist,
-        AccessDist::HotCold { hot_access: 90.0, hot_space: 10.0 }
+        AccessDist::HotCold { hot_access: 90.0, hot_space: 10.0, scatter_bytes: None }
+    );
+    assert_eq!(
+        spec("rw=randread,ios=1,dist=hotcold:90/10:scatter=4KiB").dist,
+        AccessDist::HotCold { hot_access: 90.0, hot_space: 10.0, scatter_bytes: Some(4096) }
     );
     assert_eq!(
         spec("rw=trim,ios=1,rate=100").arrival,
@@ -107,6 +111,7 @@ fn display_round_trips() {
         "rw=randrw,rwmixread=70,trimmix=5,bs=8k-128k,size=1g,offset=25%,range=8g,dist=zipf:1.2,rate=1500,arrival=poisson,seed=99",
         "rw=write,bssplit=4k/50:64k/25:1m/25,ios=10,offset=1m,align=64k,iodepth=4,seed=3",
         "rw=randread,bs=16k,ios=5,offset=10%,range=12.5%,dist=hotcold:90/10,rate=250.5,seed=0",
+        "rw=randrw,bs=512-10k,ios=5,dist=hotcold:47/0.025:scatter=2k,rate=3219,arrival=poisson,seed=4",
         "rw=trim,bs=1536,ios=5,range=1000000512",
     ] {
         let a = spec(s);
@@ -156,6 +161,14 @@ fn every_error_names_its_key() {
         ("rw=randwrite,ios=1,random_distribution=hotcold:90", "random_distribution"),
         ("rw=randwrite,ios=1,dist=hotcold:90/100", "dist"),
         ("rw=randwrite,ios=1,dist=hotcold:190/10", "dist"),
+        ("rw=randwrite,ios=1,dist=hotcold:90/10:scatter", "dist"),
+        ("rw=randwrite,ios=1,dist=hotcold:90/10:scatter=", "dist"),
+        ("rw=randwrite,ios=1,dist=hotcold:90/10:scatter=0", "dist"),
+        ("rw=randwrite,ios=1,dist=hotcold:90/10:scatter=1000", "dist"),
+        ("rw=randwrite,ios=1,dist=hotcold:90/10:scatter=4k:2", "dist"),
+        ("rw=randwrite,ios=1,dist=hotcold:90/10:spread=4k", "dist"),
+        ("rw=randwrite,ios=1,dist=hotcold:90:scatter=4k", "dist"),
+        ("rw=randwrite,ios=1,dist=zipf:1.2:scatter=4k", "dist"),
         ("rw=randwrite,ios=1,iodepth=0", "iodepth"),
         ("rw=randwrite,ios=1,iodepth=99999999999", "iodepth"),
         ("rw=randwrite,ios=1,rate=0", "rate"),
@@ -196,6 +209,11 @@ fn device_errors_name_their_key() {
     assert_eq!(gen_err("rw=randwrite,ios=1,bs=1m,range=512k", GIB), "range");
     assert_eq!(gen_err("rw=randwrite,ios=1", 0), "offset");
     assert_eq!(gen_err("rw=randwrite,ios=1,bs=8k", 8), "range");
+    // Scatter pieces are whole slots, and the hot set fills whole pieces.
+    assert_eq!(gen_err("rw=randwrite,ios=1,bs=4k,dist=hotcold:90/10:scatter=2k", GIB), "dist");
+    assert_eq!(gen_err("rw=randwrite,ios=1,range=1m,dist=hotcold:50/99:scatter=192k", GIB), "dist");
+    assert_eq!(gen_err("rw=randwrite,ios=1,range=1m,dist=hotcold:50/10:scatter=2m", GIB), "dist");
+    assert!(generator(&spec("rw=randwrite,ios=1,range=1m,dist=hotcold:50/99:scatter=64k"), GIB).is_ok());
     // The range may be exactly the device, or the rest of it after an offset.
     assert!(generator(&spec("rw=randwrite,ios=1,range=1g"), GIB).is_ok());
     assert!(generator(&spec("rw=randwrite,ios=1,offset=50%,range=50%"), GIB).is_ok());
@@ -284,6 +302,7 @@ fn commands_stay_inside_the_range_and_aligned() {
         "rw=randread,bs=4k-64k,ios=50000,offset=10%,range=1%,align=4k",
         "rw=randrw,bssplit=4k/50:128k/50,ios=50000,offset=3m,range=5m,align=64k,dist=zipf:1.1",
         "rw=randtrim,bs=16k,ios=50000,offset=512m,dist=hotcold:90/10",
+        "rw=randwrite,bs=512-8k,ios=50000,offset=3m,range=10m,dist=hotcold:60/5:scatter=2k",
         "rw=write,bs=12k,ios=50000,offset=1m,range=1m,align=16k",
         "rw=rw,bs=4k-16k,trimmix=30,ios=50000,range=777k",
     ] {
@@ -362,6 +381,64 @@ fn hotcold_sends_the_hot_share_to_the_hot_prefix() {
     let v = all(s, GIB);
     let hot = v.iter().filter(|c| c.end().0 <= hot_end).count() as f64 / v.len() as f64;
     assert!((hot - 0.90).abs() < 0.01, "{hot}");
+}
+
+/// Accesses per 4 KiB page of the range of `s` (a 1 GiB device).
+fn accesses_per_4k_page(s: &str) -> Vec<u64> {
+    let (lo, hi) = generator(&spec(s), GIB).unwrap().range();
+    let mut counts = vec![0u64; ((hi.0 - lo.0) / 8) as usize];
+    for c in all(s, GIB) {
+        counts[((c.start.0 - lo.0) / 8) as usize] += 1;
+    }
+    counts
+}
+
+#[test]
+fn scattered_hotcold_keeps_the_hot_share_and_page_count_but_spreads_them() {
+    // 512-byte commands in 400 MiB (819 200 slots, 102 400 pages of 4 KiB):
+    // the hot 0.5% is 4096 slots, 512 pages. 90% of 200k commands make
+    // ~350 per hot page, the cold 10% ~0.2 per cold page, so pages hit more
+    // than 50 times are the hot set.
+    let base = "rw=randwrite,bs=512,ios=200000,offset=64m,range=400m,seed=3,dist=hotcold:90/0.5";
+    let hot_pages = |counts: &[u64]| -> Vec<usize> { (0..counts.len()).filter(|&p| counts[p] > 50).collect() };
+    let hot_share = |counts: &[u64], hot: &[usize]| hot.iter().map(|&p| counts[p]).sum::<u64>() as f64 / 200_000.0;
+    let quarters = |hot: &[usize], pages: usize| {
+        let mut q = [0usize; 4];
+        for &p in hot {
+            q[p * 4 / pages] += 1;
+        }
+        q
+    };
+
+    let prefix = accesses_per_4k_page(base);
+    let prefix_hot = hot_pages(&prefix);
+    assert_eq!(prefix_hot, (0..512).collect::<Vec<_>>(), "the contiguous hot set is the first 512 pages");
+
+    let scattered = accesses_per_4k_page(&format!("{base}:scatter=4k"));
+    let hot = hot_pages(&scattered);
+    assert_eq!(hot.len(), prefix_hot.len(), "as many distinct hot pages as the prefix");
+    let (a, b) = (hot_share(&prefix, &prefix_hot), hot_share(&scattered, &hot));
+    assert!((a - 0.90).abs() < 0.01 && (b - a).abs() < 0.01, "hot shares {a} (prefix) vs {b} (scattered)");
+    // Spread over the whole range, not clustered: each quarter of the range
+    // holds about a quarter of the hot pages (the prefix has all in one).
+    let q = quarters(&hot, scattered.len());
+    assert!(q.iter().all(|&n| (100..=156).contains(&n)), "hot pages per quarter of the range: {q:?}");
+    assert_eq!(quarters(&prefix_hot, prefix.len()), [512, 0, 0, 0]);
+
+    // Every one of the 4096 hot slots is used, and no others in hot pages:
+    // pieces are whole pages, so the slots per hot page are the prefix's.
+    let slots = |s: &str| -> std::collections::BTreeSet<u64> { all(s, GIB).iter().map(|c| c.start.0).collect() };
+    let in_hot = |set: &std::collections::BTreeSet<u64>, hot: &[usize]| {
+        let lo = (64u64 << 20) / 512;
+        set.iter().filter(|&&s| hot.binary_search(&(((s - lo) / 8) as usize)).is_ok()).count()
+    };
+    assert_eq!(in_hot(&slots(base), &prefix_hot), 4096);
+    assert_eq!(in_hot(&slots(&format!("{base}:scatter=4k")), &hot), 4096);
+
+    // The seed places the pieces.
+    let other = hot_pages(&accesses_per_4k_page(&format!("{base}:scatter=4k").replace("seed=3", "seed=4")));
+    assert_eq!(other.len(), 512);
+    assert_ne!(other, hot, "another seed, other places");
 }
 
 #[test]
