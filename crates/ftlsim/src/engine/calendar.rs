@@ -32,6 +32,9 @@ pub struct Calendar {
     /// (touching intervals are merged).
     busy: Intervals,
     horizon: u64,
+    /// The last interval's end (0 with none): most bookings land after it,
+    /// and this settles them without looking at the intervals.
+    tail: u64,
     /// Total time booked (utilization).
     pub busy_ns: u64,
 }
@@ -121,6 +124,17 @@ impl Intervals {
                     *self = Intervals::Flat(Flat { all: c.to_vec(), head: 0 });
                 }
             }
+        }
+    }
+
+    /// Drops every interval, keeping a flat vector's allocation.
+    fn clear(&mut self) {
+        match self {
+            Intervals::Flat(f) => {
+                f.all.clear();
+                f.head = 0;
+            }
+            Intervals::Chunked(_) => *self = Intervals::default(),
         }
     }
 
@@ -480,7 +494,7 @@ impl Calendar {
     pub fn find(&self, earliest: SimTime, len: Nanos) -> SimTime {
         let t = earliest.0.max(self.horizon);
         // The common case: after everything already booked.
-        if self.busy.last_end().is_none_or(|last| t >= last) {
+        if t >= self.tail {
             return SimTime(t);
         }
         SimTime(self.busy.gap(t, len.0))
@@ -490,7 +504,7 @@ impl Calendar {
     /// interval in it.
     #[inline]
     pub fn fits(&self, from: SimTime, to: SimTime) -> Result<(), SimTime> {
-        if self.busy.last_end().is_none_or(|last| from.0 >= last) {
+        if from.0 >= self.tail {
             return Ok(());
         }
         match self.busy.first_ending_after(from.0) {
@@ -505,10 +519,13 @@ impl Calendar {
     pub fn insert(&mut self, start: SimTime, len: Nanos) {
         let (t, end) = (start.0, start.0 + len.0);
         self.busy_ns += len.0;
-        match self.busy.last_end() {
-            Some(last) if t < last => self.busy.insert_before_last(t, end),
-            _ => self.busy.append(t, end),
+        if t < self.tail {
+            self.busy.insert_before_last(t, end);
+        } else {
+            self.busy.append(t, end);
+            self.tail = end;
         }
+        debug_assert_eq!(self.tail, self.busy.last_end().unwrap_or(0), "the tail mirrors the last interval");
     }
 
     /// No booking will start before `t` from now on: forgets the past.
@@ -518,12 +535,19 @@ impl Calendar {
             return;
         }
         self.horizon = t.0;
-        self.busy.drop_until(t.0);
+        if self.tail <= t.0 {
+            // All past: nothing to look at.
+            self.busy.clear();
+            self.tail = 0;
+        } else {
+            self.busy.drop_until(t.0);
+        }
     }
 
     /// When everything booked so far has finished.
+    #[inline]
     pub fn last_end(&self) -> SimTime {
-        SimTime(self.busy.last_end().unwrap_or(self.horizon))
+        SimTime(if self.tail == 0 { self.busy.last_end().unwrap_or(self.horizon) } else { self.tail })
     }
 
     /// Intervals held (a bound on memory; tests).
@@ -533,6 +557,12 @@ impl Calendar {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The busy intervals still ahead (tests).
+    #[cfg(test)]
+    pub(crate) fn intervals(&self) -> Vec<(u64, u64)> {
+        self.busy.to_vec()
     }
 
     /// Whether the intervals are held in chunks (tests).
