@@ -489,24 +489,38 @@ impl Calendar {
         start
     }
 
+    // The public methods are a few instructions in the common case (after
+    // everything booked) and call out for the rest: inlined whole, the
+    // engine's booking code grew past what the compiler would inline.
+
     /// Where [`book`](Self::book) would put `len`, booking nothing.
-    #[inline]
+    #[inline(always)]
     pub fn find(&self, earliest: SimTime, len: Nanos) -> SimTime {
         let t = earliest.0.max(self.horizon);
         // The common case: after everything already booked.
         if t >= self.tail {
             return SimTime(t);
         }
-        SimTime(self.busy.gap(t, len.0))
+        self.find_gap(t, len.0)
+    }
+
+    #[inline(never)]
+    fn find_gap(&self, t: u64, len: u64) -> SimTime {
+        SimTime(self.busy.gap(t, len))
     }
 
     /// Whether `[from, to)` is idle; if not, the end of the first busy
     /// interval in it.
-    #[inline]
+    #[inline(always)]
     pub fn fits(&self, from: SimTime, to: SimTime) -> Result<(), SimTime> {
         if from.0 >= self.tail {
             return Ok(());
         }
+        self.fits_among(from, to)
+    }
+
+    #[inline(never)]
+    fn fits_among(&self, from: SimTime, to: SimTime) -> Result<(), SimTime> {
         match self.busy.first_ending_after(from.0) {
             Some((start, end)) if start < to.0 => Err(SimTime(end)),
             _ => Ok(()),
@@ -515,25 +529,41 @@ impl Calendar {
 
     /// Books `[start, start + len)`, which must be idle ([`find`](Self::find),
     /// [`fits`](Self::fits)).
-    #[inline]
+    #[inline(always)]
     pub fn insert(&mut self, start: SimTime, len: Nanos) {
         let (t, end) = (start.0, start.0 + len.0);
         self.busy_ns += len.0;
         if t < self.tail {
-            self.busy.insert_before_last(t, end);
+            self.insert_among(t, end);
         } else {
-            self.busy.append(t, end);
+            match &mut self.busy {
+                // Touching the last interval: it grows.
+                Intervals::Flat(f) if t == self.tail && f.head < f.all.len() => {
+                    f.all.last_mut().expect("a last interval").1 = end;
+                }
+                busy => busy.append(t, end),
+            }
             self.tail = end;
         }
         debug_assert_eq!(self.tail, self.busy.last_end().unwrap_or(0), "the tail mirrors the last interval");
     }
 
+    #[inline(never)]
+    fn insert_among(&mut self, t: u64, end: u64) {
+        self.busy.insert_before_last(t, end);
+    }
+
     /// No booking will start before `t` from now on: forgets the past.
-    #[inline]
+    #[inline(always)]
     pub fn advance(&mut self, t: SimTime) {
         if t.0 <= self.horizon {
             return;
         }
+        self.advance_to(t);
+    }
+
+    #[inline(never)]
+    fn advance_to(&mut self, t: SimTime) {
         self.horizon = t.0;
         if self.tail <= t.0 {
             // All past: nothing to look at.
