@@ -103,6 +103,27 @@ pub struct BusyTime {
 /// The page of a system-area operation, which never joins a group.
 const NO_PAGE: u32 = u32::MAX;
 
+/// The earliest start at or after `earliest` at which `unit` is idle until
+/// the operation ends, as `end_of` computes from its start (it waits for a
+/// bus slot): a gap at least `min_len` long, or the next. Returns the start
+/// and what `end_of` returned first (the bus slot).
+#[inline(always)]
+fn slot(
+    unit: &Calendar,
+    earliest: SimTime,
+    min_len: Nanos,
+    end_of: impl Fn(SimTime) -> (SimTime, SimTime),
+) -> (SimTime, SimTime) {
+    let mut start = unit.find(earliest, min_len);
+    loop {
+        let (slot, end) = end_of(start);
+        match unit.fits(start, end) {
+            Ok(()) => return (start, slot),
+            Err(busy_until) => start = unit.find(busy_until, min_len),
+        }
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 pub struct Device {
     pub array: NandArray,
@@ -406,63 +427,77 @@ impl Device {
         (start, done)
     }
 
-    /// One copy within a unit (multi-plane groups off, full timing): the
-    /// read of a page of `src`, then its program into `dst`, timed exactly
-    /// as [`time_op`](Self::time_op) for each would, but booked together:
-    /// the program's searches start where the read's bookings end, so they
+    /// The copies of a run within one unit (multi-plane groups off, full
+    /// timing): page by page, the read of a page of `src`, then its program
+    /// into `dst` from page `dst_page` on, timed exactly as
+    /// [`time_op`](Self::time_op) for each would, but booked together: the
+    /// program's searches start where the read's bookings end, so they
     /// cannot see them, and where the two touch (mostly: the unit goes
     /// straight on, the bus too) one interval is booked, not two. GC copies
-    /// are most of a steady-state run's bookings. Returns when the read's
-    /// data has left the plane and when the program ends.
-    #[inline]
-    fn time_copy(
+    /// are most of a steady-state run's bookings. Returns when the last
+    /// read's data has left the plane.
+    #[allow(clippy::too_many_arguments)]
+    fn time_copy_run(
         &mut self,
         ch: usize,
         unit: usize,
-        src: BlockId,
-        dst: BlockId,
+        (src, dst): (BlockId, BlockId),
+        dst_page: u32,
+        n: usize,
         not_before: SimTime,
-        cause: Cause,
-    ) -> (SimTime, SimTime) {
+        cause_of: impl Fn(Lpn) -> Cause,
+    ) -> SimTime {
         let t = self.timing;
         let (read_before, read_xfer) = (t.command + t.read, t.page_transfer);
         let (prog_xfer, prog_after) = (t.command + t.page_transfer, t.program);
-        self.catch_up(unit);
-        self.channels[ch].advance(self.horizon);
-        let (read_start, read_bus) =
-            self.unit_slot(unit, Some(src), not_before, read_before + read_xfer, |d, start| {
-                let on_bus = d.channels[ch].find(start + read_before, read_xfer);
+        let cal = &mut self.units[unit];
+        let bus = &mut self.channels[ch];
+        cal.advance(self.horizon);
+        bus.advance(self.horizon);
+        let (mut src_last, mut dst_last) = (self.block_last[src.idx()], self.block_last[dst.idx()]);
+        let mut reads_done = not_before;
+        for i in 0..n as u32 {
+            let ppn = Ppn(dst_page + i);
+            let cause = cause_of(Lpn(self.array.oob_lpn_raw(ppn)));
+            self.counters.reads[cause as usize] += 1;
+            self.counters.programs[cause as usize] += 1;
+            let (read_start, read_bus) = slot(cal, not_before.max(src_last), read_before + read_xfer, |start| {
+                let on_bus = bus.find(start + read_before, read_xfer);
                 (on_bus, on_bus + read_xfer)
             });
-        let read_done = read_bus + read_xfer;
-        let earliest = read_done.max(self.block_last[dst.idx()]);
-        let (prog_start, prog_bus) = self.unit_slot(unit, None, earliest, prog_xfer + prog_after, |d, start| {
-            let on_bus = d.channels[ch].find(start, prog_xfer);
-            (on_bus, on_bus + prog_xfer + prog_after)
-        });
-        let done = prog_bus + prog_xfer + prog_after;
-        self.serve(read_start, cause);
-        self.bus_wait(read_bus - (read_start + read_before), cause);
-        self.bus_wait(prog_bus - prog_start, cause);
-        let bus = &mut self.channels[ch];
-        if prog_bus == read_done {
-            bus.insert(read_bus, read_xfer + prog_xfer);
-        } else {
-            bus.insert(read_bus, read_xfer);
-            bus.insert(prog_bus, prog_xfer);
-        }
-        let cal = &mut self.units[unit];
-        if prog_start == read_done {
-            cal.insert(read_start, done - read_start);
-        } else {
-            cal.insert(read_start, read_done - read_start);
-            cal.insert(prog_start, done - prog_start);
+            let read_done = read_bus + read_xfer;
+            let (prog_start, prog_bus) = slot(cal, read_done.max(dst_last), prog_xfer + prog_after, |start| {
+                let on_bus = bus.find(start, prog_xfer);
+                (on_bus, on_bus + prog_xfer + prog_after)
+            });
+            let done = prog_bus + prog_xfer + prog_after;
+            if prog_bus == read_done {
+                bus.insert(read_bus, read_xfer + prog_xfer);
+            } else {
+                bus.insert(read_bus, read_xfer);
+                bus.insert(prog_bus, prog_xfer);
+            }
+            if prog_start == read_done {
+                cal.insert(read_start, done - read_start);
+            } else {
+                cal.insert(read_start, read_done - read_start);
+                cal.insert(prog_start, done - prog_start);
+            }
+            if matches!(cause, Cause::Host | Cause::Mapping) {
+                self.served_from = self.served_from.min(read_start);
+                let waited = (read_bus - (read_start + read_before)).max(prog_bus - prog_start);
+                self.bus_waited = self.bus_waited.max(waited);
+            }
+            self.busy.units[cause as usize] += (read_done - read_start).0 + (done - prog_start).0;
+            (src_last, dst_last, reads_done) = (read_done, done, read_done);
+            if let Some(p) = self.power.as_mut() {
+                p.programmed(ppn, done);
+            }
         }
         self.unit_free[unit] = cal.last_end();
-        self.block_last[src.idx()] = read_done;
-        self.block_last[dst.idx()] = done;
-        self.busy.units[cause as usize] += (read_done - read_start).0 + (done - prog_start).0;
-        (read_done, done)
+        self.block_last[src.idx()] = src_last;
+        self.block_last[dst.idx()] = dst_last;
+        reads_done
     }
 
     /// The earliest start at or after `not_before` (and the block's last
@@ -480,14 +515,7 @@ impl Device {
         end_of: impl Fn(&Device, SimTime) -> (SimTime, SimTime),
     ) -> (SimTime, SimTime) {
         let earliest = block.map_or(not_before, |b| not_before.max(self.block_last[b.idx()]));
-        let mut start = self.units[unit].find(earliest, min_len);
-        loop {
-            let (slot, end) = end_of(self, start);
-            match self.units[unit].fits(start, end) {
-                Ok(()) => return (start, slot),
-                Err(busy_until) => start = self.units[unit].find(busy_until, min_len),
-            }
-        }
+        slot(&self.units[unit], earliest, min_len, |start| end_of(self, start))
     }
 
     /// `unit`'s calendar forgets what ended before the horizon (done when a
@@ -648,19 +676,22 @@ impl Device {
         let (src_block, dst_block) = (geo.block_of(Ppn(first)), geo.block_of(dst));
         let (ch_r, unit_r) = self.resources(src_block);
         let (ch_w, unit_w) = self.resources(dst_block);
-        let fused =
-            !self.units_only && self.groups.is_empty() && (ch_r, unit_r) == (ch_w, unit_w) && src_block != dst_block;
+        if !self.units_only && self.groups.is_empty() && (ch_r, unit_r) == (ch_w, unit_w) && src_block != dst_block {
+            return Ok(self.time_copy_run(
+                ch_r,
+                unit_r,
+                (src_block, dst_block),
+                dst.0,
+                src.len(),
+                not_before,
+                cause_of,
+            ));
+        }
         let mut reads_done = not_before;
         for (i, &page) in src.iter().enumerate() {
             let cause = cause_of(Lpn(self.array.oob_lpn_raw(Ppn(dst.0 + i as u32))));
             self.counters.reads[cause as usize] += 1;
             self.counters.programs[cause as usize] += 1;
-            if fused {
-                let done;
-                (reads_done, done) = self.time_copy(ch_r, unit_r, src_block, dst_block, not_before, cause);
-                self.log_program(Ppn(dst.0 + i as u32), done);
-                continue;
-            }
             reads_done = self.time_read(ch_r, unit_r, Some(src_block), page, not_before, cause);
             let done = self.time_program(ch_w, unit_w, Some(dst_block), dst.0 + i as u32, reads_done, cause, false);
             self.log_program(Ppn(dst.0 + i as u32), done);
