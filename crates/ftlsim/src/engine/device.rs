@@ -1117,7 +1117,7 @@ mod tests {
                     d.program(Ppn(i), Lpn(i), SimTime::ZERO, Cause::Host, Payload::None).unwrap();
                 }
             }
-            let mut others = |d: &mut Device, ops: &[(u32, u64)], next: &mut [u32; 3]| {
+            let others = |d: &mut Device, ops: &[(u32, u64)], next: &mut [u32; 3]| {
                 for &(k, at) in ops {
                     if next[k as usize] < 4 {
                         let ppn = Ppn(other(k) + next[k as usize]);
