@@ -37,7 +37,14 @@
 //! in clean and dirty min-heaps on cnt / (t_now − t_last), replaced by the
 //! α rule. Reads smaller than a virtual page are cached clean; writes of
 //! whole virtual pages bypass it; other writes are cached dirty and written
-//! back on eviction or FLUSH.
+//! back on eviction or FLUSH. The heaps and the α rule are
+//! [`crate::controller::heap`], shared with the controller's write buffer
+//! (`cache.policy = "heap"` gives any FTL, COFTL included, a page-slot
+//! write buffer replaced by the same rule). COFTL keeps its own cache of
+//! virtual-page slots rather than becoming that buffer: its slots span a
+//! page set across channels, it caches small reads and bypasses whole
+//! virtual-page writes, and it writes a dirty victim back at replacement
+//! where the buffer destages in the background (see [`cache`]).
 //!
 //! **Crash recovery** ([`recovery`]): the VBT and free list are written as
 //! log versions into a dual buffer (the last two sets), a new one when the
@@ -248,12 +255,7 @@ impl Coftl {
         let vpage_bytes = (k * geo.page_size) as u64;
         let cache = (f.coftl_cache_bytes > 0).then(|| {
             // Program time / read time of a page set, as the paper sets α.
-            let alpha = if f.coftl_alpha > 0.0 {
-                f.coftl_alpha
-            } else {
-                (cfg.timing.program_us * 1e3 + cfg.timing.bus_ns_per_byte * geo.page_size as f64)
-                    / (cfg.timing.read_us * 1e3 + cfg.timing.bus_ns_per_byte * geo.page_size as f64).max(1.0)
-            };
+            let alpha = if f.coftl_alpha > 0.0 { f.coftl_alpha } else { crate::controller::heap::derived_alpha(cfg) };
             AdaptiveCache::new(
                 (f.coftl_cache_bytes / vpage_bytes).max(1) as u32,
                 vpage_bytes as usize,
