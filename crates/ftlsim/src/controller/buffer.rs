@@ -15,10 +15,13 @@
 //! accesses / time since the last access (host reads and writes of the
 //! page count as accesses; a destage does not), dirty pages are destaged
 //! lowest value first, and a slot is made by dropping the clean root when
-//! its value is below α × the dirty root's, else by waiting for a dirty
-//! page's write-back (the writer stalls, as it does under LRU and FIFO when
-//! no page is clean). A page being destaged is in neither heap: it can be
-//! neither destaged again nor dropped, but its accesses still count.
+//! its value is below α × the dirty root's, else by writing the dirty root
+//! back at once and waiting for it (the writer stalls, as it does under LRU
+//! and FIFO when no page is clean; this write-back may be one more than
+//! `cache.destage_depth` in flight). With no page clean there is nothing to
+//! weigh, and the writer waits for the destages in flight as under LRU. A
+//! page being destaged is in neither heap: it can be neither destaged again
+//! nor dropped, but its accesses still count.
 //! `dirty_evictions` counts the replacements that waited for a write-back,
 //! `clean_evictions` those that dropped a clean page at once.
 
@@ -371,12 +374,17 @@ impl WriteBuffer {
     /// The clean page to drop for room at `t`: the head of the clean list,
     /// or by the heap rule the clean root unless the dirty root is to go
     /// instead (then `None` until that page is clean, as when nothing is).
+    /// With nothing clean the heap rule has nothing to weigh: the writer
+    /// waits for destages as under the other policies.
     fn clean_victim(&mut self, t: SimTime) -> Option<u32> {
         let Some(h) = self.heaps.as_mut() else {
             return (self.clean.head != NIL).then_some(self.clean.head);
         };
         if let Some(d) = self.evicting {
             return (self.slots[d as usize].state == SlotState::Clean).then_some(d);
+        }
+        if h.slots(false).is_empty() {
+            return None;
         }
         match h.victim(t)? {
             (s, false) => Some(s),
