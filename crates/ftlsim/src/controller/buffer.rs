@@ -177,17 +177,16 @@ impl WriteBuffer {
 
     pub fn dirty_pages(&self) -> u32 {
         match &self.heaps {
-            Some(h) => h.slots(true).len() as u32,
+            Some(h) => h.len(true) as u32,
             None => self.dirty.len,
         }
     }
 
-    /// Puts `s` on the list (or into the heap) of `state`, dirty or clean,
-    /// as of `t`.
-    fn enlist(&mut self, s: u32, state: SlotState, t: SimTime) {
+    /// Puts `s` on the list (or into the heap) of `state`, dirty or clean.
+    fn enlist(&mut self, s: u32, state: SlotState) {
         match self.heaps.as_mut() {
             Some(h) => {
-                h.push(s, state == SlotState::Dirty, t);
+                h.push(s, state == SlotState::Dirty);
                 self.slots[s as usize].state = state;
             }
             None => self.push_back(s, state),
@@ -195,17 +194,17 @@ impl WriteBuffer {
     }
 
     /// Takes `s` off its list (or out of its heap).
-    fn delist(&mut self, s: u32, t: SimTime) {
+    fn delist(&mut self, s: u32) {
         match self.heaps.as_mut() {
-            Some(h) => h.take_out(s, t),
+            Some(h) => h.take_out(s),
             None => self.unlink(s),
         }
     }
 
     /// Frees slot `s` (its index entry already gone).
-    fn free_slot(&mut self, s: u32, t: SimTime) {
+    fn free_slot(&mut self, s: u32) {
         if let Some(h) = self.heaps.as_mut() {
-            h.remove(s, t);
+            h.remove(s);
         }
         self.slots[s as usize].state = SlotState::Free;
         self.free.push(s);
@@ -262,9 +261,9 @@ impl WriteBuffer {
                 continue; // rewritten meanwhile: dirty again, or destaged anew
             }
             if self.slots[s as usize].lpn == NO_LPN {
-                self.free_slot(s, end);
+                self.free_slot(s);
             } else {
-                self.enlist(s, SlotState::Clean, end);
+                self.enlist(s, SlotState::Clean);
             }
         }
     }
@@ -318,7 +317,7 @@ impl WriteBuffer {
             let state = self.slots[s as usize].state;
             if let Some(h) = self.heaps.as_mut() {
                 h.touch(s, t);
-                h.set_dirty(s, true, t);
+                h.set_dirty(s, true);
                 self.slots[s as usize].state = SlotState::Dirty;
                 self.slots[s as usize].mask |= mask;
                 return Some(s);
@@ -344,7 +343,7 @@ impl WriteBuffer {
                     self.waited = true;
                     return None;
                 };
-                self.delist(s, t);
+                self.delist(s);
                 self.index.remove(&self.slots[s as usize].lpn);
                 self.stats.evictions += 1;
                 if self.waited {
@@ -383,7 +382,7 @@ impl WriteBuffer {
         if let Some(d) = self.evicting {
             return (self.slots[d as usize].state == SlotState::Clean).then_some(d);
         }
-        if h.slots(false).is_empty() {
+        if h.len(false) == 0 {
             return None;
         }
         match h.victim(t)? {
@@ -432,7 +431,7 @@ impl WriteBuffer {
 
     /// `slot`'s destage is booked and ends at `end`.
     pub fn destaging(&mut self, slot: u32, end: SimTime) {
-        self.delist(slot, end);
+        self.delist(slot);
         let s = &mut self.slots[slot as usize];
         s.state = SlotState::InFlight;
         s.destages = s.destages.wrapping_add(1);
@@ -440,17 +439,17 @@ impl WriteBuffer {
         self.stats.destaged_pages += 1;
     }
 
-    /// Forgets a page (trimmed at `t`): its slot is free at once, or when
-    /// its destage in flight ends.
-    pub fn discard(&mut self, lpn: u32, t: SimTime) {
+    /// Forgets a page (trimmed): its slot is free at once, or when its
+    /// destage in flight ends.
+    pub fn discard(&mut self, lpn: u32) {
         let Some(s) = self.index.remove(&lpn) else { return };
         if self.evicting == Some(s) {
             self.evicting = None;
         }
         match self.slots[s as usize].state {
             SlotState::Dirty | SlotState::Clean => {
-                self.delist(s, t);
-                self.free_slot(s, t);
+                self.delist(s);
+                self.free_slot(s);
             }
             SlotState::InFlight => {}
             SlotState::Free => unreachable!("indexed slots are in use"),
@@ -475,7 +474,7 @@ impl WriteBuffer {
         let count = |st: SlotState| self.slots.iter().filter(|s| s.state == st).count() as u32;
         let (dirty, clean) = match &self.heaps {
             Some(h) => {
-                h.check(None)?;
+                h.check()?;
                 for (dirty, state) in [(false, SlotState::Clean), (true, SlotState::Dirty)] {
                     if let Some(&s) = h.slots(dirty).iter().find(|&&s| self.slots[s as usize].state != state) {
                         return Err(format!(
@@ -484,7 +483,7 @@ impl WriteBuffer {
                         ));
                     }
                 }
-                (h.slots(true).len() as u32, h.slots(false).len() as u32)
+                (h.len(true) as u32, h.len(false) as u32)
             }
             None => (self.dirty.len, self.clean.len),
         };
@@ -554,7 +553,7 @@ mod tests {
         assert_eq!(b.mask(s), sector_mask(0, 8));
         b.retire(SimTime(200));
         assert_eq!(b.state(s), SlotState::Dirty, "the old destage's end does not clean newer data");
-        b.discard(7, SimTime(200));
+        b.discard(7);
         assert_eq!(b.lookup(7), None);
         b.check().unwrap();
     }
@@ -654,7 +653,7 @@ mod tests {
         b.check().unwrap();
         let (s2, ..) = b.next_dirty(SimTime(200)).unwrap();
         b.destaging(s2, SimTime(300));
-        b.discard(7, SimTime(250));
+        b.discard(7);
         assert_eq!((b.lookup(7), b.state(s2)), (None, SlotState::InFlight));
         b.retire(SimTime(300));
         assert_eq!(b.state(s2), SlotState::Free);
@@ -672,7 +671,7 @@ mod tests {
             let now = SimTime(step * 10);
             let lpn = (x % 24) as u32;
             match x % 7 {
-                0 => b.discard(lpn, now),
+                0 => b.discard(lpn),
                 1 => {
                     if let Some(s) = b.lookup(lpn) {
                         b.touch(s, now);

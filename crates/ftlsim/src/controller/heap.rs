@@ -7,7 +7,7 @@
 //!
 //! Each slot counts its accesses (`cnt`) and keeps the time of the last one
 //! (`t_last`); its value at time `t` is `cnt / (t − t_last)`, frequency over
-//! recency. Clean and dirty slots sit in two binary min-heaps on that
+//! recency. Clean and dirty slots sit in two min-heaps on that
 //! value. On replacement the clean root is given up when its value is below
 //! α × the dirty root's value, else the dirty root is (written back first):
 //! a dirty eviction costs a program where a clean one costs at most a later
@@ -18,19 +18,25 @@
 //!
 //! Values change with time for every slot at once, and not in the same
 //! order (a slot hit often long ago falls behind one hit once just now), so
-//! a heap ordered at one time is not ordered at a later one. The heaps are
-//! kept ordered as of the last change and re-ordered (Floyd's O(n) heapify)
-//! at the time of each replacement, so the root compared is the true
-//! minimum at that time. Values are compared exactly, as cross products in
-//! 128-bit integers; `t − t_last` counts from 1 ns so a slot touched at the
+//! no order by value holds at every time: a binary heap ordered at one time
+//! must be re-ordered (O(n)) before each replacement. Between slots with
+//! the same count, though, the order never changes (the one accessed
+//! earlier is worth less). So each "heap" keeps its slots grouped by count,
+//! each group ordered by last access; its root at time `t`, the true
+//! minimum at `t`, is the least of the groups' first slots compared at `t`.
+//! That costs one comparison per distinct count in the heap, few in
+//! practice (most pages are accessed a handful of times), against n for a
+//! re-ordering. Values are compared exactly, as cross products in 128-bit
+//! integers; `t − t_last` counts from 1 ns so a slot touched at the
 //! replacement time has a finite value. Ties go to the slot touched
 //! earlier, then the lower slot number, so runs are deterministic.
 
 use crate::config::Config;
 use crate::units::SimTime;
 use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet};
 
-const NIL: u32 = u32::MAX;
 /// `Entry::heap` of a slot in neither heap.
 const OUT: u8 = 2;
 
@@ -46,35 +52,42 @@ pub fn derived_alpha(cfg: &Config) -> f64 {
 struct Entry {
     cnt: u64,
     t_last: SimTime,
-    /// Index in its heap (NIL when in none).
-    pos: u32,
     /// 0: clean heap, 1: dirty heap, [`OUT`]: neither.
     heap: u8,
 }
 
-const EMPTY: Entry = Entry { cnt: 0, t_last: SimTime::ZERO, pos: NIL, heap: OUT };
+const EMPTY: Entry = Entry { cnt: 0, t_last: SimTime::ZERO, heap: OUT };
 
-/// The clean and dirty min-heaps over slots `0..n` and their counts.
+/// One heap: its slots by access count, each count's by (last access, slot).
+type Groups = BTreeMap<u64, BTreeSet<(SimTime, u32)>>;
+
+/// The clean and dirty heaps over slots `0..n` and their counts.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ValueHeaps {
     entries: Vec<Entry>,
-    /// Min-heaps of slot numbers: clean (0) and dirty (1).
-    heaps: [Vec<u32>; 2],
+    /// Clean (0) and dirty (1).
+    heaps: [Groups; 2],
+    lens: [usize; 2],
     alpha: f64,
 }
 
 impl ValueHeaps {
     pub fn new(slots: u32, alpha: f64) -> ValueHeaps {
-        ValueHeaps { entries: vec![EMPTY; slots as usize], heaps: [Vec::new(), Vec::new()], alpha }
+        ValueHeaps { entries: vec![EMPTY; slots as usize], heaps: Default::default(), lens: [0, 0], alpha }
     }
 
     pub fn alpha(&self) -> f64 {
         self.alpha
     }
 
-    /// The slots of the clean or the dirty heap, in heap order.
-    pub fn slots(&self, dirty: bool) -> &[u32] {
-        &self.heaps[dirty as usize]
+    /// Slots in the clean or the dirty heap.
+    pub fn len(&self, dirty: bool) -> usize {
+        self.lens[dirty as usize]
+    }
+
+    /// The slots of the clean or dirty heap (by count, then last access).
+    pub fn slots(&self, dirty: bool) -> Vec<u32> {
+        self.heaps[dirty as usize].values().flat_map(|g| g.iter().map(|&(_, s)| s)).collect()
     }
 
     /// Whether `slot` is in the dirty heap.
@@ -101,128 +114,87 @@ impl ValueHeaps {
         l < r || (l == r && (x.t_last, a) < (y.t_last, b))
     }
 
-    fn place(&mut self, h: usize, i: usize, slot: u32) {
-        self.heaps[h][i] = slot;
-        self.entries[slot as usize].pos = i as u32;
-    }
-
-    fn sift_up(&mut self, h: usize, mut i: usize, t: SimTime) {
-        let s = self.heaps[h][i];
-        while i > 0 {
-            let parent = (i - 1) / 2;
-            let p = self.heaps[h][parent];
-            if !self.less(s, p, t) {
-                break;
-            }
-            self.place(h, i, p);
-            i = parent;
+    fn order(&self, a: u32, b: u32, t: SimTime) -> Ordering {
+        if a == b {
+            Ordering::Equal
+        } else if self.less(a, b, t) {
+            Ordering::Less
+        } else {
+            Ordering::Greater
         }
-        self.place(h, i, s);
-    }
-
-    fn sift_down(&mut self, h: usize, mut i: usize, t: SimTime) {
-        let n = self.heaps[h].len();
-        let s = self.heaps[h][i];
-        loop {
-            let (l, r) = (2 * i + 1, 2 * i + 2);
-            let mut m = i;
-            let mut best = s;
-            for c in [l, r] {
-                if c < n && self.less(self.heaps[h][c], best, t) {
-                    m = c;
-                    best = self.heaps[h][c];
-                }
-            }
-            if m == i {
-                break;
-            }
-            self.place(h, i, best);
-            i = m;
-        }
-        self.place(h, i, s);
     }
 
     /// Puts an unlisted slot into the clean or dirty heap, counts kept.
-    pub fn push(&mut self, slot: u32, dirty: bool, t: SimTime) {
-        debug_assert!(!self.is_listed(slot), "slot {slot} is in a heap already");
+    pub fn push(&mut self, slot: u32, dirty: bool) {
+        let e = &mut self.entries[slot as usize];
+        debug_assert!(e.heap == OUT, "slot {slot} is in a heap already");
         let h = dirty as usize;
-        self.entries[slot as usize].heap = h as u8;
-        self.heaps[h].push(slot);
-        let i = self.heaps[h].len() - 1;
-        self.sift_up(h, i, t);
+        e.heap = h as u8;
+        self.heaps[h].entry(e.cnt).or_default().insert((e.t_last, slot));
+        self.lens[h] += 1;
     }
 
     /// Takes a slot out of its heap (if in one), counts kept.
-    pub fn take_out(&mut self, slot: u32, t: SimTime) {
-        let Entry { pos, heap, .. } = self.entries[slot as usize];
-        if heap == OUT {
+    pub fn take_out(&mut self, slot: u32) {
+        let e = &mut self.entries[slot as usize];
+        if e.heap == OUT {
             return;
         }
-        let h = heap as usize;
-        let i = pos as usize;
-        let last = self.heaps[h].pop().expect("a listed slot is in its heap");
-        self.entries[slot as usize].pos = NIL;
-        self.entries[slot as usize].heap = OUT;
-        if last != slot {
-            self.place(h, i, last);
-            self.sift_down(h, i, t);
-            let i = self.entries[last as usize].pos as usize;
-            self.sift_up(h, i, t);
+        let h = e.heap as usize;
+        e.heap = OUT;
+        let group = self.heaps[h].get_mut(&e.cnt).expect("a listed slot's count has a group");
+        let found = group.remove(&(e.t_last, slot));
+        debug_assert!(found, "slot {slot} missing from its group");
+        if group.is_empty() {
+            self.heaps[h].remove(&e.cnt);
         }
+        self.lens[h] -= 1;
     }
 
     /// A slot's first access at `t`: counted once, into the clean or dirty heap.
     pub fn insert(&mut self, slot: u32, dirty: bool, t: SimTime) {
-        self.take_out(slot, t);
-        self.entries[slot as usize] = Entry { cnt: 1, t_last: t, ..EMPTY };
-        self.push(slot, dirty, t);
+        self.take_out(slot);
+        self.entries[slot as usize] = Entry { cnt: 1, t_last: t, heap: OUT };
+        self.push(slot, dirty);
     }
 
-    /// An access at `t`: counts it and re-sifts the slot (if in a heap).
+    /// An access at `t`: counts it (and moves the slot to its new group).
     pub fn touch(&mut self, slot: u32, t: SimTime) {
         let heap = self.entries[slot as usize].heap;
-        self.take_out(slot, t);
+        self.take_out(slot);
         let e = &mut self.entries[slot as usize];
         e.cnt += 1;
         e.t_last = t;
         if heap != OUT {
-            self.push(slot, heap == 1, t);
+            self.push(slot, heap == 1);
         }
     }
 
     /// Moves a slot into the clean or dirty heap (from the other, or from none).
-    pub fn set_dirty(&mut self, slot: u32, dirty: bool, t: SimTime) {
-        let heap = self.entries[slot as usize].heap;
-        if heap != dirty as u8 {
-            self.take_out(slot, t);
-            self.push(slot, dirty, t);
+    pub fn set_dirty(&mut self, slot: u32, dirty: bool) {
+        if self.entries[slot as usize].heap != dirty as u8 {
+            self.take_out(slot);
+            self.push(slot, dirty);
         }
     }
 
     /// Forgets a slot (freed): out of its heap, counts cleared.
-    pub fn remove(&mut self, slot: u32, t: SimTime) {
-        self.take_out(slot, t);
+    pub fn remove(&mut self, slot: u32) {
+        self.take_out(slot);
         self.entries[slot as usize] = EMPTY;
     }
 
-    /// Re-orders both heaps by the values at `t` (Floyd's heapify).
-    pub fn reorder(&mut self, t: SimTime) {
-        self.reorder_heap(0, t);
-        self.reorder_heap(1, t);
-    }
-
-    fn reorder_heap(&mut self, h: usize, t: SimTime) {
-        for i in (0..self.heaps[h].len() / 2).rev() {
-            self.sift_down(h, i, t);
-        }
+    /// The root of heap `h` at `t`: the least of its groups' first slots.
+    fn root(&self, h: usize, t: SimTime) -> Option<u32> {
+        let firsts = self.heaps[h].values().map(|g| g.first().expect("groups are not empty").1);
+        firsts.reduce(|a, b| if self.less(b, a, t) { b } else { a })
     }
 
     /// The α rule at `t`: the clean root if its value is below α × the
     /// dirty root's, else the dirty root, as (slot, dirty); `None` when
     /// both heaps are empty.
-    pub fn victim(&mut self, t: SimTime) -> Option<(u32, bool)> {
-        self.reorder(t);
-        match (self.heaps[0].first().copied(), self.heaps[1].first().copied()) {
+    pub fn victim(&self, t: SimTime) -> Option<(u32, bool)> {
+        match (self.root(0, t), self.root(1, t)) {
             (None, None) => None,
             (Some(c), None) => Some((c, false)),
             (None, Some(d)) => Some((d, true)),
@@ -234,51 +206,42 @@ impl ValueHeaps {
     }
 
     /// Up to `n` slots of the clean or dirty heap of lowest value at `t`,
-    /// lowest first (the first is that heap's root after re-ordering).
-    pub fn lowest(&mut self, dirty: bool, n: usize, t: SimTime) -> Vec<u32> {
+    /// lowest first (the first is that heap's root).
+    pub fn lowest(&self, dirty: bool, n: usize, t: SimTime) -> Vec<u32> {
         let h = dirty as usize;
-        self.reorder_heap(h, t);
         if n <= 1 {
-            return self.heaps[h].first().copied().into_iter().take(n).collect();
+            return self.root(h, t).into_iter().take(n).collect();
         }
-        let order = |a: &u32, b: &u32| {
-            if self.less(*a, *b, t) {
-                std::cmp::Ordering::Less
-            } else if a == b {
-                std::cmp::Ordering::Equal
-            } else {
-                std::cmp::Ordering::Greater
-            }
-        };
-        let mut v = self.heaps[h].clone();
-        if v.len() > n {
-            v.select_nth_unstable_by(n - 1, order);
-            v.truncate(n);
-        }
-        v.sort_unstable_by(order);
+        // The n lowest are among the first n of each group.
+        let mut v: Vec<u32> = self.heaps[h].values().flat_map(|g| g.iter().take(n).map(|&(_, s)| s)).collect();
+        v.sort_unstable_by(|&a, &b| self.order(a, b, t));
+        v.truncate(n);
         v
     }
 
-    /// Checks positions, and heap order at `t` if given (the heaps are
-    /// ordered as of their last change or re-ordering).
-    pub fn check(&self, t: Option<SimTime>) -> Result<(), String> {
+    /// Checks the groups against the slots' counts, last accesses and heaps.
+    pub fn check(&self) -> Result<(), String> {
         for h in 0..2 {
-            for (i, &s) in self.heaps[h].iter().enumerate() {
-                let e = &self.entries[s as usize];
-                if e.pos as usize != i || e.heap as usize != h {
-                    return Err(format!("slot {s} misplaced in heap {h}"));
+            let mut n = 0;
+            for (&cnt, group) in &self.heaps[h] {
+                if group.is_empty() {
+                    return Err(format!("heap {h} keeps an empty group of count {cnt}"));
                 }
-                if i > 0 && t.is_some_and(|t| self.less(s, self.heaps[h][(i - 1) / 2], t)) {
-                    return Err(format!("heap {h} out of order at {i} (time {t:?})"));
+                for &(t_last, s) in group {
+                    let e = &self.entries[s as usize];
+                    if (e.cnt, e.t_last, e.heap as usize) != (cnt, t_last, h) {
+                        return Err(format!("slot {s} misplaced in heap {h}"));
+                    }
+                    n += 1;
                 }
+            }
+            if n != self.lens[h] {
+                return Err(format!("heap {h} holds {n} slots, counted {}", self.lens[h]));
             }
         }
         let listed = self.entries.iter().filter(|e| e.heap != OUT).count();
-        if listed != self.heaps[0].len() + self.heaps[1].len() {
-            return Err(format!(
-                "{listed} slots claim a heap; the heaps hold {}",
-                self.heaps[0].len() + self.heaps[1].len()
-            ));
+        if listed != self.lens[0] + self.lens[1] {
+            return Err(format!("{listed} slots claim a heap; the heaps hold {}", self.lens[0] + self.lens[1]));
         }
         Ok(())
     }
@@ -308,7 +271,7 @@ mod tests {
         assert_eq!(h.lowest(true, 1, t(100)), vec![0]);
         assert_eq!(h.lowest(true, 10, t(100)), vec![0, 1, 2, 3, 4, 5]);
         assert_eq!(h.lowest(false, 2, t(100)), vec![6]);
-        h.check(Some(t(100))).unwrap();
+        h.check().unwrap();
     }
 
     #[test]
@@ -316,15 +279,43 @@ mod tests {
         let mut h = ValueHeaps::new(4, 1.0);
         h.insert(0, true, t(0));
         h.insert(1, true, t(50));
-        h.take_out(0, t(60));
+        h.take_out(0);
         assert!(!h.is_listed(0));
         assert_eq!(h.victim(t(100)), Some((1, true)));
         h.touch(0, t(70)); // counted while out, not listed
         assert!(!h.is_listed(0));
-        h.push(0, false, t(80));
+        h.push(0, false);
         assert_eq!(h.value(0, t(80)), 2.0 / 11.0);
-        h.remove(0, t(90));
+        h.remove(0);
         assert!(!h.is_listed(0) && h.value(0, t(90)) == 0.0);
-        h.check(Some(t(100))).unwrap();
+        h.check().unwrap();
+    }
+
+    #[test]
+    fn roots_and_lowest_match_a_full_sort_under_random_operations() {
+        let mut h = ValueHeaps::new(24, 2.0);
+        let mut x = 7u64;
+        for step in 0..3000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let (now, s) = (t(step * 7), (x % 24) as u32);
+            match (x >> 8) % 6 {
+                0 => h.remove(s),
+                1 => h.take_out(s),
+                2 if h.is_listed(s) => h.set_dirty(s, !h.is_dirty(s)),
+                3 | 4 if h.is_listed(s) || x % 3 == 0 => h.touch(s, now),
+                _ if !h.is_listed(s) => h.insert(s, x % 2 == 0, now),
+                _ => {}
+            }
+            h.check().unwrap();
+            let at = t(step * 7 + x % 500);
+            for dirty in [false, true] {
+                let mut all = h.slots(dirty);
+                all.sort_by(|&a, &b| h.order(a, b, at));
+                assert_eq!(h.lowest(dirty, 3, at), all.iter().copied().take(3).collect::<Vec<_>>());
+                assert_eq!(h.root(dirty as usize, at), all.first().copied());
+            }
+        }
     }
 }

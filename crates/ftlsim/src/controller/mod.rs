@@ -411,7 +411,7 @@ impl Controller {
             // Whole pages, as the FTLs trim; their slots (units or pages).
             let pages = crate::ftl::whole_pages(span, self.sectors_per_page * self.units_per_page);
             for slot_lpn in pages.start * self.units_per_page..pages.end * self.units_per_page {
-                buf.discard(slot_lpn, issue);
+                buf.discard(slot_lpn);
             }
         }
         ftl.trim(dev, span, issue)

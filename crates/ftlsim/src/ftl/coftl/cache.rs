@@ -110,12 +110,7 @@ impl AdaptiveCache {
         self.heaps.value(slot, t)
     }
 
-    /// Re-orders both heaps by the values at `t`.
-    pub fn reorder(&mut self, t: SimTime) {
-        self.heaps.reorder(t);
-    }
-
-    /// An access at `t`: counts it and re-sifts the slot.
+    /// An access at `t`: counts it.
     pub fn touch(&mut self, slot: u32, t: SimTime) {
         self.heaps.touch(slot, t);
     }
@@ -131,29 +126,29 @@ impl AdaptiveCache {
     }
 
     /// Adds sectors to a cached page, making it dirty if `dirty`.
-    pub fn add(&mut self, slot: u32, mask: SectorMask, dirty: bool, t: SimTime) {
+    pub fn add(&mut self, slot: u32, mask: SectorMask, dirty: bool) {
         self.slots[slot as usize].mask |= mask;
         if dirty {
-            self.heaps.set_dirty(slot, true, t);
+            self.heaps.set_dirty(slot, true);
         }
     }
 
     /// The page is on flash now: it stays cached, clean.
-    pub fn mark_clean(&mut self, slot: u32, t: SimTime) {
-        self.heaps.set_dirty(slot, false, t);
+    pub fn mark_clean(&mut self, slot: u32) {
+        self.heaps.set_dirty(slot, false);
     }
 
     /// Clears sectors (trimmed); a slot left with none is freed.
-    pub fn forget(&mut self, slot: u32, mask: SectorMask, t: SimTime) {
+    pub fn forget(&mut self, slot: u32, mask: SectorMask) {
         self.slots[slot as usize].mask &= !mask;
         if self.slots[slot as usize].mask == 0 {
-            self.remove(slot, t);
+            self.remove(slot);
         }
     }
 
     /// Drops a slot (evicted, superseded or emptied).
-    pub fn remove(&mut self, slot: u32, t: SimTime) {
-        self.heaps.remove(slot, t);
+    pub fn remove(&mut self, slot: u32) {
+        self.heaps.remove(slot);
         self.index.remove(&self.slots[slot as usize].vpn);
         self.slots[slot as usize].vpn = NIL;
         self.slots[slot as usize].mask = 0;
@@ -162,7 +157,7 @@ impl AdaptiveCache {
 
     /// The α rule at `t`: the clean root if its value is below α × the
     /// dirty root's, else the dirty root; `None` when the cache is empty.
-    pub fn victim(&mut self, t: SimTime) -> Option<Victim> {
+    pub fn victim(&self, t: SimTime) -> Option<Victim> {
         let (slot, dirty) = self.heaps.victim(t)?;
         Some(Victim { slot, vpn: self.slots[slot as usize].vpn, dirty })
     }
@@ -170,7 +165,7 @@ impl AdaptiveCache {
     /// Dirty slots, lowest virtual page first (FLUSH writes them back in
     /// address order, so a sequential run stays sequential).
     pub fn dirty_slots(&self) -> Vec<u32> {
-        let mut v = self.heaps.slots(true).to_vec();
+        let mut v = self.heaps.slots(true);
         v.sort_by_key(|&s| self.slots[s as usize].vpn);
         v
     }
@@ -191,11 +186,10 @@ impl AdaptiveCache {
         &mut self.data[at..at + self.vpage_bytes]
     }
 
-    /// Checks the heaps (and their order at `t` if given), that every slot
-    /// in use is in one and the index.
-    pub fn check(&self, t: Option<SimTime>) -> Result<(), String> {
-        self.heaps.check(t)?;
-        let listed = self.heaps.slots(false).len() + self.heaps.slots(true).len();
+    /// Checks the heaps, that every slot in use is in one, and the index.
+    pub fn check(&self) -> Result<(), String> {
+        self.heaps.check()?;
+        let listed = self.heaps.len(false) + self.heaps.len(true);
         if listed + self.free.len() != self.slots.len() {
             return Err("slots are neither free nor in a heap".into());
         }
@@ -226,11 +220,11 @@ mod tests {
         let b = c.insert(2, 1, false, t(90));
         // At t=100: a = 3/81, b = 1/11 -> a is lower (evicted first).
         assert_eq!(c.victim(t(100)).unwrap().vpn, 1);
-        c.check(Some(t(100))).unwrap();
+        c.check().unwrap();
         // At t=1000 the order flips: a = 3/981 < b = 1/911? 3*911 = 2733 > 981 -> b lower.
         assert_eq!(c.victim(t(1000)).unwrap().vpn, 2, "values age at different rates: re-ordered at replacement");
-        c.check(Some(t(1000))).unwrap();
-        c.remove(b, t(1000));
+        c.check().unwrap();
+        c.remove(b);
         assert_eq!(c.victim(t(1000)).unwrap().vpn, 1);
     }
 
@@ -264,17 +258,17 @@ mod tests {
     fn dirtying_moves_a_slot_between_heaps_and_forget_frees_it() {
         let mut c = AdaptiveCache::new(2, 0, 1.0, false);
         let s = c.insert(7, 0b11, false, t(0));
-        c.add(s, 0b100, true, t(5));
+        c.add(s, 0b100, true);
         assert!(c.is_dirty(s) && c.mask(s) == 0b111);
         assert_eq!(c.dirty_slots(), vec![s]);
-        c.mark_clean(s, t(6));
+        c.mark_clean(s);
         assert!(c.dirty_slots().is_empty());
-        c.forget(s, 0b011, t(7));
+        c.forget(s, 0b011);
         assert_eq!(c.lookup(7), Some(s));
-        c.forget(s, 0b100, t(7));
+        c.forget(s, 0b100);
         assert_eq!(c.lookup(7), None);
         assert!(c.has_room());
-        c.check(Some(t(7))).unwrap();
+        c.check().unwrap();
     }
 
     #[test]
@@ -288,22 +282,21 @@ mod tests {
             let now = t(step * 10);
             let vpn = (x % 40) as u32;
             match c.lookup(vpn) {
-                Some(s) if x % 5 == 0 => c.remove(s, now),
+                Some(s) if x % 5 == 0 => c.remove(s),
                 Some(s) => {
                     c.touch(s, now);
-                    c.add(s, 1, x % 3 == 0, now);
+                    c.add(s, 1, x % 3 == 0);
                 }
                 None => {
                     if !c.has_room() {
                         let v = c.victim(now).unwrap();
-                        c.check(Some(now)).unwrap();
-                        c.remove(v.slot, now);
+                        c.check().unwrap();
+                        c.remove(v.slot);
                     }
                     c.insert(vpn, 1, x % 2 == 0, now);
                 }
             }
         }
-        c.reorder(t(20_000));
-        c.check(Some(t(20_000))).unwrap();
+        c.check().unwrap();
     }
 }

@@ -716,7 +716,7 @@ impl Coftl {
             } else {
                 cache.stats.clean_evictions += 1;
             }
-            self.cache.as_mut().expect("cache on").remove(v.slot, t);
+            self.cache.as_mut().expect("cache on").remove(v.slot);
         }
     }
 
@@ -732,7 +732,7 @@ impl Coftl {
         let src = self.payloads.then_some(&buf[..]);
         let r = self.write_vpage(dev, vpn, mask, src, t, Cause::Cache);
         self.wscratch = buf;
-        self.cache.as_mut().expect("cache on").mark_clean(slot, t);
+        self.cache.as_mut().expect("cache on").mark_clean(slot);
         r
     }
 
@@ -783,7 +783,7 @@ impl Coftl {
             // Sequential writes of whole virtual pages bypass the cache.
             cache.stats.bypassed += 1;
             if let Some(s) = cache.lookup(vpn) {
-                cache.remove(s, ready);
+                cache.remove(s);
             }
             return self.write_vpage(dev, vpn, mask, part, ready, Cause::Host);
         }
@@ -792,7 +792,7 @@ impl Coftl {
             Some(s) => {
                 cache.stats.hits += 1;
                 cache.touch(s, ready);
-                cache.add(s, mask, true, ready);
+                cache.add(s, mask, true);
                 s
             }
             None => {
@@ -858,7 +858,7 @@ impl Coftl {
                         }
                     }
                     let cache = self.cache.as_mut().expect("cache on");
-                    cache.add(slot, mask, false, t);
+                    cache.add(slot, mask, false);
                     cache.touch(slot, t);
                 }
                 None if mask != full => {
@@ -885,7 +885,7 @@ impl Coftl {
         let lane_mask = self.lane_mask(lane);
         if let Some(cache) = self.cache.as_mut() {
             if let Some(slot) = cache.lookup(vb * self.s.v + vpa) {
-                cache.forget(slot, lane_mask, t);
+                cache.forget(slot, lane_mask);
             }
         }
         let e = self.entry(vb, vpa);
@@ -1053,7 +1053,7 @@ impl Ftl for Coftl {
             }
         }
         if let Some(c) = &self.cache {
-            c.check(None).or_else(|e| bad(format!("data cache: {e}")))?;
+            c.check().or_else(|e| bad(format!("data cache: {e}")))?;
         }
         Ok(())
     }
