@@ -404,8 +404,8 @@ impl WriteBuffer {
 
     /// The dirty page to destage next at `t`: (slot, lpn, mask). The
     /// oldest (LRU, FIFO), or the dirty root (heap).
-    pub fn next_dirty(&mut self, t: SimTime) -> Option<(u32, u32, SectorMask)> {
-        let s = match self.heaps.as_mut() {
+    pub fn next_dirty(&self, t: SimTime) -> Option<(u32, u32, SectorMask)> {
+        let s = match &self.heaps {
             Some(h) => h.lowest(true, 1, t).pop()?,
             None => self.dirty.head,
         };
@@ -414,8 +414,8 @@ impl WriteBuffer {
 
     /// Up to `n` dirty pages (slots) to destage at `t`, first to go first,
     /// as [`next_dirty`](Self::next_dirty) gives one.
-    pub fn oldest_dirty(&mut self, n: usize, t: SimTime) -> Vec<(u32, u32, SectorMask)> {
-        if let Some(h) = self.heaps.as_mut() {
+    pub fn oldest_dirty(&self, n: usize, t: SimTime) -> Vec<(u32, u32, SectorMask)> {
+        if let Some(h) = &self.heaps {
             let lowest = h.lowest(true, n, t);
             return lowest.into_iter().map(|s| (s, self.slots[s as usize].lpn, self.slots[s as usize].mask)).collect();
         }
