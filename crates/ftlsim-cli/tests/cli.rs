@@ -514,6 +514,32 @@ fn sub_page_map_units_run_on_page_and_are_refused_elsewhere() {
 }
 
 #[test]
+fn the_heap_write_buffer_policy_runs_in_front_of_any_ftl_and_bad_values_name_the_key() {
+    let run_with = |ftl: &str, sets: &[&str]| {
+        let mut a = args(&["run", "-c", "coftl-mt29f64g08", "--ftl", ftl, "--set", "geometry.blocks_per_plane=64"]);
+        for s in sets {
+            a.extend(args(&["--set", s]));
+        }
+        a.extend(args(&["--workload", "rw=randrw,bs=4k,ios=3000,iodepth=8"]));
+        a
+    };
+    let heap = ["cache.bytes=1048576", "cache.policy=heap"];
+    for ftl in ["page", "coftl"] {
+        let mut a = run_with(ftl, &heap);
+        a.extend(args(&["--json", "-"]));
+        let r: Value = serde_json::from_str(&ok(a)).unwrap();
+        assert_eq!(r["write_buffer"]["policy"], "heap", "{ftl}");
+        let evictions = int(&r, "write_buffer.evictions");
+        assert!(evictions > 0, "{ftl}: a 1 MiB buffer under 6 MiB of writes evicts");
+        assert_eq!(evictions, int(&r, "write_buffer.clean_evictions") + int(&r, "write_buffer.dirty_evictions"));
+    }
+    assert!(ok(run_with("page", &heap)).contains("heap evictions clean / dirty"));
+    fails_with(run_with("page", &["cache.bytes=1048576", "cache.policy=mru"]), &["cache.policy", "heap"]);
+    fails_with(run_with("page", &["cache.policy=heap", "cache.alpha=-2"]), &["cache.alpha", "non-negative"]);
+    fails_with(run_with("page", &["cache.alpha=2"]), &["cache.alpha", "heap"]);
+}
+
+#[test]
 fn unknown_names_list_what_exists() {
     let err = fails_with(["run", "--config", "no-such-drive", "--workload", "rw=write,ios=10"], &["no-such-drive"]);
     for preset in ["k9lag08u0m-4ch", "hat-table4", "coftl-mt29f64g08", "mu-ftl-mlc", "modern-tlc"] {

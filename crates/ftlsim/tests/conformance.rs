@@ -805,6 +805,37 @@ fn page_quarter_page_units_with_write_buffer_fifo_blocking_static() {
     );
 }
 
+// COFTL's heap rule as the buffer's replacement (`cache.policy = "heap"`):
+// with the default α (program / read time: clean pages go first) and with
+// α below 1, where replacements wait for dirty pages' write-backs; and with
+// sub-page units, whose destages take the lowest-valued units.
+#[test]
+fn page_with_write_buffer_heap() {
+    check_ftl("page", &["cache.bytes=8192", "cache.policy=\"heap\""]);
+}
+
+#[test]
+fn page_with_write_buffer_heap_low_alpha_blocking_static() {
+    check_ftl(
+        "page",
+        &[
+            "cache.bytes=4096",
+            "cache.policy=\"heap\"",
+            "cache.alpha=0.25",
+            "gc.mode=\"blocking\"",
+            "ftl.allocation=\"static\"",
+        ],
+    );
+}
+
+#[test]
+fn page_quarter_page_units_with_write_buffer_heap() {
+    check_ftl(
+        "page",
+        &["geometry.page_size=2048", "ftl.map_unit_bytes=512", "cache.bytes=8192", "cache.policy=\"heap\""],
+    );
+}
+
 #[test]
 fn dftl_with_write_buffer() {
     check_ftl("dftl", &["cache.bytes=8192", "ftl.cache_bytes=64"]);
@@ -876,6 +907,16 @@ fn coftl_with_controller_write_buffer() {
 }
 
 #[test]
+fn coftl_with_controller_write_buffer_heap() {
+    check_ftl("coftl", &coftl(&[COFTL_DATA_CACHE, "cache.bytes=4096", "cache.policy=\"heap\""]));
+}
+
+#[test]
+fn coftl_without_data_cache_with_controller_write_buffer_heap_low_alpha() {
+    check_ftl("coftl", &coftl(&[COFTL_TINY_VPT_CACHE, "cache.bytes=4096", "cache.policy=\"heap\"", "cache.alpha=0.5"]));
+}
+
+#[test]
 fn coftl_power_cuts_without_data_cache() {
     let cuts = check_ftl_with_power_cuts("coftl", &coftl(&[COFTL_TINY_VPT_CACHE, "ftl.coftl_log_free_sets=3"]));
     assert!(cuts >= 1000, "{cuts} power cuts");
@@ -912,6 +953,12 @@ fn check_oob_recovery(ftl_name: &str, overrides: &[&str]) {
 #[test]
 fn page_power_cuts() {
     check_oob_recovery("page", &[]);
+}
+
+#[test]
+fn page_power_cuts_heap_write_buffer() {
+    let cuts = check_ftl_with_power_cuts("page", &[WRITE_BUFFER, "cache.policy=\"heap\"", "cache.alpha=0.5"]);
+    assert!(cuts >= 1000, "{cuts} power cuts");
 }
 
 #[test]

@@ -109,6 +109,7 @@ fn every_saveable_ftl_goes_on_as_if_never_saved() {
     for (ftl, overrides) in [
         ("page", &[][..]),
         ("page", &["cache.bytes=8192"]),
+        ("page", &["cache.bytes=8192", "cache.policy=\"heap\"", "cache.alpha=0.5"]),
         ("page", &["gc.mode=\"blocking\"", "ftl.allocation=\"static\""]),
         ("dftl", &["ftl.cache_bytes=64"]),
         ("hat", &["ftl.cache_bytes=64"]),

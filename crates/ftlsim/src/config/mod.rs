@@ -333,6 +333,12 @@ pub enum CachePolicy {
     Lru,
     /// First in, first out (hits do not refresh).
     Fifo,
+    /// COFTL's heap-based adaptive rule (Chang et al.): clean and dirty
+    /// min-heaps on accesses / time since the last access; the clean root
+    /// is dropped when its value is below `cache.alpha` × the dirty root's,
+    /// else the writer waits for the dirty root's write-back. Destaging
+    /// takes the dirty root first.
+    Heap,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -344,6 +350,11 @@ pub struct CacheConfig {
     pub bytes: u64,
     #[serde(default = "defaults::cache_policy")]
     pub policy: CachePolicy,
+    /// `policy = "heap"`: the α of its rule (drop the clean root when its
+    /// value is below α × the dirty root's); 0: a page's write time / read
+    /// time from `timing`, as the paper sets it.
+    #[serde(default)]
+    pub alpha: f64,
     /// Destages in flight at once (0 = one per channel).
     #[serde(default)]
     pub destage_depth: u32,
@@ -951,6 +962,22 @@ impl Config {
         if !(self.gc.threshold.is_finite() && (0.0..=1.0).contains(&self.gc.threshold)) {
             return Err(Error::config("gc.threshold", format!("{} must be a fraction in [0, 1]", self.gc.threshold)));
         }
+        let alpha = self.cache.alpha;
+        if !(alpha.is_finite() && alpha >= 0.0) {
+            return Err(Error::config(
+                "cache.alpha",
+                format!("{alpha} must be finite and non-negative (0: the page write / read time ratio)"),
+            ));
+        }
+        if alpha > 0.0 && self.cache.policy != CachePolicy::Heap {
+            return Err(Error::config(
+                "cache.alpha",
+                format!(
+                    "{alpha} is the α of cache.policy = \"heap\"; the policy is \"{}\"",
+                    format!("{:?}", self.cache.policy).to_lowercase()
+                ),
+            ));
+        }
         if self.cache.bytes > 0 {
             let page = self.geometry.page_size as u64;
             if self.cache.bytes < page {
@@ -1250,6 +1277,25 @@ mod tests {
         assert!(cfg.timing.multi_plane && !cfg.timing.plane_parallel);
         let err = Config::load("hat-table4", &["timing.multi_plane=true".into()]).unwrap_err().to_string();
         assert!(err.contains("timing.multi_plane") && err.contains("plane_parallel"), "{err}");
+    }
+
+    #[test]
+    fn write_buffer_policy_and_alpha_are_checked() {
+        let load = |sets: &[&str]| Config::load("hat-table4", &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let cfg = load(&["cache.bytes=65536", "cache.policy=\"heap\""]).unwrap();
+        assert_eq!((cfg.cache.policy, cfg.cache.alpha), (CachePolicy::Heap, 0.0));
+        assert_eq!(load(&["cache.policy=\"heap\"", "cache.alpha=2.5"]).unwrap().cache.alpha, 2.5);
+        for (sets, words) in [
+            (&["cache.policy=\"mru\""][..], &["cache.policy", "heap"][..]),
+            (&["cache.policy=\"heap\"", "cache.alpha=-1"], &["cache.alpha", "non-negative"]),
+            (&["cache.policy=\"heap\"", "cache.alpha=nan"], &["cache.alpha", "finite"]),
+            (&["cache.alpha=3"], &["cache.alpha", "\"heap\"", "\"lru\""]),
+        ] {
+            let err = load(sets).unwrap_err().to_string();
+            for w in words {
+                assert!(err.contains(w), "{sets:?}: {err}");
+            }
+        }
     }
 
     #[test]

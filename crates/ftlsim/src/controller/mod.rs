@@ -14,7 +14,9 @@
 //! **Write buffer** (`cache.bytes` > 0). A write completes once its data has
 //! crossed the host link and sits in the buffer; if every slot is dirty or
 //! being destaged, the writer stalls until one is free (counted). Dirty
-//! pages are destaged to the FTL oldest first by `cache.destage_depth`
+//! pages are destaged to the FTL oldest first (with `cache.policy =
+//! "heap"`, lowest value first, and a full buffer may make the writer wait
+//! for a write-back though clean pages remain: [`buffer`]) by `cache.destage_depth`
 //! destagers (default: one per channel), each starting its next page as
 //! soon as its last one is on flash, so destaging overlaps host work on the
 //! same resources and the FTL's allocation spreads it over the planes.
@@ -34,6 +36,7 @@
 //! of different LPNs, written by different host commands, into one page.
 
 pub mod buffer;
+pub mod heap;
 
 use crate::config::Config;
 use crate::engine::Device;
@@ -85,6 +88,7 @@ impl Controller {
                 (cfg.cache.bytes / page) as u32,
                 page as usize,
                 cfg.cache.policy,
+                if cfg.cache.alpha > 0.0 { cfg.cache.alpha } else { heap::derived_alpha(cfg) },
                 dev.array.stores_payloads(),
             )
         });
@@ -243,7 +247,7 @@ impl Controller {
         }
         let spp = self.sectors_per_page;
         let Some(buf) = self.buffer.as_mut() else { return Ok(None) };
-        let Some((slot, lpn, mask)) = buf.next_dirty() else { return Ok(None) };
+        let Some((slot, lpn, mask)) = buf.next_dirty(at) else { return Ok(None) };
         let mut done = at;
         for (span, data) in slot_spans(buf, slot, lpn, mask, spp, self.payloads) {
             done = done.max(ftl.write(dev, span, at, at, data)?);
@@ -263,21 +267,34 @@ impl Controller {
         at: SimTime,
         n: usize,
     ) -> Result<Option<SimTime>> {
-        let sectors = self.sectors_per_page;
         let Some(buf) = self.buffer.as_mut() else { return Ok(None) };
-        let oldest = buf.oldest_dirty(n);
+        let oldest = buf.oldest_dirty(n, at);
         if oldest.is_empty() {
             return Ok(None);
         }
-        let spans: Vec<_> = oldest
+        self.destage_slots(ftl, dev, at, &oldest).map(Some)
+    }
+
+    /// Destages the dirty `slots` (slot, page or unit, mask) at `at` as one
+    /// batch; returns when the last is on flash.
+    fn destage_slots(
+        &mut self,
+        ftl: &mut dyn Ftl,
+        dev: &mut Device,
+        at: SimTime,
+        slots: &[(u32, u32, SectorMask)],
+    ) -> Result<SimTime> {
+        let sectors = self.sectors_per_page;
+        let buf = self.buffer.as_mut().expect("destaging needs a buffer");
+        let spans: Vec<_> = slots
             .iter()
             .flat_map(|&(slot, unit, mask)| slot_spans(buf, slot, unit, mask, sectors, self.payloads))
             .collect();
         let done = ftl.write_batch(dev, &spans, at, at)?;
-        for &(slot, ..) in &oldest {
+        for &(slot, ..) in slots {
             buf.destaging(slot, done);
         }
-        Ok(Some(done))
+        Ok(done)
     }
 
     /// A host write whose data has crossed the link by `ready`; returns
@@ -304,7 +321,13 @@ impl Controller {
                 if let Some(s) = buf.admit(c.lpn.0, mask, t) {
                     break s;
                 }
-                // No room: wait for the first destage in flight to end, or
+                // No room. The heap rule chose a dirty page to give up:
+                // book its write-back now and wait for it.
+                if let Some(victim) = buf.dirty_victim() {
+                    self.destage_slots(ftl, dev, t, &[victim])?;
+                    continue;
+                }
+                // Else wait for the first destage in flight to end, or
                 // start one now if none is.
                 match buf.next_retirement() {
                     Some(end) => t = t.max(end),
@@ -358,7 +381,7 @@ impl Controller {
             buf.stats.read_hits += pages;
             for c in page_chunks(span, spp) {
                 if let Some(s) = buf.lookup(c.lpn.0) {
-                    buf.touch(s);
+                    buf.touch(s, issue);
                 }
             }
             issue

@@ -269,6 +269,16 @@ pub struct BufferReport {
     pub read_misses: u64,
     pub destaged_pages: u64,
     pub evictions: u64,
+    /// `cache.policy` ("lru", "fifo", "heap"; empty in reports from before it was recorded).
+    #[serde(default)]
+    pub policy: String,
+    /// Of `evictions`, clean pages dropped at once, and replacements that
+    /// first waited for a dirty page's write-back (the heap rule's choice,
+    /// or nothing clean).
+    #[serde(default)]
+    pub clean_evictions: u64,
+    #[serde(default)]
+    pub dirty_evictions: u64,
     /// Host writes that waited for room, and for how long in all.
     pub stalls: u64,
     pub stall_ms: f64,

@@ -115,10 +115,15 @@ fn rows(r: &Report, brief: bool) -> Vec<(&'static str, String)> {
             r.write_buffer.as_ref().map_or_else(
                 || "off".to_string(),
                 |b| {
-                    format!(
+                    let mut line = format!(
                         "{} / {}, {}, {} ({:.1} ms)",
                         b.write_hits, b.read_hits, b.destaged_pages, b.stalls, b.stall_ms
-                    )
+                    );
+                    if b.policy == "heap" {
+                        line +=
+                            &format!("; heap evictions clean / dirty {} / {}", b.clean_evictions, b.dirty_evictions);
+                    }
+                    line
                 },
             ),
         ),

@@ -37,7 +37,14 @@
 //! in clean and dirty min-heaps on cnt / (t_now − t_last), replaced by the
 //! α rule. Reads smaller than a virtual page are cached clean; writes of
 //! whole virtual pages bypass it; other writes are cached dirty and written
-//! back on eviction or FLUSH.
+//! back on eviction or FLUSH. The heaps and the α rule are
+//! [`crate::controller::heap`], shared with the controller's write buffer
+//! (`cache.policy = "heap"` gives any FTL, COFTL included, a page-slot
+//! write buffer replaced by the same rule). COFTL keeps its own cache of
+//! virtual-page slots rather than becoming that buffer: its slots span a
+//! page set across channels, it caches small reads and bypasses whole
+//! virtual-page writes, and it writes a dirty victim back at replacement
+//! where the buffer destages in the background (see [`cache`]).
 //!
 //! **Crash recovery** ([`recovery`]): the VBT and free list are written as
 //! log versions into a dual buffer (the last two sets), a new one when the
@@ -248,12 +255,7 @@ impl Coftl {
         let vpage_bytes = (k * geo.page_size) as u64;
         let cache = (f.coftl_cache_bytes > 0).then(|| {
             // Program time / read time of a page set, as the paper sets α.
-            let alpha = if f.coftl_alpha > 0.0 {
-                f.coftl_alpha
-            } else {
-                (cfg.timing.program_us * 1e3 + cfg.timing.bus_ns_per_byte * geo.page_size as f64)
-                    / (cfg.timing.read_us * 1e3 + cfg.timing.bus_ns_per_byte * geo.page_size as f64).max(1.0)
-            };
+            let alpha = if f.coftl_alpha > 0.0 { f.coftl_alpha } else { crate::controller::heap::derived_alpha(cfg) };
             AdaptiveCache::new(
                 (f.coftl_cache_bytes / vpage_bytes).max(1) as u32,
                 vpage_bytes as usize,
@@ -714,7 +716,7 @@ impl Coftl {
             } else {
                 cache.stats.clean_evictions += 1;
             }
-            self.cache.as_mut().expect("cache on").remove(v.slot, t);
+            self.cache.as_mut().expect("cache on").remove(v.slot);
         }
     }
 
@@ -730,7 +732,7 @@ impl Coftl {
         let src = self.payloads.then_some(&buf[..]);
         let r = self.write_vpage(dev, vpn, mask, src, t, Cause::Cache);
         self.wscratch = buf;
-        self.cache.as_mut().expect("cache on").mark_clean(slot, t);
+        self.cache.as_mut().expect("cache on").mark_clean(slot);
         r
     }
 
@@ -781,7 +783,7 @@ impl Coftl {
             // Sequential writes of whole virtual pages bypass the cache.
             cache.stats.bypassed += 1;
             if let Some(s) = cache.lookup(vpn) {
-                cache.remove(s, ready);
+                cache.remove(s);
             }
             return self.write_vpage(dev, vpn, mask, part, ready, Cause::Host);
         }
@@ -790,7 +792,7 @@ impl Coftl {
             Some(s) => {
                 cache.stats.hits += 1;
                 cache.touch(s, ready);
-                cache.add(s, mask, true, ready);
+                cache.add(s, mask, true);
                 s
             }
             None => {
@@ -856,7 +858,7 @@ impl Coftl {
                         }
                     }
                     let cache = self.cache.as_mut().expect("cache on");
-                    cache.add(slot, mask, false, t);
+                    cache.add(slot, mask, false);
                     cache.touch(slot, t);
                 }
                 None if mask != full => {
@@ -883,7 +885,7 @@ impl Coftl {
         let lane_mask = self.lane_mask(lane);
         if let Some(cache) = self.cache.as_mut() {
             if let Some(slot) = cache.lookup(vb * self.s.v + vpa) {
-                cache.forget(slot, lane_mask, t);
+                cache.forget(slot, lane_mask);
             }
         }
         let e = self.entry(vb, vpa);
@@ -1051,7 +1053,7 @@ impl Ftl for Coftl {
             }
         }
         if let Some(c) = &self.cache {
-            c.check(None).or_else(|e| bad(format!("data cache: {e}")))?;
+            c.check().or_else(|e| bad(format!("data cache: {e}")))?;
         }
         Ok(())
     }
