@@ -352,10 +352,30 @@ impl LineParser for CsvParser {
                 MAX_COLUMNS - 1
             ));
         }
-        let mut f = [&b""[..]; MAX_COLUMNS];
+        // Most mappings use the first few columns: a short array of fields
+        // is set up per line then, not all the columns a mapping may name.
+        if self.need <= FEW_COLUMNS {
+            self.parse_fields(line, &mut [&b""[..]; FEW_COLUMNS])
+        } else {
+            self.parse_fields(line, &mut [&b""[..]; MAX_COLUMNS])
+        }
+    }
+
+    fn take_ranges(&mut self, into: &mut Vec<(u64, u64)>) {
+        into.append(&mut self.ranges);
+    }
+}
+
+/// Columns a line is split into when the mapping uses no more.
+const FEW_COLUMNS: usize = 8;
+
+impl CsvParser {
+    /// Parses `line` split into `f` (at least `need` fields long).
+    #[inline]
+    fn parse_fields<'a>(&mut self, line: &'a [u8], f: &mut [&'a [u8]]) -> std::result::Result<Parsed, String> {
         let n = match self.spec.sep {
-            Sep::Char(c) => split_sep(line, c, &mut f),
-            Sep::Whitespace => split_ws(line, &mut f),
+            Sep::Char(c) => split_sep(line, c, f),
+            Sep::Whitespace => split_ws(line, f),
         };
         let s = &self.spec;
         self.lines_seen = self.lines_seen.saturating_add(1);
@@ -384,13 +404,6 @@ impl LineParser for CsvParser {
         }
         Ok(Parsed::Cmd(Raw { time_ns, op, start, sectors }))
     }
-
-    fn take_ranges(&mut self, into: &mut Vec<(u64, u64)>) {
-        into.append(&mut self.ranges);
-    }
-}
-
-impl CsvParser {
     /// The `sector,sectors` pairs after a native TRIM line's first range
     /// (any number: the line is split again, past the column limit).
     fn more_ranges(&mut self, line: &[u8], fields: usize) -> std::result::Result<(), String> {
