@@ -172,6 +172,7 @@ fn hat_results() -> hat::HatResults {
                 log_associativity: None,
                 write_amplification: None,
                 saturated: false,
+                channel_busy: Some(0.5),
             });
         }
     }

@@ -285,6 +285,13 @@ impl Flat {
 /// Intervals a chunk of [`Chunked`] holds at most.
 const CHUNK: usize = 32;
 
+/// The longest idle gap between consecutive intervals of `part`.
+#[inline]
+fn longest_gap(part: &[(u64, u64)]) -> u64 {
+    // Saturating: a merge of two intervals asks while they still overlap, then again.
+    part.windows(2).map(|w| w[1].0.saturating_sub(w[0].1)).max().unwrap_or(0)
+}
+
 /// The intervals, sorted, in chunks of at most [`CHUNK`] (none empty), so a
 /// booking in the middle moves at most one chunk's intervals.
 #[derive(Clone, Debug, Default)]
@@ -292,6 +299,10 @@ struct Chunked {
     chunks: Vec<Vec<(u64, u64)>>,
     /// Each chunk's last end, to bisect the chunks without loading them.
     ends: Vec<u64>,
+    /// Each chunk's longest idle gap between its own intervals, so a search
+    /// for a gap skips the chunks that have none long enough (behind a long
+    /// backlog a calendar holds many thousands of short gaps).
+    gaps: Vec<u64>,
     len: usize,
     /// Emptied chunks, to reuse their allocations.
     spare: Vec<Vec<(u64, u64)>>,
@@ -311,6 +322,7 @@ impl Chunked {
         for part in all.chunks(CHUNK / 2) {
             c.chunks.push(part.to_vec());
             c.ends.push(part[part.len() - 1].1);
+            c.gaps.push(longest_gap(part));
         }
         c.len = all.len();
         c
@@ -359,6 +371,11 @@ impl Chunked {
                     return t;
                 }
                 t = t.max(end);
+                if i == 0 && self.gaps[c] < len {
+                    // No gap inside the chunk is long enough: past its end.
+                    t = t.max(self.ends[c]);
+                    break;
+                }
                 i += 1;
             }
             (c, i) = (c + 1, 0);
@@ -381,14 +398,18 @@ impl Chunked {
         self.len += 1;
         match self.chunks.last_mut() {
             Some(ch) if ch.len() < CHUNK => {
+                let gap = t - ch[ch.len() - 1].1;
                 ch.push((t, end));
                 *self.ends.last_mut().expect("an end per chunk") = end;
+                let g = self.gaps.last_mut().expect("a gap per chunk");
+                *g = (*g).max(gap);
             }
             _ => {
                 let mut ch = self.spare.pop().unwrap_or_default();
                 ch.push((t, end));
                 self.chunks.push(ch);
                 self.ends.push(end);
+                self.gaps.push(0);
             }
         }
     }
@@ -417,7 +438,10 @@ impl Chunked {
                 self.chunks[prev.0][prev.1].1 = end;
                 self.fix_end(prev.0);
             }
-            (false, true) => self.chunks[c][i].0 = t,
+            (false, true) => {
+                self.chunks[c][i].0 = t;
+                self.fix_gap(c);
+            }
             (false, false) => self.insert(at, (t, end)),
         }
     }
@@ -431,8 +455,11 @@ impl Chunked {
             let mut right = self.spare.pop().unwrap_or_default();
             right.extend(ch.drain(CHUNK / 2..));
             self.ends.insert(c, ch[CHUNK / 2 - 1].1);
+            self.gaps.insert(c, 0);
             self.chunks.insert(c + 1, right);
+            self.fix_gap(c + 1);
         }
+        self.fix_gap(c);
     }
 
     fn remove(&mut self, (c, i): At) {
@@ -441,17 +468,25 @@ impl Chunked {
         if self.chunks[c].is_empty() {
             let ch = self.chunks.remove(c);
             self.ends.remove(c);
+            self.gaps.remove(c);
             self.spare.push(ch);
         } else {
             self.fix_end(c);
         }
     }
 
-    /// Chunk `c`'s last interval changed.
+    /// Chunk `c`'s last interval changed (an end moved: its gaps too).
     #[inline]
     fn fix_end(&mut self, c: usize) {
         let ch = &self.chunks[c];
         self.ends[c] = ch[ch.len() - 1].1;
+        self.fix_gap(c);
+    }
+
+    /// Chunk `c`'s intervals changed: its longest gap again.
+    #[inline]
+    fn fix_gap(&mut self, c: usize) {
+        self.gaps[c] = longest_gap(&self.chunks[c]);
     }
 
     #[inline]
@@ -465,10 +500,12 @@ impl Chunked {
             self.len -= k;
             if k < first.len() {
                 first.drain(..k);
+                self.fix_gap(0);
                 return;
             }
             let mut ch = self.chunks.remove(0);
             self.ends.remove(0);
+            self.gaps.remove(0);
             ch.clear();
             self.spare.push(ch);
         }

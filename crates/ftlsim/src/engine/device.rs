@@ -3,10 +3,12 @@
 //! Resources: one bus per channel, and one array unit per die (or per plane
 //! when `timing.plane_parallel` is set), plus the host link. With
 //! `timing.multi_plane` a die's planes overlap only in multi-plane
-//! operations (see [`multi_plane`]). An array unit
-//! keeps the time it is next free (it does one thing at a time, in booking
-//! order); a bus keeps a [`Calendar`] of its future transfers, so a transfer
-//! takes the first idle gap rather than queueing behind one booked for later.
+//! operations (see [`multi_plane`]). An array unit,
+//! a bus and the host link each keep a [`Calendar`] of their future work,
+//! so an operation or transfer takes the first idle gap rather than
+//! queueing behind one booked for later (on the host link: a read's data
+//! that waits for a busy plane does not hold up the data of the commands
+//! that arrive after it, on other planes).
 //! A read occupies its unit for tR and then the bus for the page transfer
 //! (the unit stays busy until its page register drains); a program moves the
 //! page over the bus once its unit is free and then occupies the unit for
@@ -152,7 +154,10 @@ pub struct Device {
     /// one block keep their booking order (programs in page order, a read
     /// after its page's program, an erase after the block's copies).
     block_last: Vec<SimTime>,
-    host_free: SimTime,
+    /// The host link's booked transfers: like a bus, a transfer takes the
+    /// first idle gap, so a read's data waiting for a busy plane does not
+    /// hold the link from the commands behind it.
+    host_link: Calendar,
     /// Channel and array unit of each plane (lookups beat divisions here).
     plane_channel: Vec<u32>,
     plane_unit: Vec<u32>,
@@ -198,7 +203,7 @@ impl Device {
             unit_free: vec![SimTime::ZERO; (geo.planes / planes_per_unit) as usize],
             horizon: SimTime::ZERO,
             block_last: vec![SimTime::ZERO; geo.blocks as usize],
-            host_free: SimTime::ZERO,
+            host_link: Calendar::default(),
             plane_channel: (0..geo.planes).map(|p| geo.channel_of(PlaneId(p))).collect(),
             plane_unit: (0..geo.planes).map(|p| p / planes_per_unit).collect(),
             counters: FlashCounters::default(),
@@ -840,18 +845,18 @@ impl Device {
         }
     }
 
-    /// Moves `bytes` over the host link; returns when the transfer ends.
+    /// Moves `bytes` over the host link, in its first idle gap at or after
+    /// `not_before` (as a bus transfer is booked); returns when it ends.
     pub fn host_transfer(&mut self, bytes: u64, not_before: SimTime) -> SimTime {
         if self.units_only {
             return not_before;
         }
         let took = self.timing.host_transfer(bytes);
-        let start = not_before.max(self.host_free);
+        self.host_link.advance(self.horizon);
+        let start = self.host_link.book(not_before, took);
         self.serve(start, Cause::Host);
-        let done = start + took;
-        self.host_free = done;
         self.busy.host_link += took.0;
-        done
+        start + took
     }
 
     /// A host command starts: from now until the next call, the earliest
@@ -963,7 +968,7 @@ impl Device {
         self.unit_free.fill(SimTime::ZERO);
         self.horizon = SimTime::ZERO;
         self.block_last.fill(SimTime::ZERO);
-        self.host_free = SimTime::ZERO;
+        self.host_link.reset();
         self.counters = FlashCounters::default();
         self.busy = BusyTime::default();
         self.wakes.clear();
@@ -1148,6 +1153,21 @@ mod tests {
             others(&mut single, &after, &mut n);
             prop_assert_eq!(timing_state(&batch), timing_state(&single));
         }
+    }
+
+    #[test]
+    fn a_host_transfer_takes_an_idle_gap_of_the_link() {
+        let mut d = device(false);
+        let took = d.timing().host_transfer(2048);
+        // A read's data, ready only once its busy plane has sensed it.
+        let late = d.host_transfer(2048, SimTime(1_000_000));
+        assert_eq!(late, SimTime(1_000_000) + took);
+        // A write's data arriving before then crosses the idle link at once.
+        assert_eq!(d.host_transfer(2048, SimTime(10)), SimTime(10) + took, "not behind the later transfer");
+        // One that would overlap the booked transfer goes after it.
+        let overlapping = SimTime(1_000_000 - took.0 / 2);
+        assert_eq!(d.host_transfer(2048, overlapping), late + took);
+        assert_eq!(d.busy.host_link, 3 * took.0);
     }
 
     #[test]
