@@ -277,6 +277,7 @@ fn the_heap_policy_keeps_a_hot_set_dirty_and_reports_its_evictions() {
     let (_, low) = hot_and_cold("heap", "0.01");
     assert!(low.dirty_evictions > 0 && low.clean_evictions > 0, "{low:?}");
     assert_eq!(low.evictions, low.clean_evictions + low.dirty_evictions);
+}
 
 /// The host link carries each transfer in its first idle gap: a read whose
 /// plane is busy (here with the program of the page it reads) does not hold
