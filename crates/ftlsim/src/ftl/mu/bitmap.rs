@@ -36,6 +36,9 @@ pub struct BitmapCache {
     /// (runs, block) of every bucket, so the fullest is found without a
     /// scan (a scan of every bucket per flush was a fifth of `mu`'s time).
     by_size: BTreeSet<(usize, Reverse<u32>)>,
+    /// Emptied buckets' arrays, reused by new buckets (a bucket is made
+    /// and taken for nearly every host write: no allocation each time).
+    spare: Vec<Vec<(u32, u32)>>,
     pub stats: BitmapStats,
 }
 
@@ -46,6 +49,7 @@ impl BitmapCache {
             len: 0,
             buckets: BTreeMap::new(),
             by_size: BTreeSet::new(),
+            spare: Vec::new(),
             stats: BitmapStats::default(),
         }
     }
@@ -62,7 +66,8 @@ impl BitmapCache {
     /// Records pages `first..first + n` of `block` invalid, merging runs.
     pub fn insert(&mut self, block: u32, first: u32, n: u32) {
         self.stats.inserts += 1;
-        let runs = self.buckets.entry(block).or_default();
+        let spare = &mut self.spare;
+        let runs = self.buckets.entry(block).or_insert_with(|| spare.pop().unwrap_or_default());
         let (mut lo, mut hi) = (first, first + n);
         let before = runs.len();
         if before > 0 {
@@ -93,6 +98,25 @@ impl BitmapCache {
         self.by_size.remove(&(runs.len(), Reverse(block)));
         self.len -= runs.len() as u64;
         runs
+    }
+
+    /// [`take`](Self::take)s a block's runs into `bits`, one `u32` per 32
+    /// pages (bit `i % 32` of word `i / 32` for page `i`), keeping the
+    /// bucket's array for reuse; returns the pages marked.
+    pub fn take_bits(&mut self, block: u32, bits: &mut [u32]) -> u32 {
+        let mut runs = self.take(block);
+        let mut pages = 0;
+        for &(s, n) in &runs {
+            pages += n;
+            for i in s..s + n {
+                bits[(i / u32::BITS) as usize] |= 1 << (i % u32::BITS);
+            }
+        }
+        if runs.capacity() > 0 {
+            runs.clear();
+            self.spare.push(runs);
+        }
+        pages
     }
 
     /// Power failed: every cached extent is lost (recovery rebuilds the

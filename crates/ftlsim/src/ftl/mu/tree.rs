@@ -46,6 +46,8 @@ use crate::units::{BlockId, Lpn, Ppn, SimTime};
 use std::cell::Cell;
 
 const NIL: u32 = u32::MAX;
+/// Tree pages GC moves between prefetching a page's leaf pointer and moving it.
+const MOVE_AHEAD: usize = 8;
 /// Bytes of one entry: 4 B key, 4 B value (Fig. 3's 25-bit PPN + 7-bit length).
 pub const ENTRY_BYTES: u32 = 8;
 
@@ -458,6 +460,21 @@ impl MuTree {
         self.dirty.touch(leaf);
     }
 
+    /// ORs `bits` into entry `key`'s value, or inserts it as `bits`: what
+    /// [`insert`](Self::insert) of `get(key).unwrap_or(0) | bits` does, with
+    /// one search of the leaf.
+    pub fn insert_or(&mut self, key: u32, bits: u64) {
+        let leaf = self.leaf_of(key);
+        let n = &mut self.nodes[leaf as usize];
+        match n.keys.binary_search(&key) {
+            Ok(i) => {
+                n.vals[i] |= bits;
+                self.dirty.touch(leaf);
+            }
+            Err(_) => self.insert(key, bits),
+        }
+    }
+
     /// Entry `key` where [`replace`](Self::replace) can overwrite it: found
     /// with its neighbours in its leaf, and its removal would not rebalance.
     /// `None` when it is not in the tree, is its leaf's first or last
@@ -812,12 +829,15 @@ impl MuTree {
     pub fn reclaim(&mut self, space: &mut Space, dev: &mut Device, victim: BlockId, t: SimTime) -> Result<()> {
         let mut live = std::mem::take(&mut self.live);
         live.clear();
-        for i in 0..space.geo.pages_per_block {
-            let src = space.geo.ppn(victim, i).0;
-            if !self.pages.is_listed(src) {
+        let ppb = space.geo.pages_per_block;
+        let first = self.pages.index_of[victim.idx()] * ppb;
+        debug_assert!(self.owns(victim), "{victim} is not a tree block");
+        for i in 0..ppb {
+            let slot = (first + i) as usize;
+            if !self.pages.listed[slot] {
                 continue;
             }
-            let slot = self.pages.slot(src) as usize;
+            let src = space.geo.ppn(victim, i).0;
             if self.pages.live[slot] == 0 {
                 return Err(Error::invariant("mu", format!("μ-Tree: GC found dead page {src} not yet released")));
             }
@@ -833,6 +853,9 @@ impl MuTree {
             let run = &live[copied..live.len().min(copied + room)];
             done = done.max(dev.copy_run(run, dst, t, |_| Cause::Mapping)?);
             for (i, &src) in run.iter().enumerate() {
+                if let Some(&ahead) = live.get(copied + i + MOVE_AHEAD) {
+                    self.prefetch_moved(ahead);
+                }
                 self.moved(space, src, dst.0 + i as u32, t);
             }
             copied += run.len();
@@ -841,6 +864,15 @@ impl MuTree {
         dev.erase(victim, done, Cause::Mapping)?;
         self.pages.close(victim);
         space.release(victim)
+    }
+
+    /// Starts loading the page pointer of live tree page `src`'s first
+    /// listed node (its leaf, usually the node still there), which
+    /// [`moved`](Self::moved) compares: a random node's, a cache miss.
+    fn prefetch_moved(&self, src: u32) {
+        if let Some(&n) = self.pages.nodes[self.pages.slot(src) as usize].first() {
+            crate::mem::prefetch(&self.page, n as usize);
+        }
     }
 
     /// Live tree page `src` was copied to `dst`: its nodes, cache entry and
