@@ -14,11 +14,12 @@
 //! 3. **dropped**: its block became wholly invalid and is erased at once,
 //!    so the entries are discarded without reaching the tree.
 //!
-//! Simplification: the hash table is an ordered map, so which block a flush
-//! picks among equals is the lowest-numbered (deterministic).
+//! Simplification: the hash table is an array of buckets indexed by block
+//! (the extents, not the array, count against the budget), and a flush
+//! picks the lowest-numbered among equally full blocks (deterministic).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 /// Bytes of one cached invalid extent.
 pub const EXTENT_BYTES: u64 = 4;
@@ -32,7 +33,9 @@ pub struct BitmapCache {
     capacity: u64,
     len: u64,
     /// Per block: disjoint, non-touching runs (first page, pages), sorted.
-    buckets: BTreeMap<u32, Vec<(u32, u32)>>,
+    /// Indexed by block (grown on demand); an empty array is no bucket.
+    /// Each keeps its capacity, so a bucket made again allocates nothing.
+    buckets: Vec<Vec<(u32, u32)>>,
     /// (runs, block) of every bucket, so the fullest is found without a
     /// scan (a scan of every bucket per flush was a fifth of `mu`'s time).
     by_size: BTreeSet<(usize, Reverse<u32>)>,
@@ -44,7 +47,7 @@ impl BitmapCache {
         BitmapCache {
             capacity: bytes / EXTENT_BYTES,
             len: 0,
-            buckets: BTreeMap::new(),
+            buckets: Vec::new(),
             by_size: BTreeSet::new(),
             stats: BitmapStats::default(),
         }
@@ -62,7 +65,11 @@ impl BitmapCache {
     /// Records pages `first..first + n` of `block` invalid, merging runs.
     pub fn insert(&mut self, block: u32, first: u32, n: u32) {
         self.stats.inserts += 1;
-        let runs = self.buckets.entry(block).or_default();
+        let b = block as usize;
+        if b >= self.buckets.len() {
+            self.buckets.resize_with(b + 1, Vec::new);
+        }
+        let runs = &mut self.buckets[b];
         let (mut lo, mut hi) = (first, first + n);
         let before = runs.len();
         if before > 0 {
@@ -89,10 +96,30 @@ impl BitmapCache {
 
     /// Removes a block's runs (to flush them or hand them to GC).
     pub fn take(&mut self, block: u32) -> Vec<(u32, u32)> {
-        let runs = self.buckets.remove(&block).unwrap_or_default();
+        let runs = self.buckets.get_mut(block as usize).map(std::mem::take).unwrap_or_default();
         self.by_size.remove(&(runs.len(), Reverse(block)));
         self.len -= runs.len() as u64;
         runs
+    }
+
+    /// [`take`](Self::take)s a block's runs into `bits`, one `u32` per 32
+    /// pages (bit `i % 32` of word `i / 32` for page `i`), keeping the
+    /// bucket's array for reuse; returns the pages marked.
+    pub fn take_bits(&mut self, block: u32, bits: &mut [u32]) -> u32 {
+        let Some(runs) = self.buckets.get_mut(block as usize) else { return 0 };
+        let mut pages = 0;
+        for &(s, n) in runs.iter() {
+            pages += n;
+            for i in s..s + n {
+                bits[(i / u32::BITS) as usize] |= 1 << (i % u32::BITS);
+            }
+        }
+        if !runs.is_empty() {
+            self.by_size.remove(&(runs.len(), Reverse(block)));
+            self.len -= runs.len() as u64;
+            runs.clear();
+        }
+        pages
     }
 
     /// Power failed: every cached extent is lost (recovery rebuilds the
@@ -104,7 +131,7 @@ impl BitmapCache {
     }
 
     pub fn runs(&self, block: u32) -> &[(u32, u32)] {
-        self.buckets.get(&block).map_or(&[], |r| r.as_slice())
+        self.buckets.get(block as usize).map_or(&[], |r| r.as_slice())
     }
 }
 

@@ -76,14 +76,16 @@ impl Lru {
 }
 
 const NIL: u32 = u32::MAX;
+/// `links[id][0]` of an id not in the set.
+const OUT: u32 = u32::MAX - 1;
 
 /// An LRU set of dense ids: `head` is the most, `tail` the least recently used.
+/// An id's links and membership share one 8-byte entry (one cache line).
 #[derive(Default)]
 pub struct DenseLru {
-    /// Per id: its neighbours towards the head and the tail, or `NIL`.
-    prev: Vec<u32>,
-    next: Vec<u32>,
-    member: Vec<bool>,
+    /// Per id: `[prev, next]` towards head and tail ([`NIL`] at the ends),
+    /// or `[OUT, _]` when the id is not in the set.
+    links: Vec<[u32; 2]>,
     head: u32,
     tail: u32,
     len: usize,
@@ -104,27 +106,26 @@ impl DenseLru {
 
     #[inline]
     pub fn contains(&self, id: u32) -> bool {
-        self.member.get(id as usize).copied().unwrap_or(false)
+        self.links.get(id as usize).is_some_and(|l| l[0] != OUT)
     }
 
     fn unlink(&mut self, id: u32) {
-        let (p, n) = (self.prev[id as usize], self.next[id as usize]);
+        let [p, n] = self.links[id as usize];
         match p {
             NIL => self.head = n,
-            p => self.next[p as usize] = n,
+            p => self.links[p as usize][1] = n,
         }
         match n {
             NIL => self.tail = p,
-            n => self.prev[n as usize] = p,
+            n => self.links[n as usize][0] = p,
         }
     }
 
     fn push_head(&mut self, id: u32) {
-        self.prev[id as usize] = NIL;
-        self.next[id as usize] = self.head;
+        self.links[id as usize] = [NIL, self.head];
         match self.head {
             NIL => self.tail = id,
-            h => self.prev[h as usize] = id,
+            h => self.links[h as usize][0] = id,
         }
         self.head = id;
     }
@@ -132,21 +133,19 @@ impl DenseLru {
     /// Makes `id` the most recently used, inserting it; returns whether it
     /// was present.
     pub fn touch(&mut self, id: u32) -> bool {
+        debug_assert!(id < OUT, "id {id} out of range");
         let i = id as usize;
-        if i >= self.member.len() {
-            let len = (i + 1).max(self.member.len() * 2);
-            self.prev.resize(len, NIL);
-            self.next.resize(len, NIL);
-            self.member.resize(len, false);
+        if i >= self.links.len() {
+            let len = (i + 1).max(self.links.len() * 2);
+            self.links.resize(len, [OUT, NIL]);
         }
-        let present = self.member[i];
+        let present = self.links[i][0] != OUT;
         if present {
             if self.head == id {
                 return true;
             }
             self.unlink(id);
         } else {
-            self.member[i] = true;
             self.len += 1;
         }
         self.push_head(id);
@@ -163,7 +162,7 @@ impl DenseLru {
             return false;
         }
         self.unlink(id);
-        self.member[id as usize] = false;
+        self.links[id as usize][0] = OUT;
         self.len -= 1;
         true
     }
@@ -182,7 +181,7 @@ impl DenseLru {
 
     /// Ids from the least to the most recently used.
     pub fn keys(&self) -> impl Iterator<Item = u32> + '_ {
-        std::iter::successors(self.oldest(), |&id| Some(self.prev[id as usize]).filter(|&p| p != NIL))
+        std::iter::successors(self.oldest(), |&id| Some(self.links[id as usize][0]).filter(|&p| p != NIL))
     }
 }
 

@@ -67,10 +67,14 @@ use tree::MuTree;
 /// Tree keys from here on are bitmap entries (`BITMAP_KEYS + block ×
 /// sub-blocks + sub-block`); below, extents keyed by their first LPN.
 const BITMAP_KEYS: u32 = 1 << 31;
-/// Pages per bitmap entry.
-const SUB_BLOCK: u32 = 32;
+/// Pages per bitmap entry (a `u32`'s bits, as [`BitmapCache::take_bits`] marks them).
+const SUB_BLOCK: u32 = u32::BITS;
 /// The longest extent Fig. 3's 7-bit length records.
 const MAX_EXTENT: u32 = 128;
+/// Bitmap entries of a block at most.
+const MAX_SUBS: usize = MAX_EXTENT.div_ceil(SUB_BLOCK) as usize;
+/// A block's invalid pages, one bitmap per sub-block (the first `subs` used).
+type SubBits = [u32; MAX_SUBS];
 /// Fig. 3's 25-bit PPN.
 const MAX_PAGES: u64 = 1 << 25;
 /// GC copies whose tree leaves are prefetched ahead of the copy (their
@@ -420,16 +424,9 @@ impl Mu {
     /// bitmap-cache bucket and, when the counter says some are not cached,
     /// its bitmap entries in the tree, which are removed. Returns them and
     /// when the tree reads are done.
-    fn take_invalid(&mut self, dev: &mut Device, b: BlockId, now: SimTime) -> Result<(Vec<u32>, SimTime)> {
-        let runs = self.bitmaps.take(b.0);
-        let mut bits = vec![0u32; self.subs as usize];
-        let mut cached = 0;
-        for (s, n) in runs {
-            cached += n;
-            for i in s..s + n {
-                bits[(i / SUB_BLOCK) as usize] |= 1 << (i % SUB_BLOCK);
-            }
-        }
+    fn take_invalid(&mut self, dev: &mut Device, b: BlockId, now: SimTime) -> Result<(SubBits, SimTime)> {
+        let mut bits = [0u32; MAX_SUBS];
+        let cached = self.bitmaps.take_bits(b.0, &mut bits);
         let mut t = now;
         if self.space.invalid[b.idx()] as u32 > cached {
             for s in 0..self.subs {
@@ -447,17 +444,12 @@ impl Mu {
     fn flush_bitmaps(&mut self, dev: &mut Device, now: SimTime) -> Result<()> {
         let Some(b) = self.bitmaps.fullest() else { return Ok(()) };
         self.mu.bitmap_flushes += 1;
-        let mut bits = vec![0u32; self.subs as usize];
-        for (s, n) in self.bitmaps.take(b) {
-            for i in s..s + n {
-                bits[(i / SUB_BLOCK) as usize] |= 1 << (i % SUB_BLOCK);
-            }
-        }
-        for (s, &add) in bits.iter().enumerate().filter(|(_, v)| **v != 0) {
+        let mut bits = [0u32; MAX_SUBS];
+        self.bitmaps.take_bits(b, &mut bits);
+        for (s, &add) in bits[..self.subs as usize].iter().enumerate().filter(|(_, v)| **v != 0) {
             let key = BITMAP_KEYS + b * self.subs + s as u32;
             self.tree.lookup(dev, key, now)?;
-            let old = self.tree.get(key).unwrap_or(0);
-            self.tree.insert(key, old | add as u64);
+            self.tree.insert_or(key, add as u64);
         }
         Ok(())
     }

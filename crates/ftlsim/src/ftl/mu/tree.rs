@@ -46,8 +46,25 @@ use crate::units::{BlockId, Lpn, Ppn, SimTime};
 use std::cell::Cell;
 
 const NIL: u32 = u32::MAX;
+/// Tree pages GC moves between prefetching a page's leaf pointer and moving it.
+const MOVE_AHEAD: usize = 8;
 /// Bytes of one entry: 4 B key, 4 B value (Fig. 3's 25-bit PPN + 7-bit length).
 pub const ENTRY_BYTES: u32 = 8;
+
+/// [`MuTree::leaf_of`]'s memory of the last leaf found: it covers keys
+/// `lo..hi`.
+#[derive(Clone, Copy)]
+struct Hint {
+    leaf: u32,
+    lo: u32,
+    hi: u64,
+}
+
+impl Hint {
+    const NONE: Hint = Hint { leaf: NIL, lo: 0, hi: 0 };
+    /// Beyond every key: the range of the last node of a level.
+    const UNBOUNDED: u64 = 1 << 32;
+}
 
 /// One node. `keys` are a leaf's entry keys (values in `vals`) or an inner
 /// node's children's low keys (children in `kids`); `keys[0]` of an inner
@@ -165,9 +182,11 @@ pub struct MuTree {
     /// the nodes rather than in them: GC rewrites it for every node of
     /// every tree page it moves, and a dense array keeps those writes in cache.
     page: Vec<u32>,
-    /// The leaf last found: most searches land where the last one did, so
-    /// they skip the descent. Cleared when leaves split, merge or move keys.
-    hint: Cell<u32>,
+    /// The leaf last found, with the keys it covers: most searches land
+    /// where the last one did, so they skip the descent (and the look at
+    /// the next leaf's low key, a cache miss, that checking its range
+    /// would take). Cleared when leaves split, merge or move keys.
+    hint: Cell<Hint>,
     free_nodes: Vec<u32>,
     root: u32,
     height: u32,
@@ -236,7 +255,7 @@ impl MuTree {
         let mut t = MuTree {
             nodes: Vec::new(),
             page: Vec::new(),
-            hint: Cell::new(NIL),
+            hint: Cell::new(Hint::NONE),
             free_nodes: Vec::new(),
             root: NIL,
             height: 1,
@@ -322,21 +341,33 @@ impl MuTree {
     #[inline]
     fn leaf_of(&self, key: u32) -> u32 {
         let h = self.hint.get();
-        if h != NIL {
-            let node = &self.nodes[h as usize];
-            if node.lo <= key && (node.next == NIL || key < self.nodes[node.next as usize].lo) {
-                return h;
-            }
+        if h.leaf != NIL && h.lo <= key && (key as u64) < h.hi {
+            debug_assert!({
+                let node = &self.nodes[h.leaf as usize];
+                let hi = if node.next == NIL { Hint::UNBOUNDED } else { self.nodes[node.next as usize].lo as u64 };
+                node.level == 0 && node.lo == h.lo && hi == h.hi
+            });
+            return h.leaf;
         }
-        let mut n = self.root;
+        let (mut n, mut hi) = (self.root, Hint::UNBOUNDED);
         loop {
             let node = &self.nodes[n as usize];
             if node.level == 0 {
-                self.hint.set(n);
+                self.hint.set(Hint { leaf: n, lo: node.lo, hi });
                 return n;
             }
-            n = node.kids[node.keys.partition_point(|&k| k <= key) - 1];
+            (n, hi) = Self::child(node, key, hi);
         }
+    }
+
+    /// The child of inner node `node` covering `key`, and where the child's
+    /// range ends, given where the node's does (`hi`): at the next child's
+    /// low key, or for the last child at `hi` (a parent lists its children
+    /// by their low keys, and a level's nodes are contiguous).
+    #[inline]
+    fn child(node: &Node, key: u32, hi: u64) -> (u32, u64) {
+        let c = node.keys.partition_point(|&k| k <= key) - 1;
+        (node.kids[c], node.keys.get(c + 1).map_or(hi, |&k| k as u64))
     }
 
     /// Starts loading the node of the leaf covering `key` into the CPU
@@ -419,11 +450,11 @@ impl MuTree {
     /// Visits the path to `key`, paying for nodes neither cached nor dirty;
     /// returns when the leaf is known.
     pub fn lookup(&mut self, dev: &mut Device, key: u32, mut t: SimTime) -> Result<SimTime> {
-        let mut n = self.root;
+        let (mut n, mut hi) = (self.root, Hint::UNBOUNDED);
         loop {
             let node = &self.nodes[n as usize];
-            let (level, page) = (node.level, self.page[n as usize]);
-            let next = if level == 0 { NIL } else { node.kids[node.keys.partition_point(|&k| k <= key) - 1] };
+            let (level, page, lo) = (node.level, self.page[n as usize], node.lo);
+            let (next, next_hi) = if level == 0 { (NIL, hi) } else { Self::child(node, key, hi) };
             self.stats.visits += 1;
             if (level == 0 && self.dirty.contains(n)) || page == NIL || self.read_cache.hit(self.pages.slot(page)) {
                 self.stats.visit_hits += 1;
@@ -434,10 +465,10 @@ impl MuTree {
                 self.read_cache.trim_to(self.read_pages);
             }
             if level == 0 {
-                self.hint.set(n);
+                self.hint.set(Hint { leaf: n, lo, hi });
                 return Ok(t);
             }
-            n = next;
+            (n, hi) = (next, next_hi);
         }
     }
 
@@ -456,6 +487,21 @@ impl MuTree {
         }
         let leaf = self.leaf_of(key);
         self.dirty.touch(leaf);
+    }
+
+    /// ORs `bits` into entry `key`'s value, or inserts it as `bits`: what
+    /// [`insert`](Self::insert) of `get(key).unwrap_or(0) | bits` does, with
+    /// one search of the leaf.
+    pub fn insert_or(&mut self, key: u32, bits: u64) {
+        let leaf = self.leaf_of(key);
+        let n = &mut self.nodes[leaf as usize];
+        match n.keys.binary_search(&key) {
+            Ok(i) => {
+                n.vals[i] |= bits;
+                self.dirty.touch(leaf);
+            }
+            Err(_) => self.insert(key, bits),
+        }
     }
 
     /// Entry `key` where [`replace`](Self::replace) can overwrite it: found
@@ -511,7 +557,7 @@ impl MuTree {
         if count <= self.capacity(level as usize) {
             return;
         }
-        self.hint.set(NIL);
+        self.hint.set(Hint::NONE);
         let half = count as usize / 2;
         let mid = self.nodes[n as usize].keys[half];
         let m = self.new_node(level, mid);
@@ -582,7 +628,7 @@ impl MuTree {
         if self.members(n) >= min {
             return;
         }
-        self.hint.set(NIL);
+        self.hint.set(Hint::NONE);
         let parent = self.nodes[n as usize].parent;
         let (left, right) = self.siblings(n);
         if right != NIL && self.members(right) > min {
@@ -600,7 +646,7 @@ impl MuTree {
 
     /// A root inner node with one child: the child becomes the root.
     fn collapse_root(&mut self) {
-        self.hint.set(NIL);
+        self.hint.set(Hint::NONE);
         while self.height > 1 && self.members(self.root) == 1 {
             let root = self.root;
             let child = self.nodes[root as usize].kids[0];
@@ -812,12 +858,15 @@ impl MuTree {
     pub fn reclaim(&mut self, space: &mut Space, dev: &mut Device, victim: BlockId, t: SimTime) -> Result<()> {
         let mut live = std::mem::take(&mut self.live);
         live.clear();
-        for i in 0..space.geo.pages_per_block {
-            let src = space.geo.ppn(victim, i).0;
-            if !self.pages.is_listed(src) {
+        let ppb = space.geo.pages_per_block;
+        let first = self.pages.index_of[victim.idx()] * ppb;
+        debug_assert!(self.owns(victim), "{victim} is not a tree block");
+        for i in 0..ppb {
+            let slot = (first + i) as usize;
+            if !self.pages.listed[slot] {
                 continue;
             }
-            let slot = self.pages.slot(src) as usize;
+            let src = space.geo.ppn(victim, i).0;
             if self.pages.live[slot] == 0 {
                 return Err(Error::invariant("mu", format!("μ-Tree: GC found dead page {src} not yet released")));
             }
@@ -833,6 +882,9 @@ impl MuTree {
             let run = &live[copied..live.len().min(copied + room)];
             done = done.max(dev.copy_run(run, dst, t, |_| Cause::Mapping)?);
             for (i, &src) in run.iter().enumerate() {
+                if let Some(&ahead) = live.get(copied + i + MOVE_AHEAD) {
+                    self.prefetch_moved(ahead);
+                }
                 self.moved(space, src, dst.0 + i as u32, t);
             }
             copied += run.len();
@@ -841,6 +893,15 @@ impl MuTree {
         dev.erase(victim, done, Cause::Mapping)?;
         self.pages.close(victim);
         space.release(victim)
+    }
+
+    /// Starts loading the page pointer of live tree page `src`'s first
+    /// listed node (its leaf, usually the node still there), which
+    /// [`moved`](Self::moved) compares: a random node's, a cache miss.
+    fn prefetch_moved(&self, src: u32) {
+        if let Some(&n) = self.pages.nodes[self.pages.slot(src) as usize].first() {
+            crate::mem::prefetch(&self.page, n as usize);
+        }
     }
 
     /// Live tree page `src` was copied to `dst`: its nodes, cache entry and
