@@ -663,11 +663,9 @@ mod tests {
     #[test]
     fn heap_policy_stays_consistent_under_random_operations() {
         let mut b = heap(8, 3.0);
-        let mut x = 99u64;
+        let mut rng = crate::rng::SimRng::new(99);
         for step in 0..4000u64 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next_u64();
             let now = SimTime(step * 10);
             let lpn = (x % 24) as u32;
             match x % 7 {

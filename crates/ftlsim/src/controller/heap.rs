@@ -11,7 +11,7 @@
 //! value. On replacement the clean root is given up when its value is below
 //! α × the dirty root's value, else the dirty root is (written back first):
 //! a dirty eviction costs a program where a clean one costs at most a later
-//! read, so α (program time / read time by default: [`derived_alpha`])
+//! read, so α (program time / read time by default: [`alpha_or_derived`])
 //! weighs the two. A slot may also be in neither heap while keeping its
 //! counts (the write buffer's pages being destaged: neither clean nor
 //! dirty, and not to be given up).
@@ -40,10 +40,14 @@ use std::collections::{BTreeMap, BTreeSet};
 /// `Entry::heap` of a slot in neither heap.
 const OUT: u8 = 2;
 
-/// The α the paper sets: the time to write a page (program and transfer)
-/// over the time to read one, from `cfg`'s timing. A page set's planes work
-/// in parallel, so the ratio is the same for COFTL's virtual pages.
-pub fn derived_alpha(cfg: &Config) -> f64 {
+/// The α to use: `configured` if set (> 0), else the one the paper sets,
+/// the time to write a page (program and transfer) over the time to read
+/// one, from `cfg`'s timing. A page set's planes work in parallel, so the
+/// ratio is the same for COFTL's virtual pages.
+pub fn alpha_or_derived(configured: f64, cfg: &Config) -> f64 {
+    if configured > 0.0 {
+        return configured;
+    }
     let transfer_ns = cfg.timing.bus_ns_per_byte * cfg.geometry.page_size as f64;
     (cfg.timing.program_us * 1e3 + transfer_ns) / (cfg.timing.read_us * 1e3 + transfer_ns).max(1.0)
 }
@@ -294,11 +298,9 @@ mod tests {
     #[test]
     fn roots_and_lowest_match_a_full_sort_under_random_operations() {
         let mut h = ValueHeaps::new(24, 2.0);
-        let mut x = 7u64;
+        let mut rng = crate::rng::SimRng::new(7);
         for step in 0..3000u64 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next_u64();
             let (now, s) = (t(step * 7), (x % 24) as u32);
             match (x >> 8) % 6 {
                 0 => h.remove(s),

@@ -88,7 +88,7 @@ impl Controller {
                 (cfg.cache.bytes / page) as u32,
                 page as usize,
                 cfg.cache.policy,
-                if cfg.cache.alpha > 0.0 { cfg.cache.alpha } else { heap::derived_alpha(cfg) },
+                heap::alpha_or_derived(cfg.cache.alpha, cfg),
                 dev.array.stores_payloads(),
             )
         });

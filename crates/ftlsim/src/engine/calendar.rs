@@ -101,7 +101,7 @@ impl Intervals {
 
     /// Books `[t, end)` after every interval (touching the last when `t`
     /// is its end).
-    #[inline]
+    #[inline(always)]
     fn append(&mut self, t: u64, end: u64) {
         match self {
             Intervals::Flat(f) => {
@@ -229,7 +229,7 @@ impl Flat {
 
     /// Appends `[t, end)`; whether that added an interval (rather than
     /// extending the last).
-    #[inline]
+    #[inline(always)]
     fn append(&mut self, t: u64, end: u64) -> bool {
         match self.last() {
             Some((_, last)) if last == t => {
@@ -573,13 +573,7 @@ impl Calendar {
         if t < self.tail {
             self.insert_among(t, end);
         } else {
-            match &mut self.busy {
-                // Touching the last interval: it grows.
-                Intervals::Flat(f) if t == self.tail && f.head < f.all.len() => {
-                    f.all.last_mut().expect("a last interval").1 = end;
-                }
-                busy => busy.append(t, end),
-            }
+            self.busy.append(t, end);
             self.tail = end;
         }
         debug_assert_eq!(self.tail, self.busy.last_end().unwrap_or(0), "the tail mirrors the last interval");

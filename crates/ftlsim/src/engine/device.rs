@@ -105,6 +105,37 @@ pub struct BusyTime {
 /// The page of a system-area operation, which never joins a group.
 const NO_PAGE: u32 = u32::MAX;
 
+/// When the drive started the current host command's own work (host link
+/// transfers, flash and PCM work for the host or its mapping; `u64::MAX`
+/// if none), and the longest wait of that work for a channel bus.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+struct Served {
+    from: SimTime,
+    bus_waited: Nanos,
+}
+
+impl Default for Served {
+    fn default() -> Served {
+        Served { from: SimTime(u64::MAX), bus_waited: Nanos::ZERO }
+    }
+}
+
+impl Served {
+    #[inline]
+    fn serve(&mut self, start: SimTime, cause: Cause) {
+        if matches!(cause, Cause::Host | Cause::Mapping) && start < self.from {
+            self.from = start;
+        }
+    }
+
+    #[inline]
+    fn bus_wait(&mut self, waited: Nanos, cause: Cause) {
+        if matches!(cause, Cause::Host | Cause::Mapping) && waited > self.bus_waited {
+            self.bus_waited = waited;
+        }
+    }
+}
+
 /// The earliest start at or after `earliest` at which `unit` is idle until
 /// the operation ends, as `end_of` computes from its start (it waits for a
 /// bus slot): a gap at least `min_len` long, or the next. Returns the start
@@ -166,11 +197,9 @@ pub struct Device {
     /// Planes an FTL asked the engine to give background time (see
     /// [`Device::wake`]); the engine drains it.
     wakes: Vec<u32>,
-    /// When the drive started the current host command's own work (see
+    /// The current host command's own work (see
     /// [`begin_command`](Self::begin_command)).
-    served_from: SimTime,
-    /// The longest wait for a channel bus within the current command's work.
-    bus_waited: Nanos,
+    served: Served,
     /// Programs in flight for power cuts, when they are modelled.
     power: Option<super::power::PowerTrack>,
     /// Only the array units keep time (see [`set_units_only`](Self::set_units_only)).
@@ -209,8 +238,7 @@ impl Device {
             counters: FlashCounters::default(),
             busy: BusyTime::default(),
             wakes: Vec::new(),
-            served_from: SimTime(u64::MAX),
-            bus_waited: Nanos::ZERO,
+            served: Served::default(),
             power: None,
             units_only: false,
             pcm_read: Nanos::ZERO,
@@ -312,7 +340,7 @@ impl Device {
         }
         self.busy.pcm += self.pcm_read.0;
         let start = not_before.max(self.pcm_read_free);
-        self.serve(start, Cause::Mapping);
+        self.served.serve(start, Cause::Mapping);
         let done = start + self.pcm_read;
         self.pcm_read_free = done;
         if self.pcm_write_free > start {
@@ -331,7 +359,7 @@ impl Device {
         }
         self.busy.pcm += self.pcm_write.0;
         let start = not_before.max(self.pcm_write_free);
-        self.serve(start, Cause::Mapping);
+        self.served.serve(start, Cause::Mapping);
         self.pcm_write_free = start + self.pcm_write;
         // Room once no more than `queue` writes, this one included, are left.
         let queued = Nanos(self.pcm_write.0 * self.pcm_write_queue);
@@ -424,9 +452,9 @@ impl Device {
             let on_bus = d.channels[ch].find(start + before, transfer);
             (on_bus, on_bus + transfer + after)
         });
-        self.serve(start, cause);
+        self.served.serve(start, cause);
         self.channels[ch].insert(on_bus, transfer);
-        self.bus_wait(on_bus - (start + before), cause);
+        self.served.bus_wait(on_bus - (start + before), cause);
         let done = on_bus + transfer + after;
         self.hold(unit, block, start, done, cause);
         (start, done)
@@ -488,11 +516,9 @@ impl Device {
                 cal.insert(read_start, read_done - read_start);
                 cal.insert(prog_start, done - prog_start);
             }
-            if matches!(cause, Cause::Host | Cause::Mapping) {
-                self.served_from = self.served_from.min(read_start);
-                let waited = (read_bus - (read_start + read_before)).max(prog_bus - prog_start);
-                self.bus_waited = self.bus_waited.max(waited);
-            }
+            self.served.serve(read_start, cause);
+            self.served.bus_wait(read_bus - (read_start + read_before), cause);
+            self.served.bus_wait(prog_bus - prog_start, cause);
             self.busy.units[cause as usize] += (read_done - read_start).0 + (done - prog_start).0;
             (src_last, dst_last, reads_done) = (read_done, done, read_done);
             if let Some(p) = self.power.as_mut() {
@@ -854,7 +880,7 @@ impl Device {
         let took = self.timing.host_transfer(bytes);
         self.host_link.advance(self.horizon);
         let start = self.host_link.book(not_before, took);
-        self.serve(start, Cause::Host);
+        self.served.serve(start, Cause::Host);
         self.busy.host_link += took.0;
         start + took
     }
@@ -869,29 +895,14 @@ impl Device {
         if let Some(p) = self.power.as_mut() {
             p.next_command();
         }
-        self.served_from = SimTime(u64::MAX);
-        self.bus_waited = Nanos::ZERO;
+        self.served = Served::default();
     }
 
     /// When the drive started the current command's own work (`u64::MAX`
     /// if it did none), and the longest it then waited for a channel bus.
     #[inline]
     pub fn served_from(&self) -> (SimTime, Nanos) {
-        (self.served_from, self.bus_waited)
-    }
-
-    #[inline]
-    fn bus_wait(&mut self, waited: Nanos, cause: Cause) {
-        if matches!(cause, Cause::Host | Cause::Mapping) && waited > self.bus_waited {
-            self.bus_waited = waited;
-        }
-    }
-
-    #[inline]
-    fn serve(&mut self, start: SimTime, cause: Cause) {
-        if matches!(cause, Cause::Host | Cause::Mapping) && start < self.served_from {
-            self.served_from = start;
-        }
+        (self.served.from, self.served.bus_waited)
     }
 
     /// When plane `plane`'s array unit has finished everything booked on it.

@@ -286,8 +286,8 @@ impl Device {
     /// could have used it from `from` and whose own work began at `began`.
     fn take_bus(&mut self, ch: usize, at: SimTime, len: Nanos, from: SimTime, began: SimTime, cause: Cause) {
         self.channels[ch].insert(at, len);
-        self.serve(began, cause);
-        self.bus_wait(at - from, cause);
+        self.served.serve(began, cause);
+        self.served.bus_wait(at - from, cause);
     }
 
     /// The die's hold lasts until `end` if that is later (the group is its

@@ -255,7 +255,7 @@ impl Coftl {
         let vpage_bytes = (k * geo.page_size) as u64;
         let cache = (f.coftl_cache_bytes > 0).then(|| {
             // Program time / read time of a page set, as the paper sets α.
-            let alpha = if f.coftl_alpha > 0.0 { f.coftl_alpha } else { crate::controller::heap::derived_alpha(cfg) };
+            let alpha = crate::controller::heap::alpha_or_derived(f.coftl_alpha, cfg);
             AdaptiveCache::new(
                 (f.coftl_cache_bytes / vpage_bytes).max(1) as u32,
                 vpage_bytes as usize,

@@ -94,32 +94,38 @@ impl BitmapCache {
         self.by_size.last().map(|&(_, Reverse(b))| b)
     }
 
-    /// Removes a block's runs (to flush them or hand them to GC).
+    /// Removes a block's runs, as a list (tests; the FTL takes them as
+    /// bits, [`take_bits`](Self::take_bits)).
+    #[cfg(test)]
     pub fn take(&mut self, block: u32) -> Vec<(u32, u32)> {
-        let runs = self.buckets.get_mut(block as usize).map(std::mem::take).unwrap_or_default();
-        self.by_size.remove(&(runs.len(), Reverse(block)));
-        self.len -= runs.len() as u64;
+        let runs = self.runs(block).to_vec();
+        self.drop_bucket(block);
         runs
     }
 
-    /// [`take`](Self::take)s a block's runs into `bits`, one `u32` per 32
-    /// pages (bit `i % 32` of word `i / 32` for page `i`), keeping the
-    /// bucket's array for reuse; returns the pages marked.
+    /// Removes a block's runs (to flush them or hand them to GC) into
+    /// `bits`, one `u32` per 32 pages (bit `i % 32` of word `i / 32` for
+    /// page `i`); returns the pages marked.
     pub fn take_bits(&mut self, block: u32, bits: &mut [u32]) -> u32 {
-        let Some(runs) = self.buckets.get_mut(block as usize) else { return 0 };
         let mut pages = 0;
-        for &(s, n) in runs.iter() {
+        for &(s, n) in self.runs(block) {
             pages += n;
             for i in s..s + n {
                 bits[(i / u32::BITS) as usize] |= 1 << (i % u32::BITS);
             }
         }
+        self.drop_bucket(block);
+        pages
+    }
+
+    /// Empties a block's bucket, keeping its array for reuse.
+    fn drop_bucket(&mut self, block: u32) {
+        let Some(runs) = self.buckets.get_mut(block as usize) else { return };
         if !runs.is_empty() {
             self.by_size.remove(&(runs.len(), Reverse(block)));
             self.len -= runs.len() as u64;
             runs.clear();
         }
-        pages
     }
 
     /// Power failed: every cached extent is lost (recovery rebuilds the
