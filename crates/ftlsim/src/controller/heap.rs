@@ -255,43 +255,39 @@ impl ValueHeaps {
 mod tests {
     use super::*;
 
-    fn t(ns: u64) -> SimTime {
-        SimTime(ns)
-    }
-
     #[test]
     fn lowest_lists_a_heap_in_value_order_at_the_time_given() {
         let mut h = ValueHeaps::new(8, 1.0);
         // Slot s: s + 1 accesses, the last at 10 s ns.
         for s in 0..6u32 {
-            h.insert(s, true, t(0));
+            h.insert(s, true, SimTime(0));
             for _ in 0..s {
-                h.touch(s, t(10 * s as u64));
+                h.touch(s, SimTime(10 * s as u64));
             }
         }
-        h.insert(6, false, t(0));
+        h.insert(6, false, SimTime(0));
         // At t = 100: values (s+1)/(101 − 10 s): 1/101, 2/91, 3/81, 4/71, 5/61, 6/51.
-        assert_eq!(h.lowest(true, 3, t(100)), vec![0, 1, 2]);
-        assert_eq!(h.lowest(true, 1, t(100)), vec![0]);
-        assert_eq!(h.lowest(true, 10, t(100)), vec![0, 1, 2, 3, 4, 5]);
-        assert_eq!(h.lowest(false, 2, t(100)), vec![6]);
+        assert_eq!(h.lowest(true, 3, SimTime(100)), vec![0, 1, 2]);
+        assert_eq!(h.lowest(true, 1, SimTime(100)), vec![0]);
+        assert_eq!(h.lowest(true, 10, SimTime(100)), vec![0, 1, 2, 3, 4, 5]);
+        assert_eq!(h.lowest(false, 2, SimTime(100)), vec![6]);
         h.check().unwrap();
     }
 
     #[test]
     fn a_slot_taken_out_keeps_its_counts_and_is_never_the_victim() {
         let mut h = ValueHeaps::new(4, 1.0);
-        h.insert(0, true, t(0));
-        h.insert(1, true, t(50));
+        h.insert(0, true, SimTime(0));
+        h.insert(1, true, SimTime(50));
         h.take_out(0);
         assert!(!h.is_listed(0));
-        assert_eq!(h.victim(t(100)), Some((1, true)));
-        h.touch(0, t(70)); // counted while out, not listed
+        assert_eq!(h.victim(SimTime(100)), Some((1, true)));
+        h.touch(0, SimTime(70)); // counted while out, not listed
         assert!(!h.is_listed(0));
         h.push(0, false);
-        assert_eq!(h.value(0, t(80)), 2.0 / 11.0);
+        assert_eq!(h.value(0, SimTime(80)), 2.0 / 11.0);
         h.remove(0);
-        assert!(!h.is_listed(0) && h.value(0, t(90)) == 0.0);
+        assert!(!h.is_listed(0) && h.value(0, SimTime(90)) == 0.0);
         h.check().unwrap();
     }
 
@@ -301,7 +297,7 @@ mod tests {
         let mut rng = crate::rng::SimRng::new(7);
         for step in 0..3000u64 {
             let x = rng.next_u64();
-            let (now, s) = (t(step * 7), (x % 24) as u32);
+            let (now, s) = (SimTime(step * 7), (x % 24) as u32);
             match (x >> 8) % 6 {
                 0 => h.remove(s),
                 1 => h.take_out(s),
@@ -311,7 +307,7 @@ mod tests {
                 _ => {}
             }
             h.check().unwrap();
-            let at = t(step * 7 + x % 500);
+            let at = SimTime(step * 7 + x % 500);
             for dirty in [false, true] {
                 let mut all = h.slots(dirty);
                 all.sort_by(|&a, &b| h.order(a, b, at));
