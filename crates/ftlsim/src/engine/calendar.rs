@@ -310,7 +310,26 @@ struct Chunked {
     /// until the intervals change: a booking asks it for the same time up to
     /// three times (finding a gap, checking it, inserting).
     memo: Cell<Option<(u64, At)>>,
+    /// What earlier searches proved: no idle gap of `len` starts in
+    /// `[from, to)`. Bookings only fill gaps, so a finding stays true, and a
+    /// search for `len` or longer from inside the span may start at its
+    /// end. Behind a saturated backlog every operation searches from long
+    /// before the calendar's end; without this each one walked the whole
+    /// backlog again (quadratic in the run).
+    known: Cell<[Known; KNOWN]>,
 }
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Known {
+    /// 0: no finding.
+    len: u64,
+    from: u64,
+    to: u64,
+}
+
+/// Findings a [`Chunked`] calendar remembers: about one per transfer or
+/// operation length booked on it, of which a resource has a few.
+const KNOWN: usize = 4;
 
 /// Where an interval is: chunk and index in it; `(chunks, 0)` is the end.
 type At = (usize, usize);
@@ -358,10 +377,41 @@ impl Chunked {
         at
     }
 
-    /// As [`Flat::gap`]; remembers which interval follows the gap, for the
-    /// booking's `fits` and `insert` at that start.
+    /// As [`Flat::gap`], skipping what earlier searches proved
+    /// ([`known`](Self::known)) and recording what this one proves.
     #[inline]
-    fn gap(&self, mut t: u64, len: u64) -> u64 {
+    fn gap(&self, t: u64, len: u64) -> u64 {
+        let mut known = self.known.get();
+        let mut from = t;
+        while let Some(to) =
+            known.iter().filter(|k| k.len != 0 && k.len <= len && k.from <= from && from < k.to).map(|k| k.to).max()
+        {
+            from = to;
+        }
+        let found = self.gap_from(from, len);
+        if found > t {
+            // Nothing of `len` fits from `t` to `found`: extend the finding
+            // for `len` when the two meet, else replace it (searches move on
+            // with time) or the stalest finding.
+            let slot = match known.iter().position(|k| k.len == len) {
+                Some(i) => i,
+                None => (0..KNOWN).min_by_key(|&i| known[i].to).expect("KNOWN > 0"),
+            };
+            let k = known[slot];
+            known[slot] = if k.len == len && t <= k.to && k.from <= found {
+                Known { len, from: k.from.min(t), to: k.to.max(found) }
+            } else {
+                Known { len, from: t, to: found }
+            };
+            self.known.set(known);
+        }
+        found
+    }
+
+    /// The first idle gap of `len` from `t` on; remembers which interval
+    /// follows it, for the booking's `fits` and `insert` at that start.
+    #[inline]
+    fn gap_from(&self, mut t: u64, len: u64) -> u64 {
         let (mut c, mut i) = self.first_ending_after(t);
         while let Some(ch) = self.chunks.get(c) {
             while let Some(&(start, end)) = ch.get(i) {
