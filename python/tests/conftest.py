@@ -1,7 +1,7 @@
 """Shared inputs: a shrunken preset that garbage-collects within a few thousand
 requests, the sample traces (kept in tests/traces; the real ones beside the
-repository when present) and the release CLI binary (scripts/test builds it
-before pytest runs)."""
+repository when present) and the CLI binary of the test profile (`cargo test`
+builds it in target/debug before scripts/test runs pytest)."""
 
 from __future__ import annotations
 
@@ -46,8 +46,8 @@ def real(rel: str) -> Path:
 
 @pytest.fixture(scope="session")
 def cli() -> Path:
-    exe = ROOT / "target" / "release" / "ftlsim"
-    assert exe.is_file(), f"{exe} is missing: run `cargo build --release -p ftlsim-cli` (scripts/test does)"
+    exe = ROOT / "target" / "debug" / "ftlsim"
+    assert exe.is_file(), f"{exe} is missing: run `cargo test --workspace` (scripts/test does)"
     return exe
 
 
