@@ -168,6 +168,7 @@ fn hat_results() -> hat::HatResults {
                 energy_j: EnergyReport::default(),
                 energy_vs_page: Some(1.0),
                 pcm_write_busy: 0.0,
+                vs_page_pct_pcm_free: None,
                 iops: 1e6 / (500.0 * ratio),
                 log_associativity: None,
                 write_amplification: None,
