@@ -46,7 +46,7 @@ def real(rel: str) -> Path:
 
 @pytest.fixture(scope="session")
 def cli() -> Path:
-    exe = ROOT / "target" / "debug" / "ftlsim"
+    exe = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "debug" / "ftlsim"
     assert exe.is_file(), f"{exe} is missing: run `cargo test --workspace` (scripts/test does)"
     return exe
 

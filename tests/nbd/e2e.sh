@@ -17,8 +17,14 @@ cd "$(dirname "$0")/../.."
 read -ra WANTED <<<"${E2E_FTLS:-page fast dftl}"
 
 tests/fullsys/deps.sh
-cargo build --profile test --locked -q -p ftlsim-cli
-BIN=$PWD/target/debug/ftlsim
+# scripts/test passes the CLI `cargo test` built (FTLSIM_BIN), not building it again.
+if [ -n "${FTLSIM_BIN:-}" ]; then
+    BIN=$FTLSIM_BIN
+    [ -x "$BIN" ] || { echo "error: FTLSIM_BIN=$BIN is not an executable" >&2; exit 1; }
+else
+    cargo build --locked -q -p ftlsim-cli
+    BIN=${CARGO_TARGET_DIR:-$PWD/target}/debug/ftlsim
+fi
 PY=/usr/bin/python3   # python3-libnbd is built for Debian's python
 WORK=$(mktemp -d /tmp/ftlsim-e2e.XXXXXX)
 PIDS=()

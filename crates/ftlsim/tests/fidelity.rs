@@ -23,7 +23,7 @@
 //! accounting moves WA by well under 0.1% anyway.
 //!
 //! Print the measured figures with
-//! `cargo test -p ftlsim --test fidelity -- --nocapture`.
+//! `cargo test -p ftlsim --test integration fidelity:: -- --nocapture`.
 
 use ftlsim::config::HostMode;
 use ftlsim::ftl::page::PageFtl;

@@ -126,7 +126,7 @@ fn render(name: &str, svg: &str) {
     let (_, bare_ink) = rasterize(&strip_text(svg), &opt);
     assert!(ink > bare_ink + area / 500, "{name}: text drew {} pixels", ink.saturating_sub(bare_ink));
     if let Some(dir) = std::env::var_os("FTLSIM_FIGURES_DIR") {
-        // To look at them: FTLSIM_FIGURES_DIR=/tmp/figs cargo test -p ftlsim --test figures
+        // To look at them: FTLSIM_FIGURES_DIR=/tmp/figs cargo test -p ftlsim --test integration figures::
         std::fs::write(std::path::Path::new(&dir).join(format!("{name}.png")), &png).unwrap();
     }
 }

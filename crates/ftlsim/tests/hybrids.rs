@@ -2,7 +2,7 @@
 //! drive (scaled to 64 blocks per plane): which merges a workload causes,
 //! what they cost against page mapping, and what TRIM saves them.
 //!
-//! Print the figures with `cargo test -p ftlsim --test hybrids -- --nocapture`.
+//! Print the figures with `cargo test -p ftlsim --test integration hybrids:: -- --nocapture`.
 
 use ftlsim::config::HostMode;
 use ftlsim::trace::list::CmdList;

@@ -4,7 +4,7 @@
 //! (That the data path behaves as a block device is the conformance suite's
 //! `page_*_units*` tests.)
 //!
-//! Print the figures with `cargo test -p ftlsim --test map_units -- --nocapture`.
+//! Print the figures with `cargo test -p ftlsim --test integration map_units:: -- --nocapture`.
 
 use ftlsim::config::HostMode;
 use ftlsim::workload::{WorkloadSpec, generator};
