@@ -388,11 +388,13 @@ impl Chunked {
         {
             from = to;
         }
-        let found = self.gap_from(from, len);
-        if found > t {
+        let (found, far) = self.gap_from(from, len);
+        if far {
             // Nothing of `len` fits from `t` to `found`: extend the finding
             // for `len` when the two meet, else replace it (searches move on
-            // with time) or the stalest finding.
+            // with time) or the stalest finding. Only searches that walked
+            // past a chunk are worth remembering: most end in the chunk they
+            // start in, and keeping those cost more than it saved.
             let slot = match known.iter().position(|k| k.len == len) {
                 Some(i) => i,
                 None => (0..KNOWN).min_by_key(|&i| known[i].to).expect("KNOWN > 0"),
@@ -408,17 +410,19 @@ impl Chunked {
         found
     }
 
-    /// The first idle gap of `len` from `t` on; remembers which interval
-    /// follows it, for the booking's `fits` and `insert` at that start.
+    /// The first idle gap of `len` from `t` on, and whether the search
+    /// went past the chunk it started in; remembers which interval follows
+    /// the gap, for the booking's `fits` and `insert` at that start.
     #[inline]
-    fn gap_from(&self, mut t: u64, len: u64) -> u64 {
+    fn gap_from(&self, mut t: u64, len: u64) -> (u64, bool) {
         let (mut c, mut i) = self.first_ending_after(t);
+        let first = c;
         while let Some(ch) = self.chunks.get(c) {
             while let Some(&(start, end)) = ch.get(i) {
                 if t + len <= start {
                     // The interval at (c, i) is the first to end after `t`.
                     self.memo.set(Some((t, (c, i))));
-                    return t;
+                    return (t, c > first);
                 }
                 t = t.max(end);
                 if i == 0 && self.gaps[c] < len {
@@ -431,7 +435,7 @@ impl Chunked {
             (c, i) = (c + 1, 0);
         }
         self.memo.set(Some((t, (c, 0))));
-        t
+        (t, c > first)
     }
 
     /// Appends `[t, end)` after every interval, extending the last when it
