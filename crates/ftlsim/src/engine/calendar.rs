@@ -317,6 +317,9 @@ struct Chunked {
     /// before the calendar's end; without this each one walked the whole
     /// backlog again (quadratic in the run).
     known: Cell<[Known; KNOWN]>,
+    /// Whether `known` holds any finding (most calendars never learn one,
+    /// and then a search does not look at them).
+    any_known: Cell<bool>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -381,33 +384,48 @@ impl Chunked {
     /// ([`known`](Self::known)) and recording what this one proves.
     #[inline]
     fn gap(&self, t: u64, len: u64) -> u64 {
-        let mut known = self.known.get();
-        let mut from = t;
-        while let Some(to) =
-            known.iter().filter(|k| k.len != 0 && k.len <= len && k.from <= from && from < k.to).map(|k| k.to).max()
-        {
-            from = to;
-        }
+        let from = if self.any_known.get() { self.skip_known(t, len) } else { t };
         let (found, far) = self.gap_from(from, len);
+        // Only searches that walked past a chunk are worth remembering: most
+        // end in the chunk they start in, and keeping those cost more than
+        // it saved.
         if far {
-            // Nothing of `len` fits from `t` to `found`: extend the finding
-            // for `len` when the two meet, else replace it (searches move on
-            // with time) or the stalest finding. Only searches that walked
-            // past a chunk are worth remembering: most end in the chunk they
-            // start in, and keeping those cost more than it saved.
-            let slot = match known.iter().position(|k| k.len == len) {
-                Some(i) => i,
-                None => (0..KNOWN).min_by_key(|&i| known[i].to).expect("KNOWN > 0"),
-            };
-            let k = known[slot];
-            known[slot] = if k.len == len && t <= k.to && k.from <= found {
-                Known { len, from: k.from.min(t), to: k.to.max(found) }
-            } else {
-                Known { len, from: t, to: found }
-            };
-            self.known.set(known);
+            self.learn(t, len, found);
         }
         found
+    }
+
+    /// Where a search for `len` from `t` may start: past every finding
+    /// for `len` or shorter that `t` falls in.
+    #[inline(never)]
+    fn skip_known(&self, mut t: u64, len: u64) -> u64 {
+        let known = self.known.get();
+        while let Some(to) =
+            known.iter().filter(|k| k.len != 0 && k.len <= len && k.from <= t && t < k.to).map(|k| k.to).max()
+        {
+            t = to;
+        }
+        t
+    }
+
+    /// Records that no gap of `len` starts in `[t, found)`: extends the
+    /// finding for `len` when the two meet, else replaces it (searches move
+    /// on with time) or the stalest finding.
+    #[inline(never)]
+    fn learn(&self, t: u64, len: u64, found: u64) {
+        let mut known = self.known.get();
+        let slot = match known.iter().position(|k| k.len == len) {
+            Some(i) => i,
+            None => (0..KNOWN).min_by_key(|&i| known[i].to).expect("KNOWN > 0"),
+        };
+        let k = known[slot];
+        known[slot] = if k.len == len && t <= k.to && k.from <= found {
+            Known { len, from: k.from.min(t), to: k.to.max(found) }
+        } else {
+            Known { len, from: t, to: found }
+        };
+        self.known.set(known);
+        self.any_known.set(true);
     }
 
     /// The first idle gap of `len` from `t` on, and whether the search
