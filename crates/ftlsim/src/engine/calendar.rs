@@ -49,7 +49,8 @@ const FLAT_BELOW: usize = if cfg!(test) { 12 } else { 64 };
 #[derive(Clone, Debug)]
 enum Intervals {
     Flat(Flat),
-    Chunked(Chunked),
+    // Boxed: most calendars are flat and stay a few words long.
+    Chunked(Box<Chunked>),
 }
 
 impl Default for Intervals {
@@ -92,7 +93,7 @@ impl Intervals {
         match self {
             Intervals::Flat(f) => {
                 if f.insert_before_last(t, end) && f.len() > CHUNKED_ABOVE {
-                    *self = Intervals::Chunked(Chunked::from_sorted(f.live()));
+                    *self = Intervals::Chunked(Box::new(Chunked::from_sorted(f.live())));
                 }
             }
             Intervals::Chunked(c) => c.insert_before_last(t, end),
@@ -106,7 +107,7 @@ impl Intervals {
         match self {
             Intervals::Flat(f) => {
                 if f.append(t, end) && f.len() > CHUNKED_ABOVE {
-                    *self = Intervals::Chunked(Chunked::from_sorted(f.live()));
+                    *self = Intervals::Chunked(Box::new(Chunked::from_sorted(f.live())));
                 }
             }
             Intervals::Chunked(c) => c.append(t, end),
@@ -165,7 +166,7 @@ impl<'de> Deserialize<'de> for Intervals {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let all = Vec::<(u64, u64)>::deserialize(d)?;
         Ok(if all.len() > CHUNKED_ABOVE {
-            Intervals::Chunked(Chunked::from_sorted(&all))
+            Intervals::Chunked(Box::new(Chunked::from_sorted(&all)))
         } else {
             Intervals::Flat(Flat { all, head: 0 })
         })
