@@ -318,9 +318,6 @@ struct Chunked {
     /// before the calendar's end; without this each one walked the whole
     /// backlog again (quadratic in the run).
     known: Cell<[Known; KNOWN]>,
-    /// Whether `known` holds any finding (most calendars never learn one,
-    /// and then a search does not look at them).
-    any_known: Cell<bool>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -385,11 +382,10 @@ impl Chunked {
     /// ([`known`](Self::known)) and recording what this one proves.
     #[inline]
     fn gap(&self, t: u64, len: u64) -> u64 {
-        let from = if self.any_known.get() { self.skip_known(t, len) } else { t };
-        let (found, far) = self.gap_from(from, len);
-        // Only searches that walked past a chunk are worth remembering: most
-        // end in the chunk they start in, and keeping those cost more than
-        // it saved.
+        let (found, far) = self.gap_from(self.skip_known(t, len), len);
+        // Only searches that walked past a chunk are recorded, so the few
+        // slots hold the long spans that make a search quadratic, not the
+        // short ones most searches (ending in the chunk they start in) find.
         if far {
             self.learn(t, len, found);
         }
@@ -426,7 +422,6 @@ impl Chunked {
             Known { len, from: t, to: found }
         };
         self.known.set(known);
-        self.any_known.set(true);
     }
 
     /// The first idle gap of `len` from `t` on, and whether the search
