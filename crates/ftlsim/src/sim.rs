@@ -759,7 +759,9 @@ impl Simulation {
         loop {
             while ahead.len() < LOOKAHEAD {
                 let Some(n) = src.next_cmd()? else { break };
-                self.ftl.prefetch(Span { start: n.start, sectors: n.sectors });
+                let span = Span { start: n.start, sectors: n.sectors };
+                self.ftl.prefetch(span);
+                self.ctrl.prefetch(span);
                 ahead.push_back(n);
             }
             let Some(cmd) = ahead.pop_front() else { break };

@@ -26,12 +26,12 @@
 //! `clean_evictions` those that dropped a clean page at once.
 
 use super::heap::ValueHeaps;
+use super::index::SlotIndex;
 use crate::config::CachePolicy;
 use crate::units::SimTime;
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::BinaryHeap;
 
 const NIL: u32 = u32::MAX;
 const NO_LPN: u32 = u32::MAX;
@@ -69,27 +69,6 @@ struct List {
 
 const EMPTY: List = List { head: NIL, tail: NIL, len: 0 };
 
-/// Hashes a logical page number: a multiply, for a map on the hot path
-/// whose keys are not chosen by an adversary (and a fixed function, so runs
-/// are deterministic).
-#[derive(Default)]
-pub struct LpnHasher(u64);
-
-impl Hasher for LpnHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    fn write_u32(&mut self, x: u32) {
-        let h = (x as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        self.0 = h ^ (h >> 29);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
 /// Counters of the buffer, for the report.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BufferStats {
@@ -120,7 +99,7 @@ pub struct BufferStats {
 pub struct WriteBuffer {
     policy: CachePolicy,
     slots: Vec<Slot>,
-    index: HashMap<u32, u32, BuildHasherDefault<LpnHasher>>,
+    index: SlotIndex,
     free: Vec<u32>,
     dirty: List,
     clean: List,
@@ -147,7 +126,7 @@ impl WriteBuffer {
         WriteBuffer {
             policy,
             slots: vec![slot; pages as usize],
-            index: HashMap::with_capacity_and_hasher(pages as usize, Default::default()),
+            index: SlotIndex::with_capacity(pages as usize),
             free: (0..pages).rev().collect(),
             dirty: EMPTY,
             clean: EMPTY,
@@ -284,7 +263,7 @@ impl WriteBuffer {
         if self.index.is_empty() {
             return None;
         }
-        self.index.get(&lpn).copied()
+        self.index.get(lpn)
     }
 
     /// Sectors of a buffered page held in the buffer.
@@ -344,7 +323,7 @@ impl WriteBuffer {
                     return None;
                 };
                 self.delist(s);
-                self.index.remove(&self.slots[s as usize].lpn);
+                self.index.remove(self.slots[s as usize].lpn);
                 self.stats.evictions += 1;
                 if self.waited {
                     self.stats.dirty_evictions += 1;
@@ -368,6 +347,12 @@ impl WriteBuffer {
             None => self.push_back(s, SlotState::Dirty),
         }
         Some(s)
+    }
+
+    /// A hint that `lpn` is admitted or looked up soon.
+    #[inline]
+    pub fn prefetch(&self, lpn: u32) {
+        self.index.prefetch(lpn);
     }
 
     /// The clean page to drop for room at `t`: the head of the clean list,
@@ -412,6 +397,24 @@ impl WriteBuffer {
         (s != NIL).then(|| (s, self.slots[s as usize].lpn, self.slots[s as usize].mask))
     }
 
+    /// The page destaged after `slot` if nothing changes meanwhile (LRU,
+    /// FIFO; the heap rule's order is only known at its time). Its slot
+    /// was fetched by the call before; the one after it is fetched now.
+    pub fn dirty_after(&self, slot: u32) -> Option<u32> {
+        if self.heaps.is_some() {
+            return None;
+        }
+        let next = self.slots[slot as usize].next;
+        if next == NIL {
+            return None;
+        }
+        let after = self.slots[next as usize].next;
+        if after != NIL {
+            crate::mem::prefetch_all(&self.slots, after as usize);
+        }
+        Some(self.slots[next as usize].lpn)
+    }
+
     /// Up to `n` dirty pages (slots) to destage at `t`, first to go first,
     /// as [`next_dirty`](Self::next_dirty) gives one.
     pub fn oldest_dirty(&self, n: usize, t: SimTime) -> Vec<(u32, u32, SectorMask)> {
@@ -436,13 +439,17 @@ impl WriteBuffer {
         s.state = SlotState::InFlight;
         s.destages = s.destages.wrapping_add(1);
         self.in_flight.push(Reverse((end, slot, s.destages)));
+        // A full buffer evicts the page a few admissions after its destage
+        // ends; its index entry, untouched since it was buffered long ago,
+        // is on its way by then (its removal was most of an admission).
+        self.index.prefetch(s.lpn);
         self.stats.destaged_pages += 1;
     }
 
     /// Forgets a page (trimmed): its slot is free at once, or when its
     /// destage in flight ends.
     pub fn discard(&mut self, lpn: u32) {
-        let Some(s) = self.index.remove(&lpn) else { return };
+        let Some(s) = self.index.remove(lpn) else { return };
         if self.evicting == Some(s) {
             self.evicting = None;
         }
@@ -493,7 +500,7 @@ impl WriteBuffer {
         if count(SlotState::Free) as usize != self.free.len() {
             return Err("free slots differ from the free stack".into());
         }
-        for (&lpn, &s) in &self.index {
+        for (lpn, s) in self.index.iter() {
             if self.slots[s as usize].lpn != lpn {
                 return Err(format!("index maps page {lpn} to slot {s}, which holds {}", self.slots[s as usize].lpn));
             }

@@ -37,6 +37,7 @@
 
 pub mod buffer;
 pub mod heap;
+pub mod index;
 
 use crate::config::Config;
 use crate::engine::Device;
@@ -248,6 +249,11 @@ impl Controller {
         let spp = self.sectors_per_page;
         let Some(buf) = self.buffer.as_mut() else { return Ok(None) };
         let Some((slot, lpn, mask)) = buf.next_dirty(at) else { return Ok(None) };
+        // The next page to go was buffered long ago: its mapping has left
+        // the cache. One destage ahead is time enough to fetch it.
+        if let Some(next) = buf.dirty_after(slot) {
+            ftl.prefetch(Span { start: Sector(next as u64 * spp as u64), sectors: spp as u64 });
+        }
         let mut done = at;
         for (span, data) in slot_spans(buf, slot, lpn, mask, spp, self.payloads) {
             done = done.max(ftl.write(dev, span, at, at, data)?);
@@ -295,6 +301,14 @@ impl Controller {
             buf.destaging(slot, done);
         }
         Ok(done)
+    }
+
+    /// A hint that a command on `span` comes soon: its buffer entry is
+    /// fetched into cache. Never changes results.
+    pub fn prefetch(&self, span: Span) {
+        if let Some(buf) = &self.buffer {
+            buf.prefetch((span.start.0 / self.sectors_per_page as u64) as u32);
+        }
     }
 
     /// A host write whose data has crossed the link by `ready`; returns

@@ -18,12 +18,11 @@
 //! change every COFTL result (and the paper's Figure 8) for no gain in
 //! fidelity; sharing the replacement mechanism keeps the rule in one place.
 
-use crate::controller::buffer::{LpnHasher, SectorMask};
+use crate::controller::buffer::SectorMask;
 use crate::controller::heap::ValueHeaps;
+use crate::controller::index::SlotIndex;
 use crate::units::SimTime;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 
 const NIL: u32 = u32::MAX;
 
@@ -51,7 +50,7 @@ struct Slot {
 /// The cache's bookkeeping; no timing and no flash here (the FTL drives it).
 pub struct AdaptiveCache {
     slots: Vec<Slot>,
-    index: HashMap<u32, u32, BuildHasherDefault<LpnHasher>>,
+    index: SlotIndex,
     free: Vec<u32>,
     /// Values and the α rule; a slot in use is in its clean or dirty heap.
     heaps: ValueHeaps,
@@ -72,7 +71,7 @@ impl AdaptiveCache {
     pub fn new(slots: u32, vpage_bytes: usize, alpha: f64, payloads: bool) -> AdaptiveCache {
         AdaptiveCache {
             slots: vec![Slot { vpn: NIL, mask: 0 }; slots as usize],
-            index: HashMap::with_capacity_and_hasher(slots as usize, Default::default()),
+            index: SlotIndex::with_capacity(slots as usize),
             free: (0..slots).rev().collect(),
             heaps: ValueHeaps::new(slots, alpha),
             data: if payloads { vec![0; slots as usize * vpage_bytes] } else { Vec::new() },
@@ -90,7 +89,7 @@ impl AdaptiveCache {
     }
 
     pub fn lookup(&self, vpn: u32) -> Option<u32> {
-        if self.index.is_empty() { None } else { self.index.get(&vpn).copied() }
+        if self.index.is_empty() { None } else { self.index.get(vpn) }
     }
 
     pub fn mask(&self, slot: u32) -> SectorMask {
@@ -149,7 +148,7 @@ impl AdaptiveCache {
     /// Drops a slot (evicted, superseded or emptied).
     pub fn remove(&mut self, slot: u32) {
         self.heaps.remove(slot);
-        self.index.remove(&self.slots[slot as usize].vpn);
+        self.index.remove(self.slots[slot as usize].vpn);
         self.slots[slot as usize].vpn = NIL;
         self.slots[slot as usize].mask = 0;
         self.free.push(slot);
@@ -193,7 +192,7 @@ impl AdaptiveCache {
         if listed + self.free.len() != self.slots.len() {
             return Err("slots are neither free nor in a heap".into());
         }
-        for (&vpn, &s) in &self.index {
+        for (vpn, s) in self.index.iter() {
             if self.slots[s as usize].vpn != vpn {
                 return Err(format!("index maps virtual page {vpn} to slot {s}"));
             }
