@@ -355,7 +355,8 @@ pub struct CacheConfig {
     /// time from `timing`, as the paper sets it.
     #[serde(default)]
     pub alpha: f64,
-    /// Destages in flight at once (0 = one per channel).
+    /// Destages in flight at once (0 = one per array unit: a die, or a
+    /// plane with `timing.plane_parallel`).
     #[serde(default)]
     pub destage_depth: u32,
 }

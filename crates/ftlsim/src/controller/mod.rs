@@ -17,7 +17,8 @@
 //! pages are destaged to the FTL oldest first (with `cache.policy =
 //! "heap"`, lowest value first, and a full buffer may make the writer wait
 //! for a write-back though clean pages remain: [`buffer`]) by `cache.destage_depth`
-//! destagers (default: one per channel), each starting its next page as
+//! destagers (default: one per array unit, so destaging can keep every die
+//! programming), each starting its next page as
 //! soon as its last one is on flash, so destaging overlaps host work on the
 //! same resources and the FTL's allocation spreads it over the planes.
 //! Reads wholly held in the buffer are served from it; others read flash
@@ -93,7 +94,11 @@ impl Controller {
                 dev.array.stores_payloads(),
             )
         });
-        let destagers = if cfg.cache.destage_depth > 0 { cfg.cache.destage_depth } else { geo.channels };
+        // A controller keeps every die programming while dirty pages wait: one
+        // destage in flight per array unit unless configured fewer (one per
+        // channel left a 4-die channel's drive at a quarter of its program
+        // bandwidth once the buffer filled).
+        let destagers = if cfg.cache.destage_depth > 0 { cfg.cache.destage_depth } else { dev.units() as u32 };
         Controller {
             buffer,
             schedule: BinaryHeap::new(),
