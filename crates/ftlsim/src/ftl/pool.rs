@@ -5,7 +5,8 @@
 //! keeps each block's valid-page count, and indexes closed blocks by it in
 //! per-plane, per-count intrusive lists so no policy scans all blocks:
 //!
-//! - **greedy**: the head of the lowest non-empty count list (≤ pages/block + 1 probes);
+//! - **greedy**: the head of the lowest non-empty count list, found in a
+//!   per-plane bitmap of non-empty lists (a word per 64 counts);
 //! - **cost-benefit** (Kawaguchi et al.; Rosenblum & Ousterhout): maximize
 //!   `age · (1 − u) / 2u` where age is the time since the block last changed.
 //!   A block moves to the tail of its list whenever its count changes, so
@@ -56,6 +57,9 @@ pub struct BlockPool {
     /// List heads and tails, indexed `plane * (pages_per_block + 1) + valid`.
     heads: Vec<u32>,
     tails: Vec<u32>,
+    /// A bit per list, set while it is non-empty: `words` words a plane.
+    nonempty: Vec<u64>,
+    words: usize,
     free: Vec<VecDeque<BlockId>>,
     closed: Vec<u32>,
     /// Closed blocks in closing order (FIFO policy only), with the closing
@@ -76,6 +80,7 @@ impl BlockPool {
         let blocks = geo.blocks as usize;
         let per_block = geo.pages_per_block * units_per_page;
         let lists = geo.planes as usize * (per_block as usize + 1);
+        let words = (per_block as usize + 1).div_ceil(64);
         let free = (0..geo.planes)
             .map(|p| {
                 let first = geo.first_block(PlaneId(p)).0;
@@ -95,6 +100,8 @@ impl BlockPool {
             next: vec![NIL; blocks],
             heads: vec![NIL; lists],
             tails: vec![NIL; lists],
+            nonempty: vec![0; geo.planes as usize * words],
+            words,
             free,
             closed: vec![0; geo.planes as usize],
             fifo: vec![VecDeque::new(); if gc.policy == VictimPolicy::Fifo { geo.planes as usize } else { 0 }],
@@ -245,6 +252,7 @@ impl BlockPool {
         self.next.fill(NIL);
         self.heads.fill(NIL);
         self.tails.fill(NIL);
+        self.nonempty.fill(0);
         self.closed.fill(0);
         self.free.iter_mut().for_each(VecDeque::clear);
         self.fifo.iter_mut().for_each(VecDeque::clear);
@@ -270,12 +278,21 @@ impl BlockPool {
         partial
     }
 
+    /// The bit of `plane`'s list of blocks with `valid` pages.
+    #[inline]
+    fn bit(&self, plane: usize, valid: u16) -> (usize, u64) {
+        (plane * self.words + valid as usize / 64, 1 << (valid % 64))
+    }
+
     fn link(&mut self, b: BlockId) {
-        let l = self.list(self.plane_of(b), self.valid[b.idx()]);
+        let (plane, valid) = (self.plane_of(b), self.valid[b.idx()]);
+        let l = self.list(plane, valid);
         let tail = self.tails[l];
         self.prev[b.idx()] = tail;
         self.next[b.idx()] = NIL;
         if tail == NIL {
+            let (w, bit) = self.bit(plane, valid);
+            self.nonempty[w] |= bit;
             self.heads[l] = b.0;
         } else {
             self.next[tail as usize] = b.0;
@@ -284,8 +301,13 @@ impl BlockPool {
     }
 
     fn unlink(&mut self, b: BlockId) {
-        let l = self.list(self.plane_of(b), self.valid[b.idx()]);
+        let (plane, valid) = (self.plane_of(b), self.valid[b.idx()]);
+        let l = self.list(plane, valid);
         let (p, n) = (self.prev[b.idx()], self.next[b.idx()]);
+        if p == NIL && n == NIL {
+            let (w, bit) = self.bit(plane, valid);
+            self.nonempty[w] &= !bit;
+        }
         if p == NIL {
             self.heads[l] = n;
         } else {
@@ -352,8 +374,10 @@ impl BlockPool {
     }
 
     fn greedy(&self, plane: PlaneId) -> Option<BlockId> {
-        let base = self.list(plane.idx(), 0);
-        self.heads[base..=base + self.pages_per_block as usize].iter().find(|&&h| h != NIL).map(|&h| BlockId(h))
+        let first = plane.idx() * self.words;
+        let (i, &word) = self.nonempty[first..first + self.words].iter().enumerate().find(|&(_, &w)| w != 0)?;
+        let valid = i * 64 + word.trailing_zeros() as usize;
+        Some(BlockId(self.heads[self.list(plane.idx(), 0) + valid]))
     }
 
     fn cost_benefit(&self, plane: PlaneId, now: SimTime) -> Option<BlockId> {
@@ -440,6 +464,56 @@ mod tests {
                 b
             })
             .collect()
+    }
+
+    proptest::proptest! {
+        /// The bitmap of non-empty lists finds what scanning every list
+        /// head does, over random closes, count changes, reclaims and
+        /// releases, with counts spanning several bitmap words.
+        #[test]
+        fn greedy_bitmap_agrees_with_scanning_the_lists(ops in proptest::collection::vec((0u8..4, 0usize..32, 0u32..130), 1..300)) {
+            let geo = Geometry::new(&GeometryConfig {
+                channels: 1,
+                chips_per_channel: 1,
+                dies_per_chip: 1,
+                planes_per_die: 2,
+                blocks_per_plane: 16,
+                pages_per_block: 128,
+                page_size: 512,
+            });
+            let mut p = BlockPool::new(&geo, &GcConfig { policy: VictimPolicy::Greedy, ..GcConfig::default() }, 1);
+            for (i, (op, block, n)) in ops.into_iter().enumerate() {
+                let (b, now) = (BlockId(block as u32), SimTime(i as u64));
+                match (op, p.state(b)) {
+                    (0, _) => {
+                        if let Some(f) = p.take_free(PlaneId(block as u32 % 2)) {
+                            for _ in 0..n.min(128) {
+                                p.add_valid(f, now);
+                            }
+                            p.close(f, now);
+                        }
+                    }
+                    (1, BlockState::Closed) => {
+                        for _ in 0..n.min(p.valid(b)) {
+                            p.invalidate(b, now);
+                        }
+                    }
+                    (2, BlockState::Closed) => p.start_reclaim(b),
+                    (3, BlockState::Closed | BlockState::Reclaiming) => {
+                        while p.valid(b) > 0 {
+                            p.invalidate(b, now);
+                        }
+                        p.release(b).unwrap();
+                    }
+                    _ => {}
+                }
+                for plane in 0..2 {
+                    let base = p.list(plane, 0);
+                    let scan = p.heads[base..=base + 128].iter().find(|&&h| h != NIL).map(|&h| BlockId(h));
+                    proptest::prop_assert_eq!(p.greedy(PlaneId(plane as u32)), scan);
+                }
+            }
+        }
     }
 
     #[test]
