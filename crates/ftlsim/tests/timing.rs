@@ -11,15 +11,15 @@ use ftlsim::{Config, Precondition, PreconditionMode, Report, Simulation};
 use std::path::Path;
 
 fn run(cfg: Config, spec: &str, pre: Precondition) -> Report {
-    run_with_snapshots(cfg, spec, pre, None)
+    run_with_snapshots(cfg, spec, Some(pre), None)
 }
 
-/// `run`, loading the preconditioned drive from `snapshots` if an earlier
-/// run saved it there (a loaded drive runs as if it had preconditioned
-/// itself: tests/snapshot.rs), else saving it.
-fn run_with_snapshots(cfg: Config, spec: &str, pre: Precondition, snapshots: Option<&Path>) -> Report {
+/// `run` on a drive preconditioned by `pre` (`None`: fresh), loaded from
+/// `snapshots` if an earlier run saved it there (a loaded drive runs as if
+/// it had preconditioned itself: tests/snapshot.rs), else saved there.
+fn run_with_snapshots(cfg: Config, spec: &str, pre: Option<Precondition>, snapshots: Option<&Path>) -> Report {
     let snapshot_dir = snapshots.map(Path::to_path_buf);
-    Job { config: cfg, input: Input::Workload(spec.into()), precondition: Some(pre), snapshot_dir }
+    Job { config: cfg, input: Input::Workload(spec.into()), precondition: pre, snapshot_dir }
         .run(&mut |_, _| true)
         .unwrap()
 }
@@ -69,7 +69,7 @@ fn deep_queues_reach_the_resource_bound_on_four_presets() {
         let page = geo.page_size;
         for (rw, ios) in [("randwrite", 30_000), ("randread", 60_000)] {
             let spec = format!("rw={rw},bs={page},ios={ios},iodepth={qd},seed=5");
-            let r = run_with_snapshots(cfg.clone(), &spec, STEADY, Some(snapshots.path()));
+            let r = run_with_snapshots(cfg.clone(), &spec, Some(STEADY), Some(snapshots.path()));
             let bound = bound_iops(&cfg, &r);
             let ratio = r.iops / bound;
             eprintln!(
@@ -133,11 +133,7 @@ fn a_full_buffer_drains_at_the_dies_program_bandwidth() {
     // a controller keeps every die busy, and so must the default.
     let spec = "rw=randwrite,bs=16k,ios=20000,iodepth=32,seed=3";
     let drive = ["geometry.blocks_per_plane=64", "geometry.pages_per_block=192"];
-    let fresh = |cfg: Config| {
-        Job { config: cfg, input: Input::Workload(spec.into()), precondition: None, snapshot_dir: None }
-            .run(&mut |_, _| true)
-            .unwrap()
-    };
+    let fresh = |cfg: Config| run_with_snapshots(cfg, spec, None, None);
     let buffered_cfg = preset("modern-tlc", &[&drive[..], &["cache.bytes=4194304"]].concat());
     let buffered = fresh(buffered_cfg.clone());
     let direct = fresh(preset("modern-tlc", &drive));

@@ -260,9 +260,6 @@ impl WriteBuffer {
     /// The slot holding `lpn`, if buffered.
     #[inline]
     pub fn lookup(&self, lpn: u32) -> Option<u32> {
-        if self.index.is_empty() {
-            return None;
-        }
         self.index.get(lpn)
     }
 

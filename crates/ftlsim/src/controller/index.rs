@@ -65,8 +65,13 @@ impl SlotIndex {
         }
     }
 
+    /// The slot of `key`. An empty index answers without reading its table
+    /// (a cache miss for a buffer nothing was written to yet).
     #[inline]
     pub fn get(&self, key: u32) -> Option<u32> {
+        if self.len == 0 {
+            return None;
+        }
         match self.find(key) {
             (i, true) => Some(self.entries[i] as u32),
             _ => None,

@@ -312,7 +312,7 @@ impl Controller {
     /// fetched into cache. Never changes results.
     pub fn prefetch(&self, span: Span) {
         if let Some(buf) = &self.buffer {
-            buf.prefetch((span.start.0 / self.sectors_per_page as u64) as u32);
+            buf.prefetch(crate::ftl::split_sector(span.start.0, self.sectors_per_page as u64).0 as u32);
         }
     }
 

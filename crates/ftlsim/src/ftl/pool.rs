@@ -57,9 +57,8 @@ pub struct BlockPool {
     /// List heads and tails, indexed `plane * (pages_per_block + 1) + valid`.
     heads: Vec<u32>,
     tails: Vec<u32>,
-    /// A bit per list, set while it is non-empty: `words` words a plane.
+    /// A bit per list, set while it is non-empty: [`words`](Self::words) a plane.
     nonempty: Vec<u64>,
-    words: usize,
     free: Vec<VecDeque<BlockId>>,
     closed: Vec<u32>,
     /// Closed blocks in closing order (FIFO policy only), with the closing
@@ -80,7 +79,6 @@ impl BlockPool {
         let blocks = geo.blocks as usize;
         let per_block = geo.pages_per_block * units_per_page;
         let lists = geo.planes as usize * (per_block as usize + 1);
-        let words = (per_block as usize + 1).div_ceil(64);
         let free = (0..geo.planes)
             .map(|p| {
                 let first = geo.first_block(PlaneId(p)).0;
@@ -100,8 +98,7 @@ impl BlockPool {
             next: vec![NIL; blocks],
             heads: vec![NIL; lists],
             tails: vec![NIL; lists],
-            nonempty: vec![0; geo.planes as usize * words],
-            words,
+            nonempty: vec![0; geo.planes as usize * (per_block as usize + 1).div_ceil(64)],
             free,
             closed: vec![0; geo.planes as usize],
             fifo: vec![VecDeque::new(); if gc.policy == VictimPolicy::Fifo { geo.planes as usize } else { 0 }],
@@ -278,10 +275,16 @@ impl BlockPool {
         partial
     }
 
+    /// Bitmap words a plane: one per 64 valid counts (0 to pages per block).
+    #[inline]
+    fn words(&self) -> usize {
+        (self.pages_per_block as usize + 1).div_ceil(64)
+    }
+
     /// The bit of `plane`'s list of blocks with `valid` pages.
     #[inline]
     fn bit(&self, plane: usize, valid: u16) -> (usize, u64) {
-        (plane * self.words + valid as usize / 64, 1 << (valid % 64))
+        (plane * self.words() + valid as usize / 64, 1 << (valid % 64))
     }
 
     fn link(&mut self, b: BlockId) {
@@ -374,8 +377,8 @@ impl BlockPool {
     }
 
     fn greedy(&self, plane: PlaneId) -> Option<BlockId> {
-        let first = plane.idx() * self.words;
-        let (i, &word) = self.nonempty[first..first + self.words].iter().enumerate().find(|&(_, &w)| w != 0)?;
+        let (first, words) = (plane.idx() * self.words(), self.words());
+        let (i, &word) = self.nonempty[first..first + words].iter().enumerate().find(|&(_, &w)| w != 0)?;
         let valid = i * 64 + word.trailing_zeros() as usize;
         Some(BlockId(self.heads[self.list(plane.idx(), 0) + valid]))
     }

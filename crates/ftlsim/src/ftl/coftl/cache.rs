@@ -89,7 +89,7 @@ impl AdaptiveCache {
     }
 
     pub fn lookup(&self, vpn: u32) -> Option<u32> {
-        if self.index.is_empty() { None } else { self.index.get(vpn) }
+        self.index.get(vpn)
     }
 
     pub fn mask(&self, slot: u32) -> SectorMask {
