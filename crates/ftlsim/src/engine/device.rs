@@ -642,19 +642,26 @@ impl Device {
         cause: Cause,
         payload: Payload<'_>,
     ) -> Result<SimTime> {
-        if !self.batch_open {
-            let done = self.program(ppn, lpn, not_before, cause, payload)?;
-            self.batch_done = self.batch_done.max(done);
-            return Ok(done);
-        }
         self.array.program(ppn, lpn, payload)?;
+        Ok(self.programmed_in_batch(ppn, not_before, cause))
+    }
+
+    /// Counts and times, as part of the open batch if there is one, the
+    /// program of `ppn` the array has just recorded.
+    #[inline]
+    fn programmed_in_batch(&mut self, ppn: Ppn, not_before: SimTime, cause: Cause) -> SimTime {
+        if !self.batch_open {
+            let done = self.programmed(ppn, not_before, cause);
+            self.batch_done = self.batch_done.max(done);
+            return done;
+        }
         // The program's entry in the log, which its group keeps up to date;
         // `end_batch` logs it for power cuts once its end is final.
         let entry = self.batch_log.len();
         self.batch_log.push((ppn, not_before));
         let done = self.count_and_time_program(ppn, not_before, cause, true);
         self.batch_log[entry].1 = done;
-        Ok(done)
+        done
     }
 
     /// Counts and times the program of `ppn` the array has just recorded.
@@ -727,6 +734,40 @@ impl Device {
             let done = self.time_program(ch_w, unit_w, Some(dst_block), dst.0 + i as u32, reads_done, cause, false);
             self.log_program(Ppn(dst.0 + i as u32), done);
         }
+        Ok(reads_done)
+    }
+
+    /// Copies pages (source, destination), as one batch
+    /// (multi-plane GC): every source is read first, then every
+    /// destination programmed, so destinations at one page offset on
+    /// different planes of a die form a multi-plane program group (the die
+    /// senses the sources one after another either way; a group needs all
+    /// its data in before its tPROG). Counted and checked as
+    /// [`copy_run`](Self::copy_run) counts and checks each page; returns
+    /// when the last source's data has left its plane.
+    pub fn copy_scatter(
+        &mut self,
+        copies: &[(u32, Ppn)],
+        not_before: SimTime,
+        cause_of: impl Fn(Lpn) -> Cause,
+    ) -> Result<SimTime> {
+        for &(from, to) in copies {
+            self.array.copy_run(&[from], to)?;
+        }
+        let mut reads_done = not_before;
+        for &(from, to) in copies {
+            let cause = cause_of(Lpn(self.array.oob_lpn_raw(to)));
+            self.counters.reads[cause as usize] += 1;
+            let block = self.geometry().block_of(Ppn(from));
+            let (ch, unit) = self.resources(block);
+            reads_done = reads_done.max(self.time_read(ch, unit, Some(block), from, not_before, cause));
+        }
+        self.begin_batch();
+        for &(_, to) in copies {
+            let cause = cause_of(Lpn(self.array.oob_lpn_raw(to)));
+            self.programmed_in_batch(to, reads_done, cause);
+        }
+        self.end_batch();
         Ok(reads_done)
     }
 

@@ -20,7 +20,8 @@
 //! cluster data that survived GC, as blocking GC's runs of copies do). Each plane keeps a
 //! reserve of free blocks for GC's copies (`gc.threshold` of its spare
 //! blocks, at least `gc.min_free_blocks`). GC reclaims victims chosen by the
-//! shared [`BlockPool`] policy, copying valid pages within the plane:
+//! shared [`BlockPool`] policy, copying valid pages within the plane
+//! (but see multi-plane GC below):
 //!
 //! - `gc.mode = "blocking"`: before the host opens a new block in a plane
 //!   holding no more free blocks than its reserve, GC reclaims victims until
@@ -41,6 +42,13 @@
 //! progress, since reclaiming a victim never consumes more free blocks than
 //! its erase returns. Partial-page writes read the old page first
 //! (read-modify-write).
+//!
+//! **Multi-plane GC** (`timing.multi_plane`, preemptible GC, whole-page
+//! units, one map stream): a die's jobs copy into a stripe of GC blocks,
+//! one per plane, a row (page offset) at a time, each row programmed as
+//! one multi-plane group; a row's pages come from the victim of the die's
+//! plane with the fewest free blocks, so copies may cross planes (see
+//! [`PageCore::stripe_row`] for when the copies stay in their plane).
 //!
 //! Simplifications: no wear levelling beyond the pool's oldest-erased-first
 //! free queue, GC copies go through the bus (no copy-back).
@@ -334,6 +342,14 @@ pub struct PageCore {
     /// indices, GC's lists and valid counts are then unit addresses and
     /// unit counts.
     unit_shift: u32,
+    /// Multi-plane GC (`timing.multi_plane`, preemptible GC, dies of
+    /// several planes, whole-page units, one map stream): jobs copy into
+    /// their die's stripe (see [`PageCore::stripe_row`]) when it has room.
+    multi_plane_gc: bool,
+    /// The sources and destinations of the stripe row being copied (reused
+    /// allocation).
+    #[serde(skip)]
+    row_scratch: Vec<(u32, Ppn)>,
     /// Units staged for the next page (their LPNs; the page's bytes in
     /// `scratch`), and when the last one's data is ready.
     staged: Vec<u32>,
@@ -390,10 +406,17 @@ impl PageCore {
         let geo = dev.geometry().clone();
         // `gc.frontier = "separate"`: a job's copies, made a few at a time
         // between host pages, get a block of their own (see `GcFrontier`).
-        let gc_frontier =
-            cfg.gc.mode == GcMode::Preemptible && cfg.gc.frontier == GcFrontier::Separate && map_streams == 1;
-        let streams = map_streams + gc_frontier as usize;
         let unit_shift = cfg.units_per_page().trailing_zeros();
+        // Multi-plane GC copies into a stripe of GC blocks, one per plane
+        // of the die: a frontier of GC's own.
+        let multi_plane_gc = cfg.timing.multi_plane
+            && cfg.gc.mode == GcMode::Preemptible
+            && geo.planes_per_die > 1
+            && map_streams == 1
+            && unit_shift == 0;
+        let gc_frontier = multi_plane_gc
+            || (cfg.gc.mode == GcMode::Preemptible && cfg.gc.frontier == GcFrontier::Separate && map_streams == 1);
+        let streams = map_streams + gc_frontier as usize;
         if dev.array.units_per_page() != cfg.units_per_page() {
             return Err(Error::invariant("page", "the NAND array's OOB does not hold one LPN per mapping unit"));
         }
@@ -449,6 +472,8 @@ impl PageCore {
             journal: TrimJournal::new(dev),
             stats: FtlStats::default(),
             unit_shift,
+            multi_plane_gc,
+            row_scratch: Vec::new(),
             staged: Vec::with_capacity(1 << unit_shift),
             staged_ready: SimTime::ZERO,
             geo,
@@ -809,6 +834,145 @@ impl PageCore {
         if self.streams > map.streams() { self.streams - 1 } else { map.gc_stream(x) }
     }
 
+    /// Multi-plane GC's next row on the die of `plane`: the die's stripe is
+    /// its planes' GC blocks, filled a row (one page offset across the
+    /// planes, in plane order) at a time, so a row's copies can be one
+    /// multi-plane program. Returns the row's page offset and the first
+    /// plane (in the die) whose page in it is not yet written. Once every
+    /// block is full, or the blocks are out of step (after a power cut's
+    /// recovery, or copies GC made in its own plane meanwhile), a new row
+    /// of blocks is opened (unaligned blocks are closed with their last
+    /// pages unwritten), only if every plane of the die has two free blocks
+    /// or more: it takes one from each, leaving each plane a block for its
+    /// own GC. `None` when the stripe cannot take a copy; the copies then
+    /// stay in the victim's plane, which keeps the guarantee that GC with
+    /// one free block can always finish its victim.
+    fn stripe_row<M: MapTable>(
+        &mut self,
+        map: &M,
+        dev: &mut Device,
+        plane: PlaneId,
+        now: SimTime,
+    ) -> Option<(u32, u32)> {
+        let ppd = self.geo.planes_per_die;
+        let first = plane.0 - plane.0 % ppd;
+        let streams = self.streams;
+        let slot = |q: u32| (first + q) as usize * streams + streams - 1;
+        let written = |a: u32| if a == NO_BLOCK { u32::MAX } else { dev.array.written_pages(BlockId(a)) };
+        // In step: the die's first planes at `row`, the rest one page behind.
+        let row = written(self.active[slot(0)]);
+        let mut behind = None;
+        let in_step = (1..ppd).all(|q| {
+            let w = written(self.active[slot(q)]);
+            if behind.is_none() && w == row {
+                return true;
+            }
+            behind = behind.or(Some(q));
+            w.wrapping_add(1) == row
+        });
+        match behind {
+            Some(q) if in_step => return Some((row - 1, q)),
+            None if in_step && row < self.geo.pages_per_block => return Some((row, 0)),
+            _ => {}
+        }
+        if (0..ppd).any(|q| self.pool.free_count(PlaneId(first + q)) < 2) {
+            return None;
+        }
+        for q in 0..ppd {
+            if self.active[slot(q)] != NO_BLOCK {
+                self.pool.close(BlockId(self.active[slot(q)]), now);
+            }
+            self.active[slot(q)] = self.pool.take_free(PlaneId(first + q))?.0;
+        }
+        // The blocks came out of the planes' free space as a host block
+        // would: below the trigger, their own GC is due.
+        for q in 0..ppd {
+            if self.pool.free_count(PlaneId(first + q)) < self.trigger {
+                self.start_job(map, dev, PlaneId(first + q), now);
+            }
+        }
+        Some((0, 0))
+    }
+
+    /// Multi-plane GC: copies live pages into the die's stripe of `plane`,
+    /// a row a batch, at least `want` copies (fewer if the sources run out
+    /// or the stripe cannot take them) and on to the end of the row.
+    /// Returns the steps made (copies, and erases of victims emptied).
+    fn stripe_copies<M: MapTable>(
+        &mut self,
+        map: &mut M,
+        dev: &mut Device,
+        plane: PlaneId,
+        want: usize,
+        now: SimTime,
+    ) -> Result<usize> {
+        let ppd = self.geo.planes_per_die;
+        let first = plane.0 - plane.0 % ppd;
+        let mut steps = 0;
+        // (An error ends the run: the scratch need not come back then.)
+        let mut row = std::mem::take(&mut self.row_scratch);
+        while steps < want.max(1) {
+            let Some((offset, from)) = self.stripe_row(map, dev, plane, now) else { break };
+            row.clear();
+            let mut emptied = 0u64;
+            for q in from..ppd {
+                let to =
+                    self.geo.ppn(BlockId(self.active[(first + q) as usize * self.streams + self.streams - 1]), offset);
+                let Some(src) = self.urgent_job_page(map, dev, first, q, &mut emptied) else { break };
+                row.push((src, to));
+            }
+            if !row.is_empty() {
+                let logical = self.logical;
+                let cause_of = |lpn: Lpn| if lpn.0 >= logical { Cause::Mapping } else { Cause::Gc };
+                dev.copy_scatter(&row, now, cause_of)?;
+                for &(src, to) in row.iter() {
+                    map.moved(dev, dev.array.oob_unit_raw(to.0), to, now);
+                    self.pool.transfer_valid(self.geo.block_of(Ppn(src)), self.geo.block_of(to), 1, now);
+                }
+                self.stats.gc_pages_copied += row.len() as u64;
+                steps += row.len();
+            }
+            // Victims emptied are erased once their last copies are read.
+            for q in 0..ppd {
+                if emptied & (1 << q) != 0 {
+                    self.end_job(map, dev, PlaneId(first + q), now)?;
+                    steps += 1;
+                }
+            }
+            if row.len() < (ppd - from) as usize && emptied == 0 {
+                break; // the sources ran out
+            }
+        }
+        self.row_scratch = row;
+        Ok(steps)
+    }
+
+    /// The next live page of the die's GC jobs, taken from the victim of
+    /// the plane with the fewest free blocks (so a plane the host avoids,
+    /// having few, is not left waiting for copies only its own host pages
+    /// would pay for; copies leave fuller planes for emptier ones). Planes
+    /// whose victim has no live page left are marked in `emptied`.
+    fn urgent_job_page<M: MapTable>(
+        &mut self,
+        map: &M,
+        dev: &Device,
+        first: u32,
+        slot: u32,
+        emptied: &mut u64,
+    ) -> Option<u32> {
+        let ppd = self.geo.planes_per_die;
+        loop {
+            let q = (0..ppd)
+                .filter(|&q| *emptied & (1 << q) == 0 && self.jobs[(first + q) as usize].victim != NO_BLOCK)
+                .min_by_key(|&q| (self.pool.free_count(PlaneId(first + q)), q != slot))?;
+            let job = &mut self.jobs[(first + q) as usize];
+            if let Some(src) = next_live(map, dev, &job.pages, &mut job.next) {
+                return Some(src);
+            }
+            *emptied |= 1 << q;
+        }
+    }
+
     /// Gives `plane` a preemptible GC job if it has none and a victim worth
     /// reclaiming, and asks the engine for background time for it.
     fn start_job<M: MapTable>(&mut self, map: &M, dev: &mut Device, plane: PlaneId, now: SimTime) {
@@ -856,6 +1020,13 @@ impl PageCore {
             return Ok(0);
         }
         let victim = BlockId(self.jobs[p].victim);
+        if self.multi_plane_gc {
+            let steps = self.stripe_copies(map, dev, plane, max as usize, now)?;
+            if steps > 0 {
+                return Ok(steps as u32);
+            }
+        }
+        // No stripe to copy into: the plane's own run.
         let mut run = std::mem::take(&mut self.live_scratch);
         run.clear();
         let result = self.copy_job_run(map, dev, plane, victim, now, max, &mut run);
@@ -870,16 +1041,25 @@ impl PageCore {
             }
             return Ok(copied);
         }
-        let cause = self.jobs[p].cause.take().unwrap_or(Cause::Gc);
+        self.end_job(map, dev, plane, now)?;
+        Ok(1)
+    }
+
+    /// Erases `plane`'s GC victim, every live page copied, and gives the
+    /// plane its next job if it is still below its trigger (victims that
+    /// freed little).
+    fn end_job<M: MapTable>(&mut self, map: &mut M, dev: &mut Device, plane: PlaneId, now: SimTime) -> Result<()> {
+        let job = &mut self.jobs[plane.idx()];
+        let victim = BlockId(job.victim);
+        let cause = job.cause.take().unwrap_or(Cause::Gc);
+        job.victim = NO_BLOCK;
         let journalled = self.journal.before_erase(dev, now);
         dev.erase(victim, journalled, cause)?;
         self.pool.release(victim)?;
-        self.jobs[p].victim = NO_BLOCK;
-        // The plane may still be below its trigger (victims that freed little).
         if self.pool.free_count(plane) < self.trigger {
             self.start_job(map, dev, plane, now);
         }
-        Ok(1)
+        Ok(())
     }
 
     /// Copies the job's next live pages, at most `max` and as many as fit
@@ -1435,4 +1615,16 @@ impl PageCore {
         }
         Ok(())
     }
+}
+
+/// The next of `pages` from `*next` still live (not overwritten or trimmed
+/// since its victim was scanned), taken.
+fn next_live<M: MapTable>(map: &M, dev: &Device, pages: &[u32], next: &mut usize) -> Option<u32> {
+    while let Some(&src) = pages.get(*next) {
+        *next += 1;
+        if map.is_live(dev.array.oob_unit_raw(src), src) {
+            return Some(src);
+        }
+    }
+    None
 }
