@@ -1335,7 +1335,7 @@ fn multi_plane_pairs_small_random_writes_when_the_dies_are_busy() {
 /// Multi-plane GC: in steady state most programs are GC's copies, and with
 /// `timing.multi_plane` a die's GC jobs copy a row of pages at one offset
 /// across its 4 planes as one multi-plane program. Random 4 KiB writes at
-/// depth 32 then run faster by far, with the same write amplification, and
+/// depth 32 then run faster by far, with write amplification within 5%, and
 /// the simulated time is the dies' work for the run's own operations and
 /// groups (each group holds its die for one array time; page transfers and
 /// the other operations in turn).
@@ -1350,7 +1350,9 @@ fn multi_plane_gc_programs_a_dies_copies_together() {
     };
     let (serial, multi) = (run(false), run(true));
     let (wa_serial, wa_multi) = (num(&serial, "write_amplification"), num(&multi, "write_amplification"));
-    assert!((wa_multi / wa_serial - 1.0).abs() < 0.02, "WA {wa_multi} vs {wa_serial}");
+    // The stripe is a GC frontier of its own and moves copies between
+    // planes: WA a few % off, between preemptible and blocking GC's.
+    assert!((wa_multi / wa_serial - 1.0).abs() < 0.05, "WA {wa_multi} vs {wa_serial}");
     let gc_programs = int(&multi, "flash_programs_by_cause.gc");
     assert!(gc_programs > 2 * int(&multi, "host_pages_written"), "not in steady state: {gc_programs} copies");
     let group = |kind: &str| int(&multi, &format!("multi_plane.{kind}"));
@@ -1369,6 +1371,29 @@ fn multi_plane_gc_programs_a_dies_copies_together() {
         + (reads + programs) as f64 * x;
     let (bound, sim) = (work_us / 4.0 / 1e6, num(&multi, "sim_time_s"));
     assert!(sim >= bound * 0.999 && sim < bound * 1.05, "{sim} s simulated, dies' work {bound} s");
+}
+
+/// Where a die is the array unit (K9LAG08U0M: 4 planes a die, no
+/// `timing.plane_parallel`) its planes are always free at once, and
+/// dynamic allocation's choice among them decides how the data spreads.
+/// Choosing the plane with the most free blocks let the planes' fill drift
+/// apart (88% to 97%): WA 12.4 against blocking GC's 10.3 on this run.
+/// With the plane holding the least data, preemptible GC's WA is within a
+/// few % of blocking GC's and of static allocation's.
+#[test]
+fn dynamic_allocation_keeps_a_dies_planes_evenly_filled() {
+    let run = |extra: &str| -> Value {
+        let mut a = args(&["run", "-c", "k9lag08u0m-4ch", "--set", "geometry.blocks_per_plane=512"]);
+        a.extend(args(&["--precondition", "fill=1.0,overwrite=1.0", "--set", extra]));
+        a.extend(args(&["--workload", "rw=randwrite,bs=4k,ios=20000,iodepth=32", "--json", "-"]));
+        serde_json::from_str(&ok(a)).unwrap()
+    };
+    let wa = |r: &Value| num(r, "write_amplification");
+    let (dynamic, blocking, fixed) =
+        (run("gc.mode=preemptible"), run("gc.mode=blocking"), run("ftl.allocation=static"));
+    assert!(wa(&dynamic) < wa(&blocking) * 1.03, "WA {} vs blocking {}", wa(&dynamic), wa(&blocking));
+    assert!(wa(&dynamic) < wa(&fixed) * 1.03, "WA {} vs static {}", wa(&dynamic), wa(&fixed));
+    assert!(num(&dynamic, "iops") > num(&blocking, "iops") * 0.95);
 }
 
 #[test]

@@ -642,19 +642,23 @@ impl PageCore {
 
     /// Dynamic allocation's plane, as its stripe position: the plane free
     /// soonest; among planes free at once (the planes of one die, or idle
-    /// units), the one with the most free blocks, so no plane takes more
+    /// units), the one holding the least valid data, so no plane takes more
     /// than its share of the data and GCs fuller victims; among those, the
-    /// first in stripe order from the cursor. Found from the units' free
-    /// times (one pass a vector unit can do) and only the soonest units'
-    /// planes, not by comparing every plane's key in stripe order as
-    /// [`soonest_in_stripe_by_scan`](Self::soonest_in_stripe_by_scan) does.
+    /// first in stripe order from the cursor. (Most free blocks, the rule
+    /// before, balanced free blocks but not data: with a die as the array
+    /// unit its planes always tie, and their fill drifted apart, 88% to 97%
+    /// on k9lag08u0m-4ch, raising WA from 10.0 to 14.0.) Found from the
+    /// units' free times (one pass a vector unit can do) and only the
+    /// soonest units' planes, not by comparing every plane's key in stripe
+    /// order as [`soonest_in_stripe_by_scan`](Self::soonest_in_stripe_by_scan)
+    /// does.
     fn soonest_in_stripe(&self, dev: &Device) -> usize {
         let (free_at, horizon) = (dev.unit_free_times(), dev.horizon().0);
         let soonest = free_at.iter().fold(u64::MAX, |m, t| m.min(t.0)).max(horizon);
         let n = self.stripe.len();
-        // (free blocks, distance from the cursor, position): the most
-        // blocks, then the nearest.
-        let mut best = (0, usize::MAX, self.cursor);
+        // (valid units, distance from the cursor, position): the fewest
+        // units, then the nearest.
+        let mut best = (u64::MAX, usize::MAX, self.cursor);
         for (unit, t) in free_at.iter().enumerate() {
             if t.0.max(horizon) != soonest {
                 continue;
@@ -662,10 +666,8 @@ impl PageCore {
             for plane in dev.unit_planes(unit) {
                 let pos = self.stripe_pos[plane as usize] as usize;
                 let from_cursor = if pos >= self.cursor { pos - self.cursor } else { pos + n - self.cursor };
-                let blocks = self.pool.free_count(PlaneId(plane));
-                if blocks > best.0 || (blocks == best.0 && from_cursor < best.1) {
-                    best = (blocks, from_cursor, pos);
-                }
+                let key = (self.pool.plane_valid(PlaneId(plane)), from_cursor, pos);
+                best = best.min(key);
             }
         }
         best.2
@@ -701,7 +703,7 @@ impl PageCore {
         let n = self.stripe.len();
         let key = |i: usize| {
             let plane = self.stripe[i];
-            (self.plane_ready(dev, plane), u32::MAX - self.pool.free_count(plane))
+            (self.plane_ready(dev, plane), self.pool.plane_valid(plane))
         };
         let (mut best, mut soonest) = (self.cursor, key(self.cursor));
         for i in (self.cursor + 1..n).chain(0..self.cursor) {

@@ -19,7 +19,7 @@
 
 use crate::config::{GcConfig, VictimPolicy};
 use crate::error::{Error, Result};
-use crate::nand::Geometry;
+use crate::nand::{FastDiv, Geometry};
 use crate::rng::SimRng;
 use crate::units::{BlockId, PlaneId, SimTime};
 use serde::{Deserialize, Serialize};
@@ -43,6 +43,9 @@ pub enum BlockState {
 #[derive(Serialize, Deserialize)]
 pub struct BlockPool {
     blocks_per_plane: u32,
+    by_blocks_per_plane: FastDiv,
+    /// Valid units of each plane (the sum of its blocks' counts).
+    plane_valid: Vec<u64>,
     /// Units a block holds: its pages, or its mapping units (see
     /// [`counting_units`](BlockPool::counting_units)); valid counts go to it.
     pages_per_block: u32,
@@ -87,6 +90,8 @@ impl BlockPool {
             .collect();
         BlockPool {
             blocks_per_plane: geo.blocks_per_plane,
+            by_blocks_per_plane: FastDiv::new(geo.blocks_per_plane),
+            plane_valid: vec![0; geo.planes as usize],
             pages_per_block: per_block,
             policy: gc.policy,
             d: gc.d,
@@ -108,7 +113,12 @@ impl BlockPool {
 
     #[inline]
     fn plane_of(&self, b: BlockId) -> usize {
-        (b.0 / self.blocks_per_plane) as usize
+        self.by_blocks_per_plane.div(b.0) as usize
+    }
+
+    /// Valid units in `plane`.
+    pub fn plane_valid(&self, plane: PlaneId) -> u64 {
+        self.plane_valid[plane.idx()]
     }
 
     #[inline]
@@ -185,6 +195,8 @@ impl BlockPool {
             "valid count of {b} would become {v}: an FTL double-counted a page"
         );
         self.valid[b.idx()] = v as u16;
+        let plane = self.plane_of(b);
+        self.plane_valid[plane] = (self.plane_valid[plane] as i64 + delta as i64) as u64;
         if closed {
             self.last_change[b.idx()] = now;
             self.link(b);
@@ -245,6 +257,7 @@ impl BlockPool {
     fn rebuild(&mut self, written: &[u32], valid: &[u32], now: SimTime, close_full: bool) -> Vec<BlockId> {
         self.state.fill(BlockState::Free);
         self.valid.fill(0);
+        self.plane_valid.fill(0);
         self.prev.fill(NIL);
         self.next.fill(NIL);
         self.heads.fill(NIL);
@@ -262,6 +275,8 @@ impl BlockPool {
                 continue;
             }
             self.valid[b] = valid[b] as u16;
+            let plane = self.plane_of(block);
+            self.plane_valid[plane] += valid[b] as u64;
             self.state[b] = BlockState::Active;
             if !close_full {
                 continue;

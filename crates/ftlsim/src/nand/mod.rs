@@ -14,5 +14,5 @@ mod timing;
 pub mod trim_log;
 
 pub use array::{NO_LPN, NandArray, PageOob, Payload};
-pub use geometry::{Address, Geometry};
+pub use geometry::{Address, FastDiv, Geometry};
 pub use timing::Timing;
