@@ -112,7 +112,7 @@ type Summary = (u32, Box<[Loc]>, Box<[u16]>);
 
 /// What is on flash for recovery to read: summary snapshots, replacement
 /// pages and log versions (the contents of those pages; OOB says where).
-#[derive(Default)]
+#[derive(Default, Serialize, Deserialize)]
 pub struct FlashMeta {
     /// Per set: (offset, VPT locations, lane masks) of each summary.
     summaries: Vec<Vec<Summary>>,
@@ -122,6 +122,7 @@ pub struct FlashMeta {
 }
 
 /// Everything in controller RAM (lost on a power cut).
+#[derive(Serialize, Deserialize)]
 struct Tables {
     chains: Vec<Vec<u32>>,
     /// Next page set to write in each chain's last set.
@@ -168,6 +169,7 @@ impl Tables {
     }
 }
 
+#[derive(Serialize, Deserialize)]
 pub struct Coftl {
     s: Sets,
     spp: u32,
@@ -963,6 +965,10 @@ impl Ftl for Coftl {
         }
         s.coftl = Some(co);
         s
+    }
+
+    fn saved_state(&mut self) -> Option<&mut dyn super::SavedState> {
+        Some(self)
     }
 
     fn reset_stats(&mut self) {

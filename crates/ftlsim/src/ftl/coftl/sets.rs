@@ -14,6 +14,7 @@
 
 use crate::nand::Geometry;
 use crate::units::{BlockId, Ppn};
+use serde::{Deserialize, Serialize};
 
 /// OOB words: data pages hold their LPN; COFTL's own pages set bit 31 and
 /// say what they are in bits 30..29, with an LPN or a VBA below.
@@ -51,7 +52,7 @@ pub fn decode(word: u32) -> Oob {
 }
 
 /// Set geometry and address arithmetic.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Sets {
     /// Blocks (lanes) per set.
     pub k: u32,
@@ -148,7 +149,7 @@ impl Sets {
 }
 
 /// A VPT entry's location: chain position and page-set offset.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Loc(pub u32);
 
 impl Loc {
