@@ -14,5 +14,6 @@ mod timing;
 pub mod trim_log;
 
 pub use array::{NO_LPN, NandArray, PageOob, Payload};
+pub(crate) use geometry::FastDiv;
 pub use geometry::{Address, Geometry};
 pub use timing::Timing;
