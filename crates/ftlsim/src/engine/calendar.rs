@@ -321,12 +321,13 @@ struct Chunked {
     /// before the calendar's end; without this each one walked the whole
     /// backlog again (quadratic in the run).
     known: Cell<[Known; KNOWN]>,
-    /// The chunk of the last [`first_ending_after`](Self::first_ending_after)
-    /// answer (a hint, checked before use): behind merges paced a copy
+    /// Where the last [`first_ending_after`](Self::first_ending_after)
+    /// answer was (a hint, checked before use): behind merges paced a copy
     /// apart a calendar holds thousands of intervals, and one resource's
-    /// next booking is mostly in the same chunk or the next, where
-    /// bisecting all the chunks' ends missed the cache at every step.
-    finger: Cell<usize>,
+    /// next booking is mostly at the same interval or the next (a program
+    /// after the one before it in its block), else in the same chunk or the
+    /// next, where bisecting missed the cache at every step.
+    finger: Cell<At>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -375,16 +376,43 @@ impl Chunked {
             Some((m, at)) if m == t => return at,
             _ => {}
         }
-        let n = self.chunks.len();
-        let c = match n {
-            0 => return (0, 0),
-            _ if n >= 2 && self.ends[n - 2] > t => self.chunk_before_last(t),
-            _ => n - 1,
+        let at = match self.at_finger(t) {
+            Some(at) => at,
+            None => {
+                let n = self.chunks.len();
+                let c = match n {
+                    0 => return (0, 0),
+                    _ if n >= 2 && self.ends[n - 2] > t => self.chunk_before_last(t),
+                    _ => n - 1,
+                };
+                let i = self.chunks[c].partition_point(|&(_, end)| end <= t);
+                if i == self.chunks[c].len() { (c + 1, 0) } else { (c, i) }
+            }
         };
-        let i = self.chunks[c].partition_point(|&(_, end)| end <= t);
-        let at = if i == self.chunks[c].len() { (c + 1, 0) } else { (c, i) };
         self.memo.set(Some((t, at)));
+        self.finger.set(at);
         at
+    }
+
+    /// The first interval ending after `t` when it is the
+    /// [`finger`](Self::finger)'s or the next in its chunk.
+    #[inline]
+    fn at_finger(&self, t: u64) -> Option<At> {
+        let (c, i) = self.finger.get();
+        let ch = self.chunks.get(c)?;
+        let before = match i {
+            0 if c == 0 => 0,
+            0 => self.ends[c - 1],
+            _ => ch.get(i - 1)?.1,
+        };
+        if before > t {
+            return None;
+        }
+        let &(_, end) = ch.get(i)?;
+        if end > t {
+            return Some((c, i));
+        }
+        ch.get(i + 1).is_some_and(|&(_, next)| next > t).then_some((c, i + 1))
     }
 
     /// The first chunk ending after `t`, which is not the last: the
@@ -393,16 +421,14 @@ impl Chunked {
     #[inline]
     fn chunk_before_last(&self, t: u64) -> usize {
         let ends = &self.ends;
-        let f = self.finger.get().min(ends.len() - 2);
-        let c = if ends[f] > t {
+        let f = self.finger.get().0.min(ends.len() - 2);
+        if ends[f] > t {
             if f == 0 || ends[f - 1] <= t { f } else { self.first_chunk_ending_after(t, 0, f - 1) }
         } else if ends[f + 1] > t {
             f + 1
         } else {
             self.first_chunk_ending_after(t, f + 2, ends.len() - 2)
-        };
-        self.finger.set(c);
-        c
+        }
     }
 
     /// The first chunk of `lo..=hi` ending after `t` (`hi` does).
@@ -477,6 +503,7 @@ impl Chunked {
                 if t + len <= start {
                     // The interval at (c, i) is the first to end after `t`.
                     self.memo.set(Some((t, (c, i))));
+                    self.finger.set((c, i));
                     return (t, c > first);
                 }
                 t = t.max(end);
@@ -636,7 +663,8 @@ impl Chunked {
             let mut ch = self.chunks.pop_front().expect("a first chunk");
             self.ends.pop_front();
             self.gaps.pop_front();
-            self.finger.set(self.finger.get().saturating_sub(1));
+            let (c, i) = self.finger.get();
+            self.finger.set((c.saturating_sub(1), i));
             ch.clear();
             self.spare.push(ch);
         }
