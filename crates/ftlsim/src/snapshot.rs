@@ -27,7 +27,7 @@
 //! others wait for it and load.
 //!
 //! Not available, with a one-line notice and normal preconditioning: FTLs
-//! without saved state ([`crate::ftl::Ftl::saved_state`]: `mu`, `coftl`),
+//! without saved state ([`crate::ftl::Ftl::saved_state`]: `mu`),
 //! drives storing payloads, and runs with power cuts.
 
 use crate::config::Config;

@@ -96,6 +96,13 @@ fn hybrids_from_a_snapshot_report_as_if_preconditioned() {
 }
 
 #[test]
+fn coftl_from_a_snapshot_reports_as_if_preconditioned() {
+    // Chains, the cleaner's cursors, the log, cached tables and the data cache.
+    loaded_equals_fresh("coftl", &["ftl.coftl_cache_bytes=262144", "ftl.cache_bytes=4096"]);
+    loaded_equals_fresh("coftl", &[]);
+}
+
+#[test]
 fn one_snapshot_serves_other_workloads_on_the_drive() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = || config("page", &[]);

@@ -25,6 +25,7 @@
 use crate::units::{Nanos, SimTime};
 use serde::{Deserialize, Serialize};
 use std::cell::Cell;
+use std::collections::VecDeque;
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Calendar {
@@ -289,21 +290,23 @@ const CHUNK: usize = 32;
 /// The longest idle gap between consecutive intervals of `part`.
 #[inline]
 fn longest_gap(part: &[(u64, u64)]) -> u64 {
-    // Saturating: a merge of two intervals asks while they still overlap, then again.
-    part.windows(2).map(|w| w[1].0.saturating_sub(w[0].1)).max().unwrap_or(0)
+    part.windows(2).map(|w| w[1].0 - w[0].1).max().unwrap_or(0)
 }
 
 /// The intervals, sorted, in chunks of at most [`CHUNK`] (none empty), so a
 /// booking in the middle moves at most one chunk's intervals.
 #[derive(Clone, Debug, Default)]
 struct Chunked {
-    chunks: Vec<Vec<(u64, u64)>>,
+    /// A deque: the chunks that end first leave as the horizon passes them
+    /// (with thousands of intervals held, moving every chunk each time was
+    /// a third of a COFTL run's instructions).
+    chunks: VecDeque<Vec<(u64, u64)>>,
     /// Each chunk's last end, to bisect the chunks without loading them.
-    ends: Vec<u64>,
+    ends: VecDeque<u64>,
     /// Each chunk's longest idle gap between its own intervals, so a search
     /// for a gap skips the chunks that have none long enough (behind a long
     /// backlog a calendar holds many thousands of short gaps).
-    gaps: Vec<u64>,
+    gaps: VecDeque<u64>,
     len: usize,
     /// Emptied chunks, to reuse their allocations.
     spare: Vec<Vec<(u64, u64)>>,
@@ -318,6 +321,13 @@ struct Chunked {
     /// before the calendar's end; without this each one walked the whole
     /// backlog again (quadratic in the run).
     known: Cell<[Known; KNOWN]>,
+    /// Where the last [`first_ending_after`](Self::first_ending_after)
+    /// answer was (a hint, checked before use): behind merges paced a copy
+    /// apart a calendar holds thousands of intervals, and one resource's
+    /// next booking is mostly at the same interval or the next (a program
+    /// after the one before it in its block), else in the same chunk or the
+    /// next, where bisecting missed the cache at every step.
+    finger: Cell<At>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -340,9 +350,9 @@ impl Chunked {
         let mut c = Chunked::default();
         // Half-full chunks, so the first bookings among them split none.
         for part in all.chunks(CHUNK / 2) {
-            c.chunks.push(part.to_vec());
-            c.ends.push(part[part.len() - 1].1);
-            c.gaps.push(longest_gap(part));
+            c.chunks.push_back(part.to_vec());
+            c.ends.push_back(part[part.len() - 1].1);
+            c.gaps.push_back(longest_gap(part));
         }
         c.len = all.len();
         c
@@ -350,7 +360,7 @@ impl Chunked {
 
     #[inline]
     fn last_end(&self) -> Option<u64> {
-        self.ends.last().copied()
+        self.ends.back().copied()
     }
 
     #[inline]
@@ -366,16 +376,73 @@ impl Chunked {
             Some((m, at)) if m == t => return at,
             _ => {}
         }
-        let n = self.chunks.len();
-        let c = match n {
-            0 => return (0, 0),
-            _ if n >= 2 && self.ends[n - 2] > t => self.ends[..n - 2].partition_point(|&end| end <= t),
-            _ => n - 1,
+        let at = match self.at_finger(t) {
+            Some(at) => at,
+            None => {
+                let n = self.chunks.len();
+                let c = match n {
+                    0 => return (0, 0),
+                    _ if n >= 2 && self.ends[n - 2] > t => self.chunk_before_last(t),
+                    _ => n - 1,
+                };
+                let i = self.chunks[c].partition_point(|&(_, end)| end <= t);
+                if i == self.chunks[c].len() { (c + 1, 0) } else { (c, i) }
+            }
         };
-        let i = self.chunks[c].partition_point(|&(_, end)| end <= t);
-        let at = if i == self.chunks[c].len() { (c + 1, 0) } else { (c, i) };
         self.memo.set(Some((t, at)));
+        self.finger.set(at);
         at
+    }
+
+    /// The first interval ending after `t` when it is the
+    /// [`finger`](Self::finger)'s or the next in its chunk.
+    #[inline]
+    fn at_finger(&self, t: u64) -> Option<At> {
+        let (c, i) = self.finger.get();
+        let ch = self.chunks.get(c)?;
+        let before = match i {
+            0 if c == 0 => 0,
+            0 => self.ends[c - 1],
+            _ => ch.get(i - 1)?.1,
+        };
+        if before > t {
+            return None;
+        }
+        let &(_, end) = ch.get(i)?;
+        if end > t {
+            return Some((c, i));
+        }
+        ch.get(i + 1).is_some_and(|&(_, next)| next > t).then_some((c, i + 1))
+    }
+
+    /// The first chunk ending after `t`, which is not the last: the
+    /// [`finger`](Self::finger)'s chunk or the next, else by bisection on
+    /// the side of it the answer is on.
+    #[inline]
+    fn chunk_before_last(&self, t: u64) -> usize {
+        let ends = &self.ends;
+        let f = self.finger.get().0.min(ends.len() - 2);
+        if ends[f] > t {
+            if f == 0 || ends[f - 1] <= t { f } else { self.first_chunk_ending_after(t, 0, f - 1) }
+        } else if ends[f + 1] > t {
+            f + 1
+        } else {
+            self.first_chunk_ending_after(t, f + 2, ends.len() - 2)
+        }
+    }
+
+    /// The first chunk of `lo..=hi` ending after `t` (`hi` does).
+    #[inline]
+    fn first_chunk_ending_after(&self, t: u64, mut lo: usize, mut hi: usize) -> usize {
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.ends[mid] <= t {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 
     /// As [`Flat::gap`], skipping what earlier searches proved
@@ -436,6 +503,7 @@ impl Chunked {
                 if t + len <= start {
                     // The interval at (c, i) is the first to end after `t`.
                     self.memo.set(Some((t, (c, i))));
+                    self.finger.set((c, i));
                     return (t, c > first);
                 }
                 t = t.max(end);
@@ -458,63 +526,87 @@ impl Chunked {
     fn append(&mut self, t: u64, end: u64) {
         self.memo.set(None);
         if self.last_end() == Some(t) {
-            let ch = self.chunks.last_mut().expect("a last interval");
+            let ch = self.chunks.back_mut().expect("a last interval");
             ch.last_mut().expect("chunks are not empty").1 = end;
-            *self.ends.last_mut().expect("an end per chunk") = end;
+            *self.ends.back_mut().expect("an end per chunk") = end;
             return;
         }
         self.len += 1;
-        match self.chunks.last_mut() {
+        match self.chunks.back_mut() {
             Some(ch) if ch.len() < CHUNK => {
                 let gap = t - ch[ch.len() - 1].1;
                 ch.push((t, end));
-                *self.ends.last_mut().expect("an end per chunk") = end;
-                let g = self.gaps.last_mut().expect("a gap per chunk");
+                *self.ends.back_mut().expect("an end per chunk") = end;
+                let g = self.gaps.back_mut().expect("a gap per chunk");
                 *g = (*g).max(gap);
             }
             _ => {
                 let mut ch = self.spare.pop().unwrap_or_default();
                 ch.push((t, end));
-                self.chunks.push(ch);
-                self.ends.push(end);
-                self.gaps.push(0);
+                self.chunks.push_back(ch);
+                self.ends.push_back(end);
+                self.gaps.push_back(0);
             }
         }
     }
 
-    /// As [`Flat::insert_before_last`].
+    /// As [`Flat::insert_before_last`]. A booking only fills a gap, so a
+    /// chunk's longest gap is found again only when the gap filled was it
+    /// (or a chunk gains a first interval, and with it a gap).
     fn insert_before_last(&mut self, t: u64, end: u64) {
         let at = self.first_ending_after(t);
         self.memo.set(None);
         let (c, i) = at;
-        debug_assert!(self.get(at).is_none_or(|(s, _)| s >= end), "booking over a busy interval");
-        let prev = match (c, i) {
-            (_, 1..) => Some((c, i - 1)),
-            (1.., 0) => Some((c - 1, self.chunks[c - 1].len() - 1)),
-            _ => None,
-        };
-        let joins_prev = prev.and_then(|p| self.get(p)).is_some_and(|(_, e)| e == t);
-        let joins_next = self.get(at).is_some_and(|(s, _)| s == end);
-        let prev = prev.unwrap_or(at);
-        match (joins_prev, joins_next) {
+        let next = self.chunks[c][i];
+        debug_assert!(next.0 >= end, "booking over a busy interval");
+        if i == 0 {
+            // Between chunks: the gap filled is in neither.
+            let joins_prev = c > 0 && self.ends[c - 1] == t;
+            match (joins_prev, next.0 == end) {
+                (true, true) => {
+                    self.set_last_end(c - 1, next.1);
+                    self.remove_first(c);
+                }
+                (true, false) => self.set_last_end(c - 1, end),
+                (false, true) => self.chunks[c][0].0 = t,
+                (false, false) => {
+                    self.gaps[c] = self.gaps[c].max(next.0 - end);
+                    self.insert(at, (t, end));
+                }
+            }
+            return;
+        }
+        let prev = self.chunks[c][i - 1];
+        let filled = next.0 - prev.1;
+        let ch = &mut self.chunks[c];
+        match (prev.1 == t, next.0 == end) {
             (true, true) => {
-                self.chunks[prev.0][prev.1].1 = self.chunks[c][i].1;
-                self.fix_end(prev.0);
-                self.remove(at);
+                ch[i - 1].1 = next.1;
+                ch.remove(i);
+                self.len -= 1;
+                self.ends[c] = ch[ch.len() - 1].1;
             }
-            (true, false) => {
-                self.chunks[prev.0][prev.1].1 = end;
-                self.fix_end(prev.0);
-            }
-            (false, true) => {
-                self.chunks[c][i].0 = t;
-                self.fix_gap(c);
-            }
+            (true, false) => ch[i - 1].1 = end,
+            (false, true) => ch[i].0 = t,
             (false, false) => self.insert(at, (t, end)),
+        }
+        if filled >= self.gaps[c] {
+            self.fix_gap(c);
         }
     }
 
-    /// Inserts an interval before the one at `at` (touching neither neighbour).
+    /// Sets chunk `c`'s last interval's end (a booking joined it).
+    #[inline]
+    fn set_last_end(&mut self, c: usize, end: u64) {
+        let ch = &mut self.chunks[c];
+        let last = ch.len() - 1;
+        ch[last].1 = end;
+        self.ends[c] = end;
+    }
+
+    /// Inserts an interval before the one at `at` (touching neither
+    /// neighbour); the caller keeps chunk `c`'s longest gap but when the
+    /// chunk splits.
     fn insert(&mut self, (c, i): At, iv: (u64, u64)) {
         self.len += 1;
         let ch = &mut self.chunks[c];
@@ -526,29 +618,26 @@ impl Chunked {
             self.gaps.insert(c, 0);
             self.chunks.insert(c + 1, right);
             self.fix_gap(c + 1);
+            self.fix_gap(c);
         }
-        self.fix_gap(c);
     }
 
-    fn remove(&mut self, (c, i): At) {
+    /// Removes chunk `c`'s first interval (its gap to the next goes too).
+    fn remove_first(&mut self, c: usize) {
         self.len -= 1;
-        self.chunks[c].remove(i);
-        if self.chunks[c].is_empty() {
-            let ch = self.chunks.remove(c);
-            self.ends.remove(c);
-            self.gaps.remove(c);
-            self.spare.push(ch);
-        } else {
-            self.fix_end(c);
+        let ch = &mut self.chunks[c];
+        let gone = ch.get(1).map(|&(start, _)| start - ch[0].1);
+        ch.remove(0);
+        match gone {
+            None => {
+                let ch = self.chunks.remove(c).expect("chunk c");
+                self.ends.remove(c);
+                self.gaps.remove(c);
+                self.spare.push(ch);
+            }
+            Some(g) if g >= self.gaps[c] => self.fix_gap(c),
+            Some(_) => {}
         }
-    }
-
-    /// Chunk `c`'s last interval changed (an end moved: its gaps too).
-    #[inline]
-    fn fix_end(&mut self, c: usize) {
-        let ch = &self.chunks[c];
-        self.ends[c] = ch[ch.len() - 1].1;
-        self.fix_gap(c);
     }
 
     /// Chunk `c`'s intervals changed: its longest gap again.
@@ -560,7 +649,7 @@ impl Chunked {
     #[inline]
     fn drop_until(&mut self, t: u64) {
         self.memo.set(None);
-        while let Some(first) = self.chunks.first_mut() {
+        while let Some(first) = self.chunks.front_mut() {
             if first[0].1 > t {
                 return;
             }
@@ -571,9 +660,11 @@ impl Chunked {
                 self.fix_gap(0);
                 return;
             }
-            let mut ch = self.chunks.remove(0);
-            self.ends.remove(0);
-            self.gaps.remove(0);
+            let mut ch = self.chunks.pop_front().expect("a first chunk");
+            self.ends.pop_front();
+            self.gaps.pop_front();
+            let (c, i) = self.finger.get();
+            self.finger.set((c.saturating_sub(1), i));
             ch.clear();
             self.spare.push(ch);
         }

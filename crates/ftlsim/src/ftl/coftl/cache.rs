@@ -41,13 +41,14 @@ pub struct CacheStats {
     pub dirty_evictions: u64,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 struct Slot {
     vpn: u32,
     mask: SectorMask,
 }
 
 /// The cache's bookkeeping; no timing and no flash here (the FTL drives it).
+#[derive(Serialize, Deserialize)]
 pub struct AdaptiveCache {
     slots: Vec<Slot>,
     index: SlotIndex,

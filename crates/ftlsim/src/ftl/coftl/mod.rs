@@ -112,7 +112,7 @@ type Summary = (u32, Box<[Loc]>, Box<[u16]>);
 
 /// What is on flash for recovery to read: summary snapshots, replacement
 /// pages and log versions (the contents of those pages; OOB says where).
-#[derive(Default)]
+#[derive(Default, Serialize, Deserialize)]
 pub struct FlashMeta {
     /// Per set: (offset, VPT locations, lane masks) of each summary.
     summaries: Vec<Vec<Summary>>,
@@ -122,6 +122,7 @@ pub struct FlashMeta {
 }
 
 /// Everything in controller RAM (lost on a power cut).
+#[derive(Serialize, Deserialize)]
 struct Tables {
     chains: Vec<Vec<u32>>,
     /// Next page set to write in each chain's last set.
@@ -168,6 +169,7 @@ impl Tables {
     }
 }
 
+#[derive(Serialize, Deserialize)]
 pub struct Coftl {
     s: Sets,
     spp: u32,
@@ -516,6 +518,11 @@ impl Coftl {
         let pace = if paced { self.merge_pace(dev) } else { Nanos::ZERO };
         if live > 0 {
             let set = self.pop_free(dev, t)?;
+            // Each lane's first page in the new set and in the old ones: a
+            // copy's pages are these plus its offset, not decoded anew.
+            let (s, k) = (&self.s, self.s.k as usize);
+            let dst_first: Vec<u32> = (0..s.k).map(|lane| s.ppn(set, lane, 0).0).collect();
+            let src_first: Vec<u32> = old.iter().flat_map(|&o| (0..s.k).map(move |lane| s.ppn(o, lane, 0).0)).collect();
             for vpa in 0..self.s.v {
                 let e = self.entry(vb, vpa);
                 let (loc, mask) = (self.t.locs[e], self.t.masks[e]);
@@ -523,11 +530,13 @@ impl Coftl {
                     continue;
                 }
                 let at = t + Nanos(pace.0 * off as u64);
+                let first_lpn = self.s.lpn(vb, vpa, 0);
+                let src_first = &src_first[loc.idx() as usize * k..][..k];
                 for lane in 0..self.s.k {
-                    let lpn = self.s.lpn(vb, vpa, lane);
-                    let dst = self.s.ppn(set, lane, off);
+                    let lpn = first_lpn + lane;
+                    let dst = Ppn(dst_first[lane as usize] + off);
                     if mask >> lane & 1 == 1 {
-                        let src = self.s.ppn(old[loc.idx() as usize], lane, loc.off());
+                        let src = Ppn(src_first[lane as usize] + loc.off());
                         let r = dev.read(src, at, Cause::Gc)?;
                         done = done.max(dev.program(dst, Lpn(lpn), r, Cause::Gc, Payload::CopyFrom(src))?);
                         self.stats.gc_pages_copied += 1;
@@ -597,7 +606,7 @@ impl Coftl {
         ready: SimTime,
         cause: Cause,
     ) -> Result<SimTime> {
-        let (vb, vpa) = (vpn / self.s.v, vpn % self.s.v);
+        let (vb, vpa) = self.s.split_vpn(vpn);
         let t = self.vpt_access(dev, vb, ready, true)?;
         let t = self.ensure_room(dev, vb, t)?;
         let e = self.entry(vb, vpa);
@@ -815,7 +824,7 @@ impl Coftl {
         out: Option<&mut [u8]>,
         t: SimTime,
     ) -> Result<SimTime> {
-        let (vb, vpa) = (vpn / self.s.v, vpn % self.s.v);
+        let (vb, vpa) = self.s.split_vpn(vpn);
         let bytes = Self::sectors(mask);
         let full = crate::controller::buffer::sector_mask(0, self.vpage_sectors());
         let held = self.cache.as_ref().and_then(|c| c.lookup(vpn).map(|s| (s, c.mask(s))));
@@ -963,6 +972,10 @@ impl Ftl for Coftl {
         }
         s.coftl = Some(co);
         s
+    }
+
+    fn saved_state(&mut self) -> Option<&mut dyn super::SavedState> {
+        Some(self)
     }
 
     fn reset_stats(&mut self) {

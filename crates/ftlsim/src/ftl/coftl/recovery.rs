@@ -35,8 +35,10 @@ use crate::error::{Error, Result};
 use crate::ftl::RecoveryReport;
 use crate::nand::Payload;
 use crate::units::{Lpn, SimTime};
+use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
+#[derive(Serialize, Deserialize)]
 pub struct LogVersion {
     seq: u64,
     start: u32,
@@ -46,7 +48,7 @@ pub struct LogVersion {
     pub(super) listed: u32,
 }
 
-#[derive(Default)]
+#[derive(Default, Serialize, Deserialize)]
 pub struct LogBuffer {
     pub(super) versions: Vec<LogVersion>,
     next: u32,

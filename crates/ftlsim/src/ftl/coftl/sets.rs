@@ -12,8 +12,9 @@
 //! `p / V`, where V is a set's data page sets (pages per block − 2: the
 //! last two page sets hold summary and replacement pages).
 
-use crate::nand::Geometry;
+use crate::nand::{FastDiv, Geometry};
 use crate::units::{BlockId, Ppn};
+use serde::{Deserialize, Serialize};
 
 /// OOB words: data pages hold their LPN; COFTL's own pages set bit 31 and
 /// say what they are in bits 30..29, with an LPN or a VBA below.
@@ -51,7 +52,7 @@ pub fn decode(word: u32) -> Oob {
 }
 
 /// Set geometry and address arithmetic.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Sets {
     /// Blocks (lanes) per set.
     pub k: u32,
@@ -66,6 +67,12 @@ pub struct Sets {
     pub v: u32,
     pub vbs: u32,
     pub logical_pages: u32,
+    /// Division by `groups`, `k` and `v` (none need be a power of two):
+    /// every address of a merge's copies and host pages is decoded, and a
+    /// `div` instruction per decode was most of the merge loop's own time.
+    by_groups: FastDiv,
+    by_k: FastDiv,
+    by_v: FastDiv,
 }
 
 impl Sets {
@@ -84,6 +91,9 @@ impl Sets {
             v,
             vbs: logical_pages.div_ceil(v * k),
             logical_pages,
+            by_groups: FastDiv::new(groups),
+            by_k: FastDiv::new(k),
+            by_v: FastDiv::new(v),
         }
     }
 
@@ -98,7 +108,8 @@ impl Sets {
 
     #[inline]
     pub fn block(&self, set: u32, lane: u32) -> BlockId {
-        let (b, g) = (set / self.groups, set % self.groups);
+        let b = self.by_groups.div(set);
+        let g = set - b * self.groups;
         BlockId(self.lane_plane[(g * self.k + lane) as usize] * self.blocks_per_plane + b)
     }
 
@@ -110,8 +121,16 @@ impl Sets {
     /// (VBA, VPA, lane) of a logical page.
     #[inline]
     pub fn locate(&self, lpn: u32) -> (u32, u32, u32) {
-        let vpn = lpn / self.k;
-        (vpn / self.v, vpn % self.v, lpn % self.k)
+        let vpn = self.by_k.div(lpn);
+        let (vb, vpa) = self.split_vpn(vpn);
+        (vb, vpa, lpn - vpn * self.k)
+    }
+
+    /// (VBA, VPA) of a virtual page.
+    #[inline]
+    pub fn split_vpn(&self, vpn: u32) -> (u32, u32) {
+        let vb = self.by_v.div(vpn);
+        (vb, vpn - vb * self.v)
     }
 
     #[inline]
@@ -127,7 +146,8 @@ impl Sets {
     /// shifts by one lane, so a range of sets covers every plane.
     #[inline]
     pub fn end_lane(&self, set: u32) -> u32 {
-        (set / self.groups + set % self.groups) % self.k
+        let b = self.by_groups.div(set);
+        self.by_k.rem(b + set - b * self.groups)
     }
 
     /// The lane whose OOB a scan reads at page set `off` of `set`: every
@@ -138,17 +158,17 @@ impl Sets {
     #[inline]
     pub fn scan_lane(&self, set: u32, off: u32) -> u32 {
         let end = self.end_lane(set);
-        if off < self.v { (end + off) % self.k } else { end }
+        if off < self.v { self.by_k.rem(end + off) } else { end }
     }
 
     /// The VBA of a page whose OOB names an LPN.
     pub fn vb_of_lpn(&self, lpn: u32) -> u32 {
-        lpn / self.k / self.v
+        self.by_v.div(self.by_k.div(lpn))
     }
 }
 
 /// A VPT entry's location: chain position and page-set offset.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Loc(pub u32);
 
 impl Loc {

@@ -8,9 +8,10 @@
 //!   so eviction order never depends on hash order and runs are
 //!   deterministic.
 
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
-#[derive(Default)]
+#[derive(Default, Serialize, Deserialize)]
 pub struct Lru {
     clock: u64,
     age: HashMap<u32, u64>,
