@@ -197,10 +197,20 @@ pub struct Simulation {
 /// the pages written or trimmed since, and what FLUSHes issued but perhaps
 /// not completed will make durable once they complete (when, and each
 /// page's sequence number).
+/// A FLUSH in flight: when it completes, how many were issued before it,
+/// and the pages it makes durable with their state (program sequence).
+type Flushing = (SimTime, u64, Vec<(u32, u64)>);
+
 struct Durability {
     flushed_seq: Vec<u64>,
     pending: Vec<u32>,
-    flushing: Vec<(SimTime, Vec<(u32, u64)>)>,
+    flushing: Vec<Flushing>,
+    flushes_issued: u64,
+    /// Whole pages trimmed since a FLUSH last made their state durable,
+    /// with the FLUSHes issued before the trim: the FTL may make a TRIM
+    /// durable before any FLUSH asks (COFTL commits a table on eviction),
+    /// so such a page may come back unmapped.
+    trimmed: std::collections::HashMap<u32, u64>,
 }
 
 impl Simulation {
@@ -234,6 +244,8 @@ impl Simulation {
             flushed_seq: vec![0; cfg.logical_pages() as usize],
             pending: Vec::new(),
             flushing: Vec::new(),
+            flushes_issued: 0,
+            trimmed: std::collections::HashMap::new(),
         });
         Ok(Simulation {
             cuts,
@@ -866,14 +878,17 @@ impl Simulation {
     /// others never complete (power fails at `t`).
     fn flushes_done_by(&mut self, t: SimTime, cut: bool) {
         let Some(d) = self.durability.as_mut() else { return };
-        for (done, pages) in &d.flushing {
+        for (done, issued_before, pages) in &d.flushing {
             if *done <= t {
                 for &(lpn, seq) in pages {
                     d.flushed_seq[lpn as usize] = seq;
+                    if d.trimmed.get(&lpn).is_some_and(|&trim| trim <= *issued_before) {
+                        d.trimmed.remove(&lpn);
+                    }
                 }
             }
         }
-        d.flushing.retain(|(done, _)| !cut && *done > t);
+        d.flushing.retain(|(done, ..)| !cut && *done > t);
     }
 
     /// Notes what a command served until `done` changes for durability.
@@ -884,6 +899,11 @@ impl Simulation {
             Op::Write | Op::Trim if cmd.sectors > 0 => {
                 let (first, last) = (cmd.start.0 / spp, (cmd.end().0 - 1) / spp);
                 d.pending.extend(first as u32..=last as u32);
+                if cmd.op == Op::Trim {
+                    for lpn in cmd.start.0.div_ceil(spp)..cmd.end().0 / spp {
+                        d.trimmed.insert(lpn as u32, d.flushes_issued);
+                    }
+                }
             }
             Op::Flush => {
                 let pages = d
@@ -894,7 +914,8 @@ impl Simulation {
                         (lpn, p.and_then(|p| self.dev.array.oob_seq(p)).unwrap_or(0))
                     })
                     .collect();
-                d.flushing.push((done, pages));
+                d.flushing.push((done, d.flushes_issued, pages));
+                d.flushes_issued += 1;
             }
             _ => {}
         }
@@ -910,6 +931,9 @@ impl Simulation {
         for (lpn, &seq) in d.flushed_seq.iter().enumerate().filter(|(_, s)| **s > 0) {
             let p = self.ftl.physical(crate::units::Lpn(lpn as u32));
             let got = p.and_then(|p| self.dev.array.oob_seq(p));
+            if p.is_none() && d.trimmed.contains_key(&(lpn as u32)) {
+                continue; // a TRIM since the FLUSH, made durable
+            }
             if got.is_none_or(|g| g < seq) {
                 return Err(Error::invariant(
                     "power cut",
@@ -919,6 +943,7 @@ impl Simulation {
             checked += 1;
         }
         // What recovery found is the durable state now.
+        d.trimmed.clear();
         for (lpn, seq) in d.flushed_seq.iter_mut().enumerate() {
             let p = mapped_page(self.ftl.as_ref(), &self.dev, lpn as u32)?;
             *seq = p.and_then(|p| self.dev.array.oob_seq(p)).unwrap_or(0);

@@ -346,6 +346,9 @@ pub struct PageCore {
     /// several planes, whole-page units, one map stream): jobs copy into
     /// their die's stripe (see [`PageCore::stripe_row`]) when it has room.
     multi_plane_gc: bool,
+    /// A die of several planes is the array unit (`timing.plane_parallel`
+    /// off; see [`PageCore::share_key`]).
+    die_unit: bool,
     /// The sources and destinations of the stripe row being copied (reused
     /// allocation).
     #[serde(skip)]
@@ -473,6 +476,7 @@ impl PageCore {
             stats: FtlStats::default(),
             unit_shift,
             multi_plane_gc,
+            die_unit: !cfg.timing.plane_parallel && geo.planes_per_die > 1,
             row_scratch: Vec::new(),
             staged: Vec::with_capacity(1 << unit_shift),
             staged_ready: SimTime::ZERO,
@@ -641,17 +645,13 @@ impl PageCore {
     }
 
     /// Dynamic allocation's plane, as its stripe position: the plane free
-    /// soonest; among planes free at once (the planes of one die, or idle
-    /// units), the one holding the least valid data, so no plane takes more
-    /// than its share of the data and GCs fuller victims; among those, the
-    /// first in stripe order from the cursor. (Most free blocks, the rule
-    /// before, balanced free blocks but not data: with a die as the array
-    /// unit its planes always tie, and their fill drifted apart, 88% to 97%
-    /// on k9lag08u0m-4ch, raising WA from 10.0 to 14.0.) Found from the
-    /// units' free times (one pass a vector unit can do) and only the
-    /// soonest units' planes, not by comparing every plane's key in stripe
-    /// order as [`soonest_in_stripe_by_scan`](Self::soonest_in_stripe_by_scan)
-    /// does.
+    /// soonest; among planes free at once, the one with the lowest
+    /// [`share_key`](Self::share_key), so no plane takes more than its
+    /// share of the data and GCs fuller victims; among those, the first in
+    /// stripe order from the cursor. Found from the units' free times (one
+    /// pass a vector unit can do) and only the soonest units' planes, not by
+    /// comparing every plane's key in stripe order as
+    /// [`soonest_in_stripe_by_scan`](Self::soonest_in_stripe_by_scan) does.
     fn soonest_in_stripe(&self, dev: &Device) -> usize {
         let (free_at, horizon) = (dev.unit_free_times(), dev.horizon().0);
         let soonest = free_at.iter().fold(u64::MAX, |m, t| m.min(t.0)).max(horizon);
@@ -666,11 +666,22 @@ impl PageCore {
             for plane in dev.unit_planes(unit) {
                 let pos = self.stripe_pos[plane as usize] as usize;
                 let from_cursor = if pos >= self.cursor { pos - self.cursor } else { pos + n - self.cursor };
-                let key = (self.pool.plane_valid(PlaneId(plane)), from_cursor, pos);
-                best = best.min(key);
+                best = best.min((self.share_key(PlaneId(plane)), from_cursor, pos));
             }
         }
         best.2
+    }
+
+    /// Dynamic allocation's preference among planes free at once (lower
+    /// first). Where planes are array units they tie only while idle, and
+    /// the plane with the most free blocks is taken. Where a die is the
+    /// unit its planes tie at every write, so this is how the die spreads
+    /// its data: by free blocks their fill drifted apart (88% to 97% on
+    /// k9lag08u0m-4ch, WA 14.0 against 10.0 with static allocation), so
+    /// the plane holding the least valid data is taken.
+    #[inline]
+    fn share_key(&self, plane: PlaneId) -> u64 {
+        if self.die_unit { self.pool.plane_valid(plane) } else { (u32::MAX - self.pool.free_count(plane)) as u64 }
     }
 
     /// When dynamic allocation takes `plane` to be free: when its die is;
@@ -703,7 +714,7 @@ impl PageCore {
         let n = self.stripe.len();
         let key = |i: usize| {
             let plane = self.stripe[i];
-            (self.plane_ready(dev, plane), self.pool.plane_valid(plane))
+            (self.plane_ready(dev, plane), self.share_key(plane))
         };
         let (mut best, mut soonest) = (self.cursor, key(self.cursor));
         for i in (self.cursor + 1..n).chain(0..self.cursor) {
