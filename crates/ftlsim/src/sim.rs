@@ -192,15 +192,15 @@ pub struct Simulation {
     trim_ranges: Vec<Span>,
 }
 
+/// A FLUSH in flight: when it completes, how many were issued before it,
+/// and the pages it makes durable with their state (program sequence).
+type Flushing = (SimTime, u64, Vec<(u32, u64)>);
+
 /// What must survive a power cut: per logical page, the program sequence
 /// number of its data as of the last completed FLUSH (0: nothing to keep),
 /// the pages written or trimmed since, and what FLUSHes issued but perhaps
 /// not completed will make durable once they complete (when, and each
 /// page's sequence number).
-/// A FLUSH in flight: when it completes, how many were issued before it,
-/// and the pages it makes durable with their state (program sequence).
-type Flushing = (SimTime, u64, Vec<(u32, u64)>);
-
 struct Durability {
     flushed_seq: Vec<u64>,
     pending: Vec<u32>,
