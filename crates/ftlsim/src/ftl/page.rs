@@ -847,6 +847,20 @@ impl PageCore {
         if self.streams > map.streams() { self.streams - 1 } else { map.gc_stream(x) }
     }
 
+    /// `plane`'s active-block slot of GC's own stream (the last).
+    #[inline]
+    fn gc_slot(&self, plane: PlaneId) -> usize {
+        plane.idx() * self.streams + self.streams - 1
+    }
+
+    /// The cause a GC copy of a page holding `lpn` is counted under: the
+    /// map's own pages are its cost.
+    #[inline]
+    fn copy_cause(&self) -> impl Fn(Lpn) -> Cause + use<> {
+        let logical = self.logical;
+        move |lpn: Lpn| if lpn.0 >= logical { Cause::Mapping } else { Cause::Gc }
+    }
+
     /// Multi-plane GC's next row on the die of `plane`: the die's stripe is
     /// its planes' GC blocks, filled a row (one page offset across the
     /// planes, in plane order) at a time, so a row's copies can be one
@@ -869,8 +883,8 @@ impl PageCore {
     ) -> Option<(u32, u32)> {
         let ppd = self.geo.planes_per_die;
         let first = plane.0 - plane.0 % ppd;
-        let streams = self.streams;
-        let slot = |q: u32| (first + q) as usize * streams + streams - 1;
+        let (slot0, streams) = (self.gc_slot(PlaneId(first)), self.streams);
+        let slot = |q: u32| slot0 + q as usize * streams;
         let written = |a: u32| if a == NO_BLOCK { u32::MAX } else { dev.array.written_pages(BlockId(a)) };
         // In step: the die's first planes at `row`, the rest one page behind.
         let row = written(self.active[slot(0)]);
@@ -929,15 +943,12 @@ impl PageCore {
             row.clear();
             let mut emptied = 0u64;
             for q in from..ppd {
-                let to =
-                    self.geo.ppn(BlockId(self.active[(first + q) as usize * self.streams + self.streams - 1]), offset);
+                let to = self.geo.ppn(BlockId(self.active[self.gc_slot(PlaneId(first + q))]), offset);
                 let Some(src) = self.urgent_job_page(map, dev, first, q, &mut emptied) else { break };
                 row.push((src, to));
             }
             if !row.is_empty() {
-                let logical = self.logical;
-                let cause_of = |lpn: Lpn| if lpn.0 >= logical { Cause::Mapping } else { Cause::Gc };
-                dev.copy_scatter(&row, now, cause_of)?;
+                dev.copy_scatter(&row, now, self.copy_cause())?;
                 for &(src, to) in row.iter() {
                     map.moved(dev, dev.array.oob_unit_raw(to.0), to, now);
                     self.pool.transfer_valid(self.geo.block_of(Ppn(src)), self.geo.block_of(to), 1, now);
@@ -1096,12 +1107,9 @@ impl PageCore {
         let upp = 1usize << self.unit_shift;
         let mut limit = (max.max(1) as usize + upp - 1) & !(upp - 1);
         while run.len() < limit {
-            let Some(&src) = self.jobs[p].pages.get(self.jobs[p].next) else { break };
-            self.jobs[p].next += 1;
+            let job = &mut self.jobs[p];
+            let Some(src) = next_live(map, dev, &job.pages, &mut job.next) else { break };
             let lpn = dev.array.oob_unit_raw(src);
-            if !map.is_live(lpn, src) {
-                continue; // overwritten or trimmed since the job began
-            }
             if dst.is_none() {
                 // GC may run inside a host allocation: its stream comes back after.
                 let gc_stream = self.gc_stream(map, lpn);
@@ -1134,8 +1142,7 @@ impl PageCore {
         dst: Ppn,
         now: SimTime,
     ) -> Result<SimTime> {
-        let logical = self.logical;
-        let cause_of = |lpn: Lpn| if lpn.0 >= logical { Cause::Mapping } else { Cause::Gc };
+        let cause_of = self.copy_cause();
         let reads_done = if self.unit_shift == 0 {
             dev.copy_run(run, dst, now, cause_of)?
         } else {
