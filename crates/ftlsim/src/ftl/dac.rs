@@ -33,7 +33,7 @@ impl Dac {
         }
         let logical = cfg.logical_pages() as u32;
         let map = DacMap {
-            inner: DramMap::new(logical),
+            inner: DramMap::new(logical, dev.geometry().pages as u64),
             region: vec![0; logical as usize],
             regions: regions as u8,
             promotions: 0,
@@ -100,8 +100,8 @@ impl MapTable for DacMap {
     }
 
     #[inline]
-    fn moved(&mut self, dev: &mut Device, x: u32, dst: Ppn, now: SimTime) {
-        self.inner.moved(dev, x, dst, now);
+    fn moved(&mut self, dev: &mut Device, x: u32, from: u32, dst: Ppn, now: SimTime) {
+        self.inner.moved(dev, x, from, dst, now);
     }
 
     fn placed(&mut self, core: &mut PageCore, dev: &mut Device, lpn: Lpn, ppn: Ppn, now: SimTime) -> Result<()> {
@@ -162,7 +162,7 @@ mod tests {
 
     #[test]
     fn updates_promote_and_gc_copies_demote() {
-        let mut m = DacMap { inner: DramMap::new(4), region: vec![0; 4], regions: 3, promotions: 0, demotions: 0 };
+        let mut m = DacMap { inner: DramMap::new(4, 64), region: vec![0; 4], regions: 3, promotions: 0, demotions: 0 };
         assert_eq!(m.host_stream(Lpn(1), NEVER), 0, "new data starts cold");
         assert_eq!(m.host_stream(Lpn(1), 7), 1);
         assert_eq!(m.host_stream(Lpn(1), 7), 2);

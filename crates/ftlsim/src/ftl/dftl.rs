@@ -189,7 +189,7 @@ impl MapTable for DftlMap {
     }
 
     #[inline]
-    fn moved(&mut self, _: &mut Device, x: u32, dst: Ppn, _: SimTime) {
+    fn moved(&mut self, _: &mut Device, x: u32, _: u32, dst: Ppn, _: SimTime) {
         if x >= self.logical {
             self.gtd[(x - self.logical) as usize] = dst.0;
         } else if !self.m.moved(x, dst.0) {

@@ -115,7 +115,7 @@ impl MapTable for HatMap {
     }
 
     #[inline]
-    fn moved(&mut self, dev: &mut Device, x: u32, dst: Ppn, now: SimTime) {
+    fn moved(&mut self, dev: &mut Device, x: u32, _: u32, dst: Ppn, now: SimTime) {
         if !self.m.moved(x, dst.0) {
             dev.pcm_write(now);
         }
