@@ -597,6 +597,9 @@ impl Simulation {
                 ahead.push_back(slot);
                 drawn += 1;
             }
+            if let Some(&slot) = ahead.get(LOOKAHEAD / 2) {
+                self.ftl.prefetch_mapped(span(slot));
+            }
             let slot = ahead.pop_front().expect("drawn ahead");
             now = self.ftl.write(&mut self.dev, span(slot), now, now, None)?;
             tick(filled + (i + 1) * write_pages / per_page)?;
@@ -775,6 +778,9 @@ impl Simulation {
                 self.ftl.prefetch(span);
                 self.ctrl.prefetch(span);
                 ahead.push_back(n);
+            }
+            if let Some(n) = ahead.get(LOOKAHEAD / 2) {
+                self.ftl.prefetch_mapped(Span { start: n.start, sectors: n.sectors });
             }
             let Some(cmd) = ahead.pop_front() else { break };
             let (cmd, moved) = fit_range(cmd, self.logical_sectors, opts.range, src.name(), index)?;

@@ -100,6 +100,11 @@ impl MapTable for DacMap {
     }
 
     #[inline]
+    fn prefetch_mapped(&self, lpn: Lpn) {
+        self.inner.prefetch_mapped(lpn);
+    }
+
+    #[inline]
     fn moved(&mut self, dev: &mut Device, x: u32, from: u32, dst: Ppn, now: SimTime) {
         self.inner.moved(dev, x, from, dst, now);
     }

@@ -188,6 +188,11 @@ pub trait Ftl: Send {
     /// pulled into cache while the current one is served. Never changes results.
     fn prefetch(&self, _span: Span) {}
 
+    /// A second hint for a command [`prefetch`](Self::prefetch) announced a
+    /// few commands ago: its mapping has likely arrived in cache, so what
+    /// the mapping points to can be pulled in too. Never changes results.
+    fn prefetch_mapped(&self, _span: Span) {}
+
     fn flush(&mut self, _dev: &mut Device, now: SimTime) -> Result<SimTime> {
         Ok(now)
     }

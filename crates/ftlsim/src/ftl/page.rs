@@ -151,6 +151,11 @@ pub trait MapTable: Send + Sized + serde::Serialize + serde::de::DeserializeOwne
     #[inline]
     fn prefetch(&self, _lpn: Lpn) {}
 
+    /// A hint that `lpn`, [`prefetch`](Self::prefetch)ed a few commands
+    /// ago, is about to be overwritten (see [`Ftl::prefetch_mapped`]).
+    #[inline]
+    fn prefetch_mapped(&self, _lpn: Lpn) {}
+
     /// GC copied entry `x`'s page (unit) from `from`, its current value,
     /// to `dst`.
     fn moved(&mut self, dev: &mut Device, x: u32, from: u32, dst: Ppn, now: SimTime);
@@ -284,6 +289,15 @@ impl MapTable for DramMap {
     #[inline]
     fn prefetch(&self, lpn: Lpn) {
         crate::mem::prefetch(&self.fwd, lpn.idx());
+    }
+
+    /// The live bit an overwrite of `lpn` clears: a cache miss at a random
+    /// place, which held up every host write.
+    #[inline]
+    fn prefetch_mapped(&self, lpn: Lpn) {
+        if let Some(&old) = self.fwd.get(lpn.idx()).filter(|&&m| is_mapped(m)) {
+            crate::mem::prefetch(&self.live, old as usize / 64);
+        }
     }
 
     #[inline]
@@ -1459,9 +1473,11 @@ impl<M: MapTable> Ftl for PageMapped<M> {
     }
 
     fn prefetch(&self, span: Span) {
-        // Map entries are units (pages with one unit a page).
-        let spp = (self.core.geo.sectors_per_page >> self.core.unit_shift) as u64;
-        self.map.prefetch(Lpn(super::split_sector(span.start.0, spp).0 as u32));
+        self.map.prefetch(self.core.first_entry(span));
+    }
+
+    fn prefetch_mapped(&self, span: Span) {
+        self.map.prefetch_mapped(self.core.first_entry(span));
     }
 
     fn read(&mut self, dev: &mut Device, span: Span, now: SimTime, mut out: Option<&mut [u8]>) -> Result<SimTime> {
@@ -1643,6 +1659,14 @@ impl<M: MapTable> Ftl for PageMapped<M> {
 }
 
 impl PageCore {
+    /// The map entry of `span`'s first sector (entries are mapping units:
+    /// pages with one unit a page).
+    #[inline]
+    fn first_entry(&self, span: Span) -> Lpn {
+        let spp = (self.geo.sectors_per_page >> self.unit_shift) as u64;
+        Lpn(super::split_sector(span.start.0, spp).0 as u32)
+    }
+
     /// After a power cut: blocks as recovery found them, partly written
     /// ones active again (in any stream: DAC's regions are lost anyway),
     /// no GC job.
