@@ -7,13 +7,15 @@
 # has 128-page blocks here (2,192 per plane, the same capacity), since
 # μ-FTL's 7-bit extent length addresses at most 128 pages per block;
 # superblocks are 64 blocks. Figure: flash page operations (reads +
-# programs of every cause, μ-Tree pages included) per wall-clock second.
+# programs of every cause, μ-Tree pages included) per wall-clock second of
+# the measured phase. Each FTL's preconditioned drive is saved in
+# bench-out/snapshots (--snapshot-dir): later runs of the same build load it.
 source "$(dirname "$0")/lib.sh"
 
 [ -f "$randwrite_1m" ] || gen_randwrite_1m
 for ftl in mu dac superblock; do
   $bin run -c bench/page-8ch-16g.toml --ftl "$ftl" --set geometry.pages_per_block=128 --set geometry.blocks_per_plane=2192 \
       --set ftl.superblock_blocks=64 --trace "$randwrite_1m" \
-      --mode closed --qd 32 --precondition fill=1.0,overwrite=1.0 --json "$out/$ftl-1m.json" -q > /dev/null
+      --mode closed --qd 32 --precondition fill=1.0,overwrite=1.0 --snapshot-dir "$out/snapshots" --json "$out/$ftl-1m.json" -q > /dev/null
   field "$out/$ftl-1m.json" '"%-10s flash page ops/s (wall): %.0f   (%d reads + %d programs, mapping %d + %d)   requests/s %.0f   WA %.3f   wall %.3f s" % (ftl, (flash_pages_read + flash_pages_programmed) / wall_time_s, flash_pages_read, flash_pages_programmed, flash_reads_by_cause["mapping"], flash_programs_by_cause["mapping"], requests / wall_time_s, write_amplification, wall_time_s)'
 done

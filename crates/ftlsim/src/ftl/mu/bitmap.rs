@@ -18,17 +18,19 @@
 //! (the extents, not the array, count against the budget), and a flush
 //! picks the lowest-numbered among equally full blocks (deterministic).
 
+use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::BTreeSet;
 
 /// Bytes of one cached invalid extent.
 pub const EXTENT_BYTES: u64 = 4;
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BitmapStats {
     pub inserts: u64,
 }
 
+#[derive(Serialize, Deserialize)]
 pub struct BitmapCache {
     capacity: u64,
     len: u64,

@@ -82,7 +82,7 @@ const OUT: u32 = u32::MAX - 1;
 
 /// An LRU set of dense ids: `head` is the most, `tail` the least recently used.
 /// An id's links and membership share one 8-byte entry (one cache line).
-#[derive(Default)]
+#[derive(Default, Serialize, Deserialize)]
 pub struct DenseLru {
     /// Per id: `[prev, next]` towards head and tail ([`NIL`] at the ends),
     /// or `[OUT, _]` when the id is not in the set.

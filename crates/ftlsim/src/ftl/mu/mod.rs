@@ -144,6 +144,7 @@ struct Run {
     n: u32,
 }
 
+#[derive(Serialize, Deserialize)]
 pub struct Mu {
     geo: Geometry,
     space: Space,
@@ -817,6 +818,10 @@ impl Ftl for Mu {
         self.mu = MuStats::default();
         self.tree.stats = Default::default();
         self.bitmaps.stats = Default::default();
+    }
+
+    fn saved_state(&mut self) -> Option<&mut dyn super::SavedState> {
+        Some(self)
     }
 
     fn mapping_ram_bytes(&self) -> u64 {

@@ -5,9 +5,11 @@
 //! partition or fills its update block is split into one extent per piece.
 
 use crate::units::{BlockId, Lpn};
+use serde::{Deserialize, Serialize};
 
 const NONE: u32 = u32::MAX;
 
+#[derive(Serialize, Deserialize)]
 pub struct Partitions {
     pages_each: u32,
     update: Vec<u32>,

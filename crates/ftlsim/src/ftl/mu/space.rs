@@ -8,7 +8,9 @@ use crate::ftl::pool::{BlockPool, BlockState};
 use crate::ftl::striping::emptiest_plane;
 use crate::nand::Geometry;
 use crate::units::{BlockId, PlaneId, Ppn, SimTime};
+use serde::{Deserialize, Serialize};
 
+#[derive(Serialize, Deserialize)]
 pub struct Space {
     pub geo: Geometry,
     pub pool: BlockPool,

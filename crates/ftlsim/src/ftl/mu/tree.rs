@@ -43,6 +43,7 @@ use crate::engine::{Cause, Device};
 use crate::error::{Error, Result};
 use crate::nand::{Geometry, Payload};
 use crate::units::{BlockId, Lpn, Ppn, SimTime};
+use serde::{Deserialize, Serialize};
 use std::cell::Cell;
 
 const NIL: u32 = u32::MAX;
@@ -53,7 +54,7 @@ pub const ENTRY_BYTES: u32 = 8;
 
 /// [`MuTree::leaf_of`]'s memory of the last leaf found: it covers keys
 /// `lo..hi`.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Serialize, Deserialize)]
 struct Hint {
     leaf: u32,
     lo: u32,
@@ -69,7 +70,7 @@ impl Hint {
 /// One node. `keys` are a leaf's entry keys (values in `vals`) or an inner
 /// node's children's low keys (children in `kids`); `keys[0]` of an inner
 /// node is its own low key.
-#[derive(Default)]
+#[derive(Default, Serialize, Deserialize)]
 struct Node {
     level: u8,
     /// The lowest key the node covers (borrowing from its left sibling
@@ -85,7 +86,7 @@ struct Node {
 }
 
 /// Tree traffic and cache counters.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TreeStats {
     /// Page reads and programs: `[0]` for extents, `[1]` for bitmaps.
     pub reads: [u64; 2],
@@ -100,6 +101,7 @@ pub struct TreeStats {
 /// The pages of the blocks the tree writes: per page, whether it is a live
 /// (valid) tree page, the nodes written into it and how many of those
 /// still have their current version there.
+#[derive(Serialize, Deserialize)]
 struct TreePages {
     geo: Geometry,
     /// Per device block: its index among tree blocks, or [`NIL`].
@@ -176,6 +178,7 @@ impl TreePages {
     }
 }
 
+#[derive(Serialize, Deserialize)]
 pub struct MuTree {
     nodes: Vec<Node>,
     /// Per node: the flash page of its current version, or [`NIL`]. Beside
