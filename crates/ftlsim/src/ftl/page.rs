@@ -235,18 +235,26 @@ impl DramMap {
     fn assign(&mut self, x: usize, value: u32) {
         let old = std::mem::replace(&mut self.fwd[x], value);
         if is_mapped(old) {
-            self.live[old as usize / 64] &= !(1 << (old % 64));
+            self.set_live(old, false);
         }
         if is_mapped(value) {
-            self.live[value as usize / 64] |= 1 << (value % 64);
+            self.set_live(value, true);
         }
+    }
+
+    #[inline]
+    fn set_live(&mut self, u: u32, live: bool) {
+        let (word, bit) = (&mut self.live[u as usize / 64], 1 << (u % 64));
+        *word = if live { *word | bit } else { *word & !bit };
     }
 
     /// The live bits anew from the entries.
     fn mark_live(&mut self) {
         self.live.fill(0);
-        for &m in self.fwd.iter().filter(|&&m| is_mapped(m)) {
-            self.live[m as usize / 64] |= 1 << (m % 64);
+        for x in 0..self.fwd.len() {
+            if is_mapped(self.fwd[x]) {
+                self.set_live(self.fwd[x], true);
+            }
         }
     }
 
@@ -313,8 +321,8 @@ impl MapTable for DramMap {
         self.ram_accesses += 1;
         debug_assert_eq!(self.fwd[x as usize], from, "entry {x} moved from a unit it does not map to");
         self.fwd[x as usize] = dst.0;
-        self.live[from as usize / 64] &= !(1 << (from % 64));
-        self.live[dst.0 as usize / 64] |= 1 << (dst.0 % 64);
+        self.set_live(from, false);
+        self.set_live(dst.0, true);
     }
 
     fn placed(&mut self, _: &mut PageCore, _: &mut Device, lpn: Lpn, ppn: Ppn, _: SimTime) -> Result<()> {
