@@ -745,22 +745,32 @@ impl PageCore {
     /// [`soonest_in_stripe_by_scan`](Self::soonest_in_stripe_by_scan) does.
     fn soonest_in_stripe(&self, dev: &Device) -> usize {
         let (free_at, horizon) = (dev.unit_free_times(), dev.horizon().0);
-        let soonest = free_at.iter().fold(u64::MAX, |m, t| m.min(t.0)).max(horizon);
         let n = self.stripe.len();
-        // (valid units, distance from the cursor, position): the fewest
-        // units, then the nearest.
-        let mut best = (u64::MAX, usize::MAX, self.cursor);
+        // One pass: the soonest time so far, and among its planes the share
+        // key, then the distance from the cursor, in one word (both below
+        // 2^32; the distance names the plane). Finding the time first and
+        // comparing tuples after took a seventh of a preconditioning run.
+        let (mut soonest, mut best) = (u64::MAX, u64::MAX);
         for (unit, t) in free_at.iter().enumerate() {
-            if t.0.max(horizon) != soonest {
+            let t = t.0.max(horizon);
+            if t > soonest {
                 continue;
+            }
+            if t < soonest {
+                (soonest, best) = (t, u64::MAX);
             }
             for plane in dev.unit_planes(unit) {
                 let pos = self.stripe_pos[plane as usize] as usize;
                 let from_cursor = if pos >= self.cursor { pos - self.cursor } else { pos + n - self.cursor };
-                best = best.min((self.share_key(PlaneId(plane)), from_cursor, pos));
+                let share = self.share_key(PlaneId(plane));
+                debug_assert!(share >> 32 == 0, "share key {share} takes more than 32 bits");
+                best = best.min(share << 32 | from_cursor as u64);
             }
         }
-        best.2
+        if best == u64::MAX {
+            return self.cursor;
+        }
+        (self.cursor + (best as u32) as usize) % n
     }
 
     /// Dynamic allocation's preference among planes free at once (lower
