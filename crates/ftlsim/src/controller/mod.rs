@@ -255,13 +255,19 @@ impl Controller {
         let Some(buf) = self.buffer.as_mut() else { return Ok(None) };
         let Some((slot, lpn, mask)) = buf.next_dirty(at) else { return Ok(None) };
         // The next page to go was buffered long ago: its mapping has left
-        // the cache. One destage ahead is time enough to fetch it.
-        if let Some(next) = buf.dirty_after(slot) {
-            ftl.prefetch(Span { start: Sector(next as u64 * spp as u64), sectors: spp as u64 });
+        // the cache. One destage ahead is time enough to fetch it, and by
+        // the end of this one what the mapping points to.
+        let next =
+            buf.dirty_after(slot).map(|next| Span { start: Sector(next as u64 * spp as u64), sectors: spp as u64 });
+        if let Some(next) = next {
+            ftl.prefetch(next);
         }
         let mut done = at;
         for (span, data) in slot_spans(buf, slot, lpn, mask, spp, self.payloads) {
             done = done.max(ftl.write(dev, span, at, at, data)?);
+        }
+        if let Some(next) = next {
+            ftl.prefetch_mapped(next);
         }
         buf.destaging(slot, done);
         Ok(Some(done))
