@@ -572,11 +572,8 @@ impl Device {
     /// calendar keeps only its last interval).
     #[inline]
     fn time_unit(&mut self, unit: usize, not_before: SimTime, took: Nanos) -> SimTime {
-        self.catch_up(unit);
-        let start = not_before.max(self.units[unit].last_end());
-        self.units[unit].advance(start);
-        self.units[unit].insert(start, took);
-        self.unit_free[unit] = self.units[unit].last_end();
+        let start = self.units[unit].book_alone(self.horizon, not_before, took);
+        self.unit_free[unit] = start + took;
         start + took
     }
 
