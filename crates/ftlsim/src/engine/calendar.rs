@@ -213,9 +213,17 @@ impl Flat {
         }
         if i == near && near > self.head {
             // Every interval from `near` on ends after `t`.
-            i = self.head + self.all[self.head..near].partition_point(|&(_, end)| end <= t);
+            i = self.bisect(near, t);
         }
         i
+    }
+
+    /// The first interval ending after `t`, of those before `near` (or
+    /// `near`); out of line, so the common case above stays small enough
+    /// to inline.
+    #[inline(never)]
+    fn bisect(&self, near: usize, t: u64) -> usize {
+        self.head + self.all[self.head..near].partition_point(|&(_, end)| end <= t)
     }
 
     #[inline]
