@@ -201,19 +201,22 @@ impl Flat {
 
     /// The index (into `all`) of the first interval ending after `t`.
     /// Bookings mostly land near the end (a new one is rarely more than a
-    /// few from the back), so the last few are looked at first, then the
-    /// rest by bisection.
+    /// few from the back), so the last few are walked back over, unless
+    /// the one before them ends after `t` already: then the rest are
+    /// bisected (behind COFTL's paced merges a bus's bookings land all
+    /// over its few hundred intervals, and walking the last few first
+    /// was wasted).
     #[inline]
     fn first_ending_after(&self, t: u64) -> usize {
         const NEAR_BACK: usize = 8;
         let near = self.all.len().saturating_sub(NEAR_BACK).max(self.head);
+        if near > self.head && self.all[near].1 > t {
+            return self.bisect(near, t);
+        }
+        // The walk stops past `near` (which ends by `t`), or at the head.
         let mut i = self.all.len();
         while i > near && self.all[i - 1].1 > t {
             i -= 1;
-        }
-        if i == near && near > self.head {
-            // Every interval from `near` on ends after `t`.
-            i = self.bisect(near, t);
         }
         i
     }
