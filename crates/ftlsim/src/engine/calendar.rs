@@ -938,6 +938,38 @@ mod tests {
             prop_assert_eq!(c.len(), live);
         }
 
+        /// Bookings from two places moving on through a long calendar,
+        /// taken in turns (as COFTL's copies and a plane's other work land:
+        /// the lookups the two fingers serve), against the model; long
+        /// searches from far back walk whole chunks and tighten their gap
+        /// bounds, which later searches then skip by.
+        #[test]
+        fn bookings_from_two_places_in_turn_agree_with_the_model(
+            steps in prop::collection::vec((0u64..40, 1u64..20, 0u8..6), 1..400),
+            gap in 12u64..40,
+        ) {
+            let mut c = Calendar::default();
+            let mut busy = vec![false; 40_000];
+            // A long paced backlog: 4 ns busy every `gap`.
+            for k in 0..300u64 {
+                let s = k * gap;
+                c.insert(SimTime(s), Nanos(4));
+                busy[s as usize..s as usize + 4].iter_mut().for_each(|b| *b = true);
+            }
+            let mut at = [0u64, 150 * gap];
+            for (n, (step, len, far)) in steps.into_iter().enumerate() {
+                let w = n % 2;
+                at[w] += step;
+                // Now and then a search from the start, for a long gap.
+                let (earliest, len) = if far == 0 { (0, len + gap) } else { (at[w], len) };
+                let start = c.book(SimTime(earliest), Nanos(len)).0 as usize;
+                let expected = (earliest as usize..).find(|&s| busy[s..s + len as usize].iter().all(|b| !b)).unwrap();
+                prop_assert_eq!(start, expected);
+                busy[start..start + len as usize].iter_mut().for_each(|b| *b = true);
+            }
+            prop_assert!(c.is_chunked() || c.len() <= CHUNKED_ABOVE);
+        }
+
         /// `fits` against the same model: idle over the whole span, or the
         /// end of the first busy stretch in it.
         #[test]
