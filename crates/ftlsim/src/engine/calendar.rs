@@ -340,6 +340,9 @@ struct Chunked {
     /// backlog again (quadratic in the run).
     /// Cells one by one: a search reads them in place, not a copy of all.
     known: [Cell<Known>; KNOWN],
+    /// The earliest `from` and the latest `to` of the findings (`(0, 0)`
+    /// with none): a search from outside it skips none of them.
+    known_span: Cell<(u64, u64)>,
     /// Where the last two [`first_ending_after`](Self::first_ending_after)
     /// answers in different places were, the latest first (hints, checked
     /// before use): behind merges paced a copy apart a calendar holds
@@ -504,6 +507,10 @@ impl Chunked {
     /// for `len` or shorter that `t` falls in.
     #[inline(never)]
     fn skip_known(&self, mut t: u64, len: u64) -> u64 {
+        let (from, to) = self.known_span.get();
+        if t < from || t >= to {
+            return t;
+        }
         loop {
             let mut to = t;
             for k in &self.known {
@@ -535,6 +542,10 @@ impl Chunked {
         } else {
             Known { len, from: t, to: found }
         });
+        let known = self.known.each_ref().map(Cell::get);
+        let live = known.iter().filter(|k| k.len != 0);
+        let from = live.clone().map(|k| k.from).min().unwrap_or(0);
+        self.known_span.set((from, live.map(|k| k.to).max().unwrap_or(0)));
     }
 
     /// The first idle gap of `len` from `t` on, and whether the search
