@@ -201,21 +201,32 @@ impl Flat {
 
     /// The index (into `all`) of the first interval ending after `t`.
     /// Bookings mostly land near the end (a new one is rarely more than a
-    /// few from the back), so the last few are looked at first, then the
-    /// rest by bisection.
+    /// few from the back), so the last few are walked back over, unless
+    /// the one before them ends after `t` already: then the rest are
+    /// bisected (behind COFTL's paced merges a bus's bookings land all
+    /// over its few hundred intervals, and walking the last few first
+    /// was wasted).
     #[inline]
     fn first_ending_after(&self, t: u64) -> usize {
         const NEAR_BACK: usize = 8;
         let near = self.all.len().saturating_sub(NEAR_BACK).max(self.head);
+        if near > self.head && self.all[near].1 > t {
+            return self.bisect(near, t);
+        }
+        // The walk stops past `near` (which ends by `t`), or at the head.
         let mut i = self.all.len();
         while i > near && self.all[i - 1].1 > t {
             i -= 1;
         }
-        if i == near && near > self.head {
-            // Every interval from `near` on ends after `t`.
-            i = self.head + self.all[self.head..near].partition_point(|&(_, end)| end <= t);
-        }
         i
+    }
+
+    /// The first interval ending after `t`, of those before `near` (or
+    /// `near`); out of line, so the common case above stays small enough
+    /// to inline.
+    #[inline(never)]
+    fn bisect(&self, near: usize, t: u64) -> usize {
+        self.head + self.all[self.head..near].partition_point(|&(_, end)| end <= t)
     }
 
     #[inline]
@@ -303,10 +314,17 @@ struct Chunked {
     chunks: VecDeque<Vec<(u64, u64)>>,
     /// Each chunk's last end, to bisect the chunks without loading them.
     ends: VecDeque<u64>,
-    /// Each chunk's longest idle gap between its own intervals, so a search
-    /// for a gap skips the chunks that have none long enough (behind a long
-    /// backlog a calendar holds many thousands of short gaps).
-    gaps: VecDeque<u64>,
+    /// A bound on each chunk's longest idle gap between its own intervals,
+    /// so a search for a gap skips the chunks that have none long enough
+    /// (behind a long backlog a calendar holds many thousands of short
+    /// gaps). Bookings only shrink or split gaps, so a bound stays one
+    /// without looking at the chunk again; a search that walks a whole
+    /// chunk makes it exact. Kept exact at every booking, finding it again
+    /// (a booking often fills a chunk's longest gap when its gaps are all
+    /// alike, as paced merges leave them) was a tenth of a COFTL run's
+    /// instructions, while searches rarely walk past a chunk's first
+    /// interval.
+    gaps: VecDeque<Cell<u64>>,
     len: usize,
     /// Emptied chunks, to reuse their allocations.
     spare: Vec<Vec<(u64, u64)>>,
@@ -320,14 +338,22 @@ struct Chunked {
     /// end. Behind a saturated backlog every operation searches from long
     /// before the calendar's end; without this each one walked the whole
     /// backlog again (quadratic in the run).
-    known: Cell<[Known; KNOWN]>,
-    /// Where the last [`first_ending_after`](Self::first_ending_after)
-    /// answer was (a hint, checked before use): behind merges paced a copy
-    /// apart a calendar holds thousands of intervals, and one resource's
-    /// next booking is mostly at the same interval or the next (a program
-    /// after the one before it in its block), else in the same chunk or the
-    /// next, where bisecting missed the cache at every step.
-    finger: Cell<At>,
+    /// Cells one by one: a search reads them in place, not a copy of all.
+    known: [Cell<Known>; KNOWN],
+    /// The earliest `from` and the latest `to` of the findings (`(0, 0)`
+    /// with none): a search from outside it skips none of them.
+    known_span: Cell<(u64, u64)>,
+    /// Where the last two [`first_ending_after`](Self::first_ending_after)
+    /// answers in different places were, the latest first (hints, checked
+    /// before use): behind merges paced a copy apart a calendar holds
+    /// thousands of intervals, and one resource's next booking is mostly
+    /// at the same interval or the next (a program after the one before it
+    /// in its block), else in the same chunk or the next, where bisecting
+    /// missed the cache at every step. Lookups on a COFTL plane's calendar
+    /// alternate between two such places, hundreds of chunks apart (of the
+    /// bisections one finger left, 90% answered next to the answer before
+    /// the last).
+    fingers: Cell<[At; 2]>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -352,7 +378,7 @@ impl Chunked {
         for part in all.chunks(CHUNK / 2) {
             c.chunks.push_back(part.to_vec());
             c.ends.push_back(part[part.len() - 1].1);
-            c.gaps.push_back(longest_gap(part));
+            c.gaps.push_back(Cell::new(longest_gap(part)));
         }
         c.len = all.len();
         c
@@ -368,21 +394,23 @@ impl Chunked {
         self.chunks.get(c).map(|ch| ch[i])
     }
 
-    /// The first interval ending after `t`: in the last chunk, else by
-    /// bisecting the chunks' ends.
+    /// The first interval ending after `t`: at or next to a
+    /// [finger](Self::fingers), in the last chunk, else by bisecting the
+    /// chunks' ends.
     #[inline]
     fn first_ending_after(&self, t: u64) -> At {
         match self.memo.get() {
             Some((m, at)) if m == t => return at,
             _ => {}
         }
-        let at = match self.at_finger(t) {
+        let [f0, f1] = self.fingers.get();
+        let at = match self.at_finger(f0, t).or_else(|| self.at_finger(f1, t)) {
             Some(at) => at,
             None => {
                 let n = self.chunks.len();
                 let c = match n {
                     0 => return (0, 0),
-                    _ if n >= 2 && self.ends[n - 2] > t => self.chunk_before_last(t),
+                    _ if n >= 2 && self.ends[n - 2] > t => self.chunk_before_last(t, f0.0, f1.0),
                     _ => n - 1,
                 };
                 let i = self.chunks[c].partition_point(|&(_, end)| end <= t);
@@ -390,15 +418,24 @@ impl Chunked {
             }
         };
         self.memo.set(Some((t, at)));
-        self.finger.set(at);
+        self.point(at);
         at
     }
 
-    /// The first interval ending after `t` when it is the
-    /// [`finger`](Self::finger)'s or the next in its chunk.
+    /// Moves the [fingers](Self::fingers) to an answer: the latest there,
+    /// the other kept when the answer is next to the latest's chunk (the
+    /// same place, moved on), else the latest becomes the other.
     #[inline]
-    fn at_finger(&self, t: u64) -> Option<At> {
-        let (c, i) = self.finger.get();
+    fn point(&self, at: At) {
+        let [f0, f1] = self.fingers.get();
+        let near = at.0.abs_diff(f0.0) <= 1;
+        self.fingers.set([at, if near { f1 } else { f0 }]);
+    }
+
+    /// The first interval ending after `t` when it is finger `(c, i)`'s or
+    /// the next in its chunk.
+    #[inline]
+    fn at_finger(&self, (c, i): At, t: u64) -> Option<At> {
         let ch = self.chunks.get(c)?;
         let before = match i {
             0 if c == 0 => 0,
@@ -415,20 +452,27 @@ impl Chunked {
         ch.get(i + 1).is_some_and(|&(_, next)| next > t).then_some((c, i + 1))
     }
 
-    /// The first chunk ending after `t`, which is not the last: the
-    /// [`finger`](Self::finger)'s chunk or the next, else by bisection on
-    /// the side of it the answer is on.
+    /// The first chunk ending after `t`, which is not the last: a finger's
+    /// chunk (`f0`, `f1`) or the next, else by bisection between what the
+    /// fingers' chunks bound.
     #[inline]
-    fn chunk_before_last(&self, t: u64) -> usize {
+    fn chunk_before_last(&self, t: u64, f0: usize, f1: usize) -> usize {
         let ends = &self.ends;
-        let f = self.finger.get().0.min(ends.len() - 2);
-        if ends[f] > t {
-            if f == 0 || ends[f - 1] <= t { f } else { self.first_chunk_ending_after(t, 0, f - 1) }
-        } else if ends[f + 1] > t {
-            f + 1
-        } else {
-            self.first_chunk_ending_after(t, f + 2, ends.len() - 2)
+        let (mut lo, mut hi) = (0, ends.len() - 2);
+        for f in [f0, f1] {
+            let f = f.min(ends.len() - 2);
+            if ends[f] > t {
+                if f == 0 || ends[f - 1] <= t {
+                    return f;
+                }
+                hi = hi.min(f - 1);
+            } else if ends[f + 1] > t {
+                return f + 1;
+            } else {
+                lo = lo.max(f + 2);
+            }
         }
+        self.first_chunk_ending_after(t, lo, hi)
     }
 
     /// The first chunk of `lo..=hi` ending after `t` (`hi` does).
@@ -463,13 +507,23 @@ impl Chunked {
     /// for `len` or shorter that `t` falls in.
     #[inline(never)]
     fn skip_known(&self, mut t: u64, len: u64) -> u64 {
-        let known = self.known.get();
-        while let Some(to) =
-            known.iter().filter(|k| k.len != 0 && k.len <= len && k.from <= t && t < k.to).map(|k| k.to).max()
-        {
+        let (from, to) = self.known_span.get();
+        if t < from || t >= to {
+            return t;
+        }
+        loop {
+            let mut to = t;
+            for k in &self.known {
+                let k = k.get();
+                if k.len != 0 && k.len <= len && k.from <= t && t < k.to {
+                    to = to.max(k.to);
+                }
+            }
+            if to == t {
+                return t;
+            }
             t = to;
         }
-        t
     }
 
     /// Records that no gap of `len` starts in `[t, found)`: extends the
@@ -477,18 +531,21 @@ impl Chunked {
     /// on with time) or the stalest finding.
     #[inline(never)]
     fn learn(&self, t: u64, len: u64, found: u64) {
-        let mut known = self.known.get();
+        let known = self.known.each_ref().map(Cell::get);
         let slot = match known.iter().position(|k| k.len == len) {
             Some(i) => i,
             None => (0..KNOWN).min_by_key(|&i| known[i].to).expect("KNOWN > 0"),
         };
         let k = known[slot];
-        known[slot] = if k.len == len && t <= k.to && k.from <= found {
+        self.known[slot].set(if k.len == len && t <= k.to && k.from <= found {
             Known { len, from: k.from.min(t), to: k.to.max(found) }
         } else {
             Known { len, from: t, to: found }
-        };
-        self.known.set(known);
+        });
+        let known = self.known.each_ref().map(Cell::get);
+        let live = known.iter().filter(|k| k.len != 0);
+        let from = live.clone().map(|k| k.from).min().unwrap_or(0);
+        self.known_span.set((from, live.map(|k| k.to).max().unwrap_or(0)));
     }
 
     /// The first idle gap of `len` from `t` on, and whether the search
@@ -499,20 +556,30 @@ impl Chunked {
         let (mut c, mut i) = self.first_ending_after(t);
         let first = c;
         while let Some(ch) = self.chunks.get(c) {
+            // From a chunk's first interval on, the walk measures the
+            // chunk's longest gap (`t` is the previous interval's end).
+            let whole = i == 0;
+            let mut longest = 0;
             while let Some(&(start, end)) = ch.get(i) {
                 if t + len <= start {
                     // The interval at (c, i) is the first to end after `t`.
                     self.memo.set(Some((t, (c, i))));
-                    self.finger.set((c, i));
+                    self.point((c, i));
                     return (t, c > first);
                 }
-                t = t.max(end);
-                if i == 0 && self.gaps[c] < len {
+                if i == 0 && self.gaps[c].get() < len {
                     // No gap inside the chunk is long enough: past its end.
                     t = t.max(self.ends[c]);
                     break;
                 }
+                if whole && i > 0 {
+                    longest = longest.max(start - t);
+                }
+                t = t.max(end);
                 i += 1;
+            }
+            if whole && i == ch.len() {
+                self.gaps[c].set(longest);
             }
             (c, i) = (c + 1, 0);
         }
@@ -537,22 +604,22 @@ impl Chunked {
                 let gap = t - ch[ch.len() - 1].1;
                 ch.push((t, end));
                 *self.ends.back_mut().expect("an end per chunk") = end;
-                let g = self.gaps.back_mut().expect("a gap per chunk");
-                *g = (*g).max(gap);
+                let g = self.gaps.back().expect("a gap per chunk");
+                g.set(g.get().max(gap));
             }
             _ => {
                 let mut ch = self.spare.pop().unwrap_or_default();
                 ch.push((t, end));
                 self.chunks.push_back(ch);
                 self.ends.push_back(end);
-                self.gaps.push_back(0);
+                self.gaps.push_back(Cell::new(0));
             }
         }
     }
 
     /// As [`Flat::insert_before_last`]. A booking only fills a gap, so a
-    /// chunk's longest gap is found again only when the gap filled was it
-    /// (or a chunk gains a first interval, and with it a gap).
+    /// chunk's [bound](Self::gaps) on its longest gap stays one, but when
+    /// the chunk gains a first interval, and with it a gap.
     fn insert_before_last(&mut self, t: u64, end: u64) {
         let at = self.first_ending_after(t);
         self.memo.set(None);
@@ -570,14 +637,14 @@ impl Chunked {
                 (true, false) => self.set_last_end(c - 1, end),
                 (false, true) => self.chunks[c][0].0 = t,
                 (false, false) => {
-                    self.gaps[c] = self.gaps[c].max(next.0 - end);
+                    let g = &self.gaps[c];
+                    g.set(g.get().max(next.0 - end));
                     self.insert(at, (t, end));
                 }
             }
             return;
         }
         let prev = self.chunks[c][i - 1];
-        let filled = next.0 - prev.1;
         let ch = &mut self.chunks[c];
         match (prev.1 == t, next.0 == end) {
             (true, true) => {
@@ -589,9 +656,6 @@ impl Chunked {
             (true, false) => ch[i - 1].1 = end,
             (false, true) => ch[i].0 = t,
             (false, false) => self.insert(at, (t, end)),
-        }
-        if filled >= self.gaps[c] {
-            self.fix_gap(c);
         }
     }
 
@@ -605,8 +669,8 @@ impl Chunked {
     }
 
     /// Inserts an interval before the one at `at` (touching neither
-    /// neighbour); the caller keeps chunk `c`'s longest gap but when the
-    /// chunk splits.
+    /// neighbour); the caller keeps chunk `c`'s gap bound, which bounds
+    /// both halves when the chunk splits.
     fn insert(&mut self, (c, i): At, iv: (u64, u64)) {
         self.len += 1;
         let ch = &mut self.chunks[c];
@@ -615,35 +679,23 @@ impl Chunked {
             let mut right = self.spare.pop().unwrap_or_default();
             right.extend(ch.drain(CHUNK / 2..));
             self.ends.insert(c, ch[CHUNK / 2 - 1].1);
-            self.gaps.insert(c, 0);
+            self.gaps.insert(c, self.gaps[c].clone());
             self.chunks.insert(c + 1, right);
-            self.fix_gap(c + 1);
-            self.fix_gap(c);
         }
     }
 
-    /// Removes chunk `c`'s first interval (its gap to the next goes too).
+    /// Removes chunk `c`'s first interval (its gap to the next goes too;
+    /// the chunk's gap bound stays one).
     fn remove_first(&mut self, c: usize) {
         self.len -= 1;
         let ch = &mut self.chunks[c];
-        let gone = ch.get(1).map(|&(start, _)| start - ch[0].1);
         ch.remove(0);
-        match gone {
-            None => {
-                let ch = self.chunks.remove(c).expect("chunk c");
-                self.ends.remove(c);
-                self.gaps.remove(c);
-                self.spare.push(ch);
-            }
-            Some(g) if g >= self.gaps[c] => self.fix_gap(c),
-            Some(_) => {}
+        if ch.is_empty() {
+            let ch = self.chunks.remove(c).expect("chunk c");
+            self.ends.remove(c);
+            self.gaps.remove(c);
+            self.spare.push(ch);
         }
-    }
-
-    /// Chunk `c`'s intervals changed: its longest gap again.
-    #[inline]
-    fn fix_gap(&mut self, c: usize) {
-        self.gaps[c] = longest_gap(&self.chunks[c]);
     }
 
     #[inline]
@@ -656,15 +708,15 @@ impl Chunked {
             let k = first.partition_point(|&(_, end)| end <= t);
             self.len -= k;
             if k < first.len() {
+                // Gaps go with them: the chunk's gap bound stays one.
                 first.drain(..k);
-                self.fix_gap(0);
                 return;
             }
             let mut ch = self.chunks.pop_front().expect("a first chunk");
             self.ends.pop_front();
             self.gaps.pop_front();
-            let (c, i) = self.finger.get();
-            self.finger.set((c.saturating_sub(1), i));
+            let fingers = self.fingers.get().map(|(c, i)| (c.saturating_sub(1), i));
+            self.fingers.set(fingers);
             ch.clear();
             self.spare.push(ch);
         }
@@ -933,6 +985,38 @@ mod tests {
             let h = horizon as usize;
             let live = (h + 1..busy.len()).filter(|&t| busy[t] && !busy[t - 1]).count() + usize::from(busy[h]);
             prop_assert_eq!(c.len(), live);
+        }
+
+        /// Bookings from two places moving on through a long calendar,
+        /// taken in turns (as COFTL's copies and a plane's other work land:
+        /// the lookups the two fingers serve), against the model; long
+        /// searches from far back walk whole chunks and tighten their gap
+        /// bounds, which later searches then skip by.
+        #[test]
+        fn bookings_from_two_places_in_turn_agree_with_the_model(
+            steps in prop::collection::vec((0u64..40, 1u64..20, 0u8..6), 1..400),
+            gap in 12u64..40,
+        ) {
+            let mut c = Calendar::default();
+            let mut busy = vec![false; 40_000];
+            // A long paced backlog: 4 ns busy every `gap`.
+            for k in 0..300u64 {
+                let s = k * gap;
+                c.insert(SimTime(s), Nanos(4));
+                busy[s as usize..s as usize + 4].iter_mut().for_each(|b| *b = true);
+            }
+            let mut at = [0u64, 150 * gap];
+            for (n, (step, len, far)) in steps.into_iter().enumerate() {
+                let w = n % 2;
+                at[w] += step;
+                // Now and then a search from the start, for a long gap.
+                let (earliest, len) = if far == 0 { (0, len + gap) } else { (at[w], len) };
+                let start = c.book(SimTime(earliest), Nanos(len)).0 as usize;
+                let expected = (earliest as usize..).find(|&s| busy[s..s + len as usize].iter().all(|b| !b)).unwrap();
+                prop_assert_eq!(start, expected);
+                busy[start..start + len as usize].iter_mut().for_each(|b| *b = true);
+            }
+            prop_assert!(c.is_chunked() || c.len() <= CHUNKED_ABOVE);
         }
 
         /// `fits` against the same model: idle over the whole span, or the

@@ -150,6 +150,10 @@ fn slot(
     let mut start = unit.find(earliest, min_len);
     loop {
         let (slot, end) = end_of(start);
+        if end - start <= min_len {
+            // Within the gap `find` found: idle, no need to look again.
+            return (start, slot);
+        }
         match unit.fits(start, end) {
             Ok(()) => return (start, slot),
             Err(busy_until) => start = unit.find(busy_until, min_len),
