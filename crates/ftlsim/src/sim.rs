@@ -779,8 +779,8 @@ impl Simulation {
                 self.ctrl.prefetch(span);
                 ahead.push_back(n);
             }
-            if let Some(n) = ahead.get(LOOKAHEAD / 2) {
-                self.ftl.prefetch_mapped(Span { start: n.start, sectors: n.sectors });
+            if let Some(n) = ahead.get(LOOKAHEAD / 2).filter(|n| n.op == Op::Write) {
+                self.ctrl.prefetch_write(self.ftl.as_ref(), Span { start: n.start, sectors: n.sectors });
             }
             let Some(cmd) = ahead.pop_front() else { break };
             let (cmd, moved) = fit_range(cmd, self.logical_sectors, opts.range, src.name(), index)?;

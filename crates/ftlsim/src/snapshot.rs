@@ -26,9 +26,9 @@
 //! runs (a sweep's threads or processes) the first preconditions and the
 //! others wait for it and load.
 //!
-//! Not available, with a one-line notice and normal preconditioning: FTLs
-//! without saved state ([`crate::ftl::Ftl::saved_state`]: `mu`),
-//! drives storing payloads, and runs with power cuts.
+//! Not available, with a one-line notice and normal preconditioning: an
+//! FTL without saved state ([`crate::ftl::Ftl::saved_state`]; every FTL
+//! built has it), drives storing payloads, and runs with power cuts.
 
 use crate::config::Config;
 use crate::error::{Error, Result};

@@ -322,6 +322,16 @@ impl Controller {
         }
     }
 
+    /// A hint that a write of `span` comes a few commands from now, its
+    /// mapping prefetched earlier (see [`Ftl::prefetch_mapped`]): passed to
+    /// the FTL when the write goes straight to it; behind the buffer the
+    /// FTL writes at destage time, and the destage hints then.
+    pub fn prefetch_write(&self, ftl: &dyn Ftl, span: Span) {
+        if self.buffer.is_none() {
+            ftl.prefetch_mapped(span);
+        }
+    }
+
     /// A host write whose data has crossed the link by `ready`; returns
     /// when it is complete (buffered, or on flash without a buffer).
     pub fn write(

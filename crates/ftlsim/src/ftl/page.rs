@@ -739,10 +739,11 @@ impl PageCore {
     /// soonest; among planes free at once, the one with the lowest
     /// [`share_key`](Self::share_key), so no plane takes more than its
     /// share of the data and GCs fuller victims; among those, the first in
-    /// stripe order from the cursor. Found from the units' free times (one
-    /// pass a vector unit can do) and only the soonest units' planes, not by
-    /// comparing every plane's key in stripe order as
-    /// [`soonest_in_stripe_by_scan`](Self::soonest_in_stripe_by_scan) does.
+    /// stripe order from the cursor. Found in one pass over the units' free
+    /// times, keys looked up only for the planes of units as soon as the
+    /// soonest so far, not by comparing every plane's key in stripe order
+    /// as [`soonest_in_stripe_by_scan`](Self::soonest_in_stripe_by_scan)
+    /// does.
     fn soonest_in_stripe(&self, dev: &Device) -> usize {
         let (free_at, horizon) = (dev.unit_free_times(), dev.horizon().0);
         let n = self.stripe.len();
