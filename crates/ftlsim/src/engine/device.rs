@@ -492,13 +492,18 @@ impl Device {
         cal.advance(self.horizon);
         bus.advance(self.horizon);
         let (mut src_last, mut dst_last) = (self.block_last[src.idx()], self.block_last[dst.idx()]);
+        // Where the next read's search starts: after the source block's last
+        // operation, or after the last copy's program when the unit went
+        // straight on from its read (busy throughout, so the search would
+        // only walk to the program's end; there it is after everything).
+        let mut read_from = src_last;
         let mut reads_done = not_before;
         for i in 0..n as u32 {
             let ppn = Ppn(dst_page + i);
             let cause = cause_of(Lpn(self.array.oob_lpn_raw(ppn)));
             self.counters.reads[cause as usize] += 1;
             self.counters.programs[cause as usize] += 1;
-            let (read_start, read_bus) = slot(cal, not_before.max(src_last), read_before + read_xfer, |start| {
+            let (read_start, read_bus) = slot(cal, not_before.max(read_from), read_before + read_xfer, |start| {
                 let on_bus = bus.find(start + read_before, read_xfer);
                 (on_bus, on_bus + read_xfer)
             });
@@ -516,9 +521,11 @@ impl Device {
             }
             if prog_start == read_done {
                 cal.insert(read_start, done - read_start);
+                read_from = done;
             } else {
                 cal.insert(read_start, read_done - read_start);
                 cal.insert(prog_start, done - prog_start);
+                read_from = read_done;
             }
             self.served.serve(read_start, cause);
             self.served.bus_wait(read_bus - (read_start + read_before), cause);
