@@ -79,6 +79,20 @@ impl Intervals {
         }
     }
 
+    /// As [`gap`](Self::gap), with the start of the interval that ends the
+    /// gap found (`u64::MAX`: none does).
+    #[inline]
+    fn gap_and_end(&self, t: u64, len: u64) -> (u64, u64) {
+        match self {
+            Intervals::Flat(f) => f.gap_and_end(t, len),
+            Intervals::Chunked(c) => {
+                let start = c.gap(t, len);
+                // Remembered by the search: no second one.
+                (start, c.get(c.first_ending_after(start)).map_or(u64::MAX, |(next, _)| next))
+            }
+        }
+    }
+
     /// The first interval ending after `t`.
     #[inline]
     fn first_ending_after(&self, t: u64) -> Option<(u64, u64)> {
@@ -230,14 +244,19 @@ impl Flat {
     }
 
     #[inline]
-    fn gap(&self, mut t: u64, len: u64) -> u64 {
+    fn gap(&self, t: u64, len: u64) -> u64 {
+        self.gap_and_end(t, len).0
+    }
+
+    #[inline]
+    fn gap_and_end(&self, mut t: u64, len: u64) -> (u64, u64) {
         for &(start, end) in &self.all[self.first_ending_after(t)..] {
             if t + len <= start {
-                break;
+                return (t, start);
             }
             t = t.max(end);
         }
-        t
+        (t, u64::MAX)
     }
 
     /// Appends `[t, end)`; whether that added an interval (rather than
@@ -757,6 +776,25 @@ impl Calendar {
         SimTime(self.busy.gap(t, len))
     }
 
+    /// As [`find`](Self::find), with when the idle gap found ends (the
+    /// next booking's start; `None`: nothing is booked after it), so a
+    /// caller with a second operation to place right after the first knows
+    /// without a second search whether it fits there too.
+    #[inline(always)]
+    pub fn find_with_room(&self, earliest: SimTime, len: Nanos) -> (SimTime, Option<SimTime>) {
+        let t = earliest.0.max(self.horizon);
+        if t >= self.tail {
+            return (SimTime(t), None);
+        }
+        self.find_gap_and_end(t, len.0)
+    }
+
+    #[inline(never)]
+    fn find_gap_and_end(&self, t: u64, len: u64) -> (SimTime, Option<SimTime>) {
+        let (start, end) = self.busy.gap_and_end(t, len);
+        (SimTime(start), (end != u64::MAX).then_some(SimTime(end)))
+    }
+
     /// Whether `[from, to)` is idle; if not, the end of the first busy
     /// interval in it.
     #[inline(always)]
@@ -954,7 +992,8 @@ mod tests {
 
         /// Long calendars (many chunks of intervals, some dropped as the
         /// horizon moves) against the model, asked as the engine asks: a
-        /// gap, whether it fits, a probe elsewhere, then the booking.
+        /// gap (and how long it lasts), whether it fits, a probe elsewhere,
+        /// then the booking.
         #[test]
         fn long_calendars_agree_with_the_model(
             reqs in prop::collection::vec((0u64..6000, 1u64..12, 0u8..40, 0u64..6000, 1u64..40), 1..700),
@@ -968,9 +1007,12 @@ mod tests {
                     c.advance(SimTime(earliest / 2));
                 }
                 let from = earliest.max(horizon) as usize;
-                let start = c.find(SimTime(earliest), Nanos(len));
+                let (start, room) = c.find_with_room(SimTime(earliest), Nanos(len));
+                prop_assert_eq!(start, c.find(SimTime(earliest), Nanos(len)));
                 let expected = (from..).find(|&s| busy[s..s + len as usize].iter().all(|b| !b)).unwrap();
                 prop_assert_eq!(start.0 as usize, expected);
+                // The gap found lasts until the next busy nanosecond.
+                prop_assert_eq!(room, (expected..busy.len()).find(|&t| busy[t]).map(|t| SimTime(t as u64)));
                 prop_assert_eq!(c.fits(start, SimTime(start.0 + len)), Ok(()));
                 let (p, q) = (probe.max(horizon) as usize, (probe.max(horizon) + probe_len) as usize);
                 let model = match (p..q).find(|&t| busy[t]) {

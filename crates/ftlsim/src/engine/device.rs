@@ -32,6 +32,7 @@ use crate::nand::{Geometry, NandArray, PageOob, Payload, Timing};
 use crate::units::{BlockId, Lpn, Nanos, PlaneId, Ppn, SimTime};
 use multi_plane::Group;
 use serde::{Deserialize, Serialize};
+use std::cell::Cell;
 
 pub use multi_plane::MultiPlaneCounters;
 
@@ -503,13 +504,18 @@ impl Device {
             let cause = cause_of(Lpn(self.array.oob_lpn_raw(ppn)));
             self.counters.reads[cause as usize] += 1;
             self.counters.programs[cause as usize] += 1;
+            // When the bus's idle gap that takes the read's transfer ends.
+            let read_gap_end = Cell::new(None);
             let (read_start, read_bus) = slot(cal, not_before.max(read_from), read_before + read_xfer, |start| {
-                let on_bus = bus.find(start + read_before, read_xfer);
+                let (on_bus, gap_end) = bus.find_with_room(start + read_before, read_xfer);
+                read_gap_end.set(gap_end);
                 (on_bus, on_bus + read_xfer)
             });
             let read_done = read_bus + read_xfer;
             let (prog_start, prog_bus) = slot(cal, read_done.max(dst_last), prog_xfer + prog_after, |start| {
-                let on_bus = bus.find(start, prog_xfer);
+                // Still inside the read's gap: idle, no search needed.
+                let in_gap = read_gap_end.get().is_none_or(|end| start + prog_xfer <= end);
+                let on_bus = if in_gap { start } else { bus.find(start, prog_xfer) };
                 (on_bus, on_bus + prog_xfer + prog_after)
             });
             let done = prog_bus + prog_xfer + prog_after;
