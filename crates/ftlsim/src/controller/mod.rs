@@ -502,20 +502,21 @@ fn slot_spans(
 }
 
 /// The runs of consecutive set bits of `mask` below `spp`: (first, length).
+/// (Counted a bit at a time, this was a tenth of the write buffer's cost.)
 fn sector_runs(mask: SectorMask, spp: u32) -> impl Iterator<Item = (u32, u32)> {
     let mut i = 0;
     std::iter::from_fn(move || {
-        while i < spp && mask >> i & 1 == 0 {
-            i += 1;
-        }
         if i >= spp {
             return None;
         }
-        let first = i;
-        while i < spp && mask >> i & 1 == 1 {
-            i += 1;
+        let first = i + (mask >> i).trailing_zeros().min(spp - i);
+        if first >= spp {
+            i = spp;
+            return None;
         }
-        Some((first, i - first))
+        let n = (mask >> first).trailing_ones().min(spp - first);
+        i = first + n;
+        Some((first, n))
     })
 }
 
@@ -529,5 +530,22 @@ mod tests {
         assert_eq!(runs, vec![(0, 2), (4, 3)]);
         assert_eq!(sector_runs(u128::MAX, 8).collect::<Vec<_>>(), vec![(0, 8)]);
         assert_eq!(sector_runs(0, 8).count(), 0);
+    }
+
+    proptest::proptest! {
+        /// Against a bit-by-bit reading of the mask, for any page size.
+        #[test]
+        fn sector_runs_are_the_masks_runs(mask: u128, spp in 1u32..=128) {
+            let mut expected = Vec::new();
+            for i in 0..spp {
+                if mask >> i & 1 == 1 {
+                    match expected.last_mut() {
+                        Some((first, n)) if *first + *n == i => *n += 1,
+                        _ => expected.push((i, 1)),
+                    }
+                }
+            }
+            proptest::prop_assert_eq!(sector_runs(mask, spp).collect::<Vec<_>>(), expected);
+        }
     }
 }
