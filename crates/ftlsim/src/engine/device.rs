@@ -436,8 +436,30 @@ impl Device {
     /// work before the transfer, the transfer on `ch`'s bus (waiting for a
     /// slot), its own work after. Returns when the unit's hold starts and
     /// when it is free again.
-    #[inline]
+    #[inline(always)]
     fn time_op(
+        &mut self,
+        ch: usize,
+        unit: usize,
+        block: Option<BlockId>,
+        not_before: SimTime,
+        cause: Cause,
+        phases: [Nanos; 3],
+    ) -> (SimTime, SimTime) {
+        if self.units_only {
+            let [before, transfer, after] = phases;
+            let took = before + transfer + after;
+            let done = self.time_unit(unit, not_before, took);
+            return (SimTime(done.0 - took.0), done);
+        }
+        self.time_op_booked(ch, unit, block, not_before, cause, phases)
+    }
+
+    /// [`time_op`](Self::time_op) with full timing: out of line, so the
+    /// units-only path (every operation of a fast-forwarded
+    /// preconditioning) does not pay this one's register saves.
+    #[inline(never)]
+    fn time_op_booked(
         &mut self,
         ch: usize,
         unit: usize,
@@ -446,11 +468,6 @@ impl Device {
         cause: Cause,
         [before, transfer, after]: [Nanos; 3],
     ) -> (SimTime, SimTime) {
-        if self.units_only {
-            let took = before + transfer + after;
-            let done = self.time_unit(unit, not_before, took);
-            return (SimTime(done.0 - took.0), done);
-        }
         self.catch_up(unit);
         self.channels[ch].advance(self.horizon);
         let (start, on_bus) = self.unit_slot(unit, block, not_before, before + transfer + after, |d, start| {
@@ -574,7 +591,7 @@ impl Device {
     }
 
     /// Books `unit` (and `block`) busy from `start` to `done`.
-    #[inline]
+    #[inline(always)]
     fn hold(&mut self, unit: usize, block: Option<BlockId>, start: SimTime, done: SimTime, cause: Cause) {
         self.units[unit].insert(start, done - start);
         self.unit_free[unit] = self.units[unit].last_end();
@@ -686,7 +703,7 @@ impl Device {
         done
     }
 
-    #[inline]
+    #[inline(always)]
     fn count_and_time_program(&mut self, ppn: Ppn, not_before: SimTime, cause: Cause, batched: bool) -> SimTime {
         self.count_program(ppn, cause);
         let block = self.geometry().block_of(ppn);
