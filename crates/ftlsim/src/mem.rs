@@ -90,3 +90,16 @@ pub fn prefetch_all<T>(slice: &[T], i: usize) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (slice, i);
 }
+
+/// Two distinct elements of `slice`, mutably (`get_disjoint_mut` is newer
+/// than the crate's minimum Rust).
+pub fn two_mut<T>(slice: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
+    assert_ne!(a, b, "two elements, not one");
+    if a < b {
+        let (l, r) = slice.split_at_mut(b);
+        (&mut l[a], &mut r[0])
+    } else {
+        let (l, r) = slice.split_at_mut(a);
+        (&mut r[0], &mut l[b])
+    }
+}

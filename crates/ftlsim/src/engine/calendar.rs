@@ -395,12 +395,21 @@ impl Chunked {
         let mut c = Chunked::default();
         // Half-full chunks, so the first bookings among them split none.
         for part in all.chunks(CHUNK / 2) {
-            c.chunks.push_back(part.to_vec());
+            let mut ch = Chunked::new_chunk(&mut c.spare);
+            ch.extend_from_slice(part);
+            c.chunks.push_back(ch);
             c.ends.push_back(part[part.len() - 1].1);
             c.gaps.push_back(Cell::new(longest_gap(part)));
         }
         c.len = all.len();
         c
+    }
+
+    /// An empty chunk: a spare one, else one with room for the most it
+    /// holds and the interval that splits it, so it does not grow (growing
+    /// chunks were 2% of a `mu` run's instructions).
+    fn new_chunk(spare: &mut Vec<Vec<(u64, u64)>>) -> Vec<(u64, u64)> {
+        spare.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK + 1))
     }
 
     #[inline]
@@ -627,7 +636,7 @@ impl Chunked {
                 g.set(g.get().max(gap));
             }
             _ => {
-                let mut ch = self.spare.pop().unwrap_or_default();
+                let mut ch = Chunked::new_chunk(&mut self.spare);
                 ch.push((t, end));
                 self.chunks.push_back(ch);
                 self.ends.push_back(end);
@@ -695,7 +704,7 @@ impl Chunked {
         let ch = &mut self.chunks[c];
         ch.insert(i, iv);
         if ch.len() > CHUNK {
-            let mut right = self.spare.pop().unwrap_or_default();
+            let mut right = Chunked::new_chunk(&mut self.spare);
             right.extend(ch.drain(CHUNK / 2..));
             self.ends.insert(c, ch[CHUNK / 2 - 1].1);
             self.gaps.insert(c, self.gaps[c].clone());

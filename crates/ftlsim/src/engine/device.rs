@@ -162,6 +162,162 @@ fn slot(
     }
 }
 
+/// The resources (units or buses) a copy reads on and programs on: one,
+/// or two apart. Monomorphized, so a copy within one unit compiles to the
+/// loop it had before copies across units shared it.
+trait Ends {
+    /// Whether reading and programming share the one resource.
+    const ONE: bool;
+    fn from(&self) -> &Calendar;
+    fn to(&self) -> &Calendar;
+    /// Books `read` on the source and `program` on the destination
+    /// (`[start, end)` each, both idle): one interval on one resource
+    /// where they touch.
+    fn book(&mut self, read: (SimTime, SimTime), program: (SimTime, SimTime));
+    /// [`Calendar::advance`] on each.
+    fn advance(&mut self, horizon: SimTime);
+}
+
+struct One<'a>(&'a mut Calendar);
+struct Two<'a>(&'a mut Calendar, &'a mut Calendar);
+
+impl Ends for One<'_> {
+    const ONE: bool = true;
+
+    #[inline(always)]
+    fn from(&self) -> &Calendar {
+        self.0
+    }
+
+    #[inline(always)]
+    fn to(&self) -> &Calendar {
+        self.0
+    }
+
+    #[inline(always)]
+    fn book(&mut self, (r0, r1): (SimTime, SimTime), (p0, p1): (SimTime, SimTime)) {
+        if p0 == r1 {
+            self.0.insert(r0, p1 - r0);
+        } else {
+            self.0.insert(r0, r1 - r0);
+            self.0.insert(p0, p1 - p0);
+        }
+    }
+
+    #[inline(always)]
+    fn advance(&mut self, horizon: SimTime) {
+        self.0.advance(horizon);
+    }
+}
+
+impl Ends for Two<'_> {
+    const ONE: bool = false;
+
+    #[inline(always)]
+    fn from(&self) -> &Calendar {
+        self.0
+    }
+
+    #[inline(always)]
+    fn to(&self) -> &Calendar {
+        self.1
+    }
+
+    #[inline(always)]
+    fn book(&mut self, (r0, r1): (SimTime, SimTime), (p0, p1): (SimTime, SimTime)) {
+        self.0.insert(r0, r1 - r0);
+        self.1.insert(p0, p1 - p0);
+    }
+
+    #[inline(always)]
+    fn advance(&mut self, horizon: SimTime) {
+        self.0.advance(horizon);
+        self.1.advance(horizon);
+    }
+}
+
+/// One page copy's timeline: the read holds the unit from `read_start`
+/// and the bus from `read_bus` until `read_done`; the program holds the
+/// unit from `prog_start` and the bus from `prog_bus` on, until `done`.
+struct Booked {
+    read_start: SimTime,
+    read_bus: SimTime,
+    read_done: SimTime,
+    prog_start: SimTime,
+    prog_bus: SimTime,
+    done: SimTime,
+}
+
+/// A run of page copies' timing: each read (`[before, transfer]`) then its
+/// program (`[transfer, after]`), after `not_before` and the source's and
+/// the destination block's last operations (`last`); no booking before
+/// `horizon`.
+#[derive(Clone, Copy)]
+struct CopyRun {
+    read: [Nanos; 2],
+    program: [Nanos; 2],
+    not_before: SimTime,
+    last: (SimTime, SimTime),
+    horizon: SimTime,
+}
+
+impl CopyRun {
+    /// Books `n` copies, each as [`Device::time_op`] would the read and
+    /// then the program, but together: the program's searches start where
+    /// the read's bookings end, so they cannot see them, and where the two
+    /// touch on one resource (mostly, within a unit: it goes straight on,
+    /// the bus too) one interval is booked, not two. `account` is told of
+    /// each (page index and timeline). Returns the source's and the
+    /// destination block's last operations' ends (the last read's and the
+    /// last program's), and when the reading and the programming unit are
+    /// free.
+    #[inline(always)]
+    fn pages<U: Ends, B: Ends>(
+        self,
+        n: usize,
+        mut units: U,
+        mut buses: B,
+        mut account: impl FnMut(u32, &Booked),
+    ) -> ((SimTime, SimTime), (SimTime, SimTime)) {
+        units.advance(self.horizon);
+        buses.advance(self.horizon);
+        let ([read_before, read_xfer], [prog_xfer, prog_after]) = (self.read, self.program);
+        let (mut src_last, mut dst_last) = self.last;
+        // Where the next read's search starts: after the source block's last
+        // operation, or, on one unit, after the last copy's program when the
+        // unit went straight on from its read (busy throughout, so the
+        // search would only walk to the program's end; there it is after
+        // everything).
+        let mut read_from = src_last;
+        for i in 0..n as u32 {
+            let bus = buses.from();
+            // When the bus's idle gap that takes the read's transfer ends.
+            let read_gap_end = Cell::new(None);
+            let (read_start, read_bus) =
+                slot(units.from(), self.not_before.max(read_from), read_before + read_xfer, |start| {
+                    let (on_bus, gap_end) = bus.find_with_room(start + read_before, read_xfer);
+                    read_gap_end.set(gap_end);
+                    (on_bus, on_bus + read_xfer)
+                });
+            let read_done = read_bus + read_xfer;
+            let bus = buses.to();
+            let (prog_start, prog_bus) = slot(units.to(), read_done.max(dst_last), prog_xfer + prog_after, |start| {
+                // On the read's bus, still inside its gap: idle, no search needed.
+                let in_gap = B::ONE && read_gap_end.get().is_none_or(|end| start + prog_xfer <= end);
+                let on_bus = if in_gap { start } else { bus.find(start, prog_xfer) };
+                (on_bus, on_bus + prog_xfer + prog_after)
+            });
+            let done = prog_bus + prog_xfer + prog_after;
+            buses.book((read_bus, read_done), (prog_bus, prog_bus + prog_xfer));
+            units.book((read_start, read_done), (prog_start, done));
+            account(i, &Booked { read_start, read_bus, read_done, prog_start, prog_bus, done });
+            (src_last, dst_last) = (read_done, done);
+            read_from = if U::ONE && prog_start == read_done { done } else { read_done };
+        }
+        ((src_last, dst_last), (units.from().last_end(), units.to().last_end()))
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 pub struct Device {
     pub array: NandArray,
@@ -482,87 +638,70 @@ impl Device {
         (start, done)
     }
 
-    /// The copies of a run within one unit (multi-plane groups off, full
-    /// timing): page by page, the read of a page of `src`, then its program
-    /// into `dst` from page `dst_page` on, timed exactly as
-    /// [`time_op`](Self::time_op) for each would, but booked together: the
-    /// program's searches start where the read's bookings end, so they
-    /// cannot see them, and where the two touch (mostly: the unit goes
-    /// straight on, the bus too) one interval is booked, not two. GC copies
-    /// are most of a steady-state run's bookings. Returns when the last
-    /// read's data has left the plane.
+    /// The copies of a run (multi-plane groups off, full timing): page by
+    /// page, the read of a page of `src` on `from` (channel, unit), then its
+    /// program into `dst` from page `dst_page` on, on `to`, timed exactly as
+    /// [`time_op`](Self::time_op) for each would, but booked together (see
+    /// [`CopyRun::pages`]). GC copies are most of a steady-state run's
+    /// bookings; across units (a μ-Tree block's GC, a superblock's) they
+    /// were each two whole [`time_op`](Self::time_op)s. Returns when the
+    /// last read's data has left the plane.
     #[allow(clippy::too_many_arguments)]
     fn time_copy_run(
         &mut self,
-        ch: usize,
-        unit: usize,
+        (ch_r, unit_r): (usize, usize),
+        (ch_w, unit_w): (usize, usize),
         (src, dst): (BlockId, BlockId),
         dst_page: u32,
         n: usize,
         not_before: SimTime,
         cause_of: impl Fn(Lpn) -> Cause,
     ) -> SimTime {
+        debug_assert!(src != dst, "a block's own pages would wait on each other");
+        debug_assert!(n > 0, "the last read's end is the source's last operation's");
+        debug_assert!(unit_r != unit_w || ch_r == ch_w, "a unit sits on one channel");
         let t = self.timing;
-        let (read_before, read_xfer) = (t.command + t.read, t.page_transfer);
-        let (prog_xfer, prog_after) = (t.command + t.page_transfer, t.program);
-        let cal = &mut self.units[unit];
-        let bus = &mut self.channels[ch];
-        cal.advance(self.horizon);
-        bus.advance(self.horizon);
-        let (mut src_last, mut dst_last) = (self.block_last[src.idx()], self.block_last[dst.idx()]);
-        // Where the next read's search starts: after the source block's last
-        // operation, or after the last copy's program when the unit went
-        // straight on from its read (busy throughout, so the search would
-        // only walk to the program's end; there it is after everything).
-        let mut read_from = src_last;
-        let mut reads_done = not_before;
-        for i in 0..n as u32 {
+        let copy = CopyRun {
+            read: [t.command + t.read, t.page_transfer],
+            program: [t.command + t.page_transfer, t.program],
+            not_before,
+            last: (self.block_last[src.idx()], self.block_last[dst.idx()]),
+            horizon: self.horizon,
+        };
+        let (array, counters, served, busy, power) =
+            (&self.array, &mut self.counters, &mut self.served, &mut self.busy, &mut self.power);
+        // Per page, what `time_op` would do besides booking.
+        let account = |i: u32, b: &Booked| {
             let ppn = Ppn(dst_page + i);
-            let cause = cause_of(Lpn(self.array.oob_lpn_raw(ppn)));
-            self.counters.reads[cause as usize] += 1;
-            self.counters.programs[cause as usize] += 1;
-            // When the bus's idle gap that takes the read's transfer ends.
-            let read_gap_end = Cell::new(None);
-            let (read_start, read_bus) = slot(cal, not_before.max(read_from), read_before + read_xfer, |start| {
-                let (on_bus, gap_end) = bus.find_with_room(start + read_before, read_xfer);
-                read_gap_end.set(gap_end);
-                (on_bus, on_bus + read_xfer)
-            });
-            let read_done = read_bus + read_xfer;
-            let (prog_start, prog_bus) = slot(cal, read_done.max(dst_last), prog_xfer + prog_after, |start| {
-                // Still inside the read's gap: idle, no search needed.
-                let in_gap = read_gap_end.get().is_none_or(|end| start + prog_xfer <= end);
-                let on_bus = if in_gap { start } else { bus.find(start, prog_xfer) };
-                (on_bus, on_bus + prog_xfer + prog_after)
-            });
-            let done = prog_bus + prog_xfer + prog_after;
-            if prog_bus == read_done {
-                bus.insert(read_bus, read_xfer + prog_xfer);
+            let cause = cause_of(Lpn(array.oob_lpn_raw(ppn)));
+            counters.reads[cause as usize] += 1;
+            counters.programs[cause as usize] += 1;
+            // The program's start is after the read's: the read's is the
+            // one `serve` keeps.
+            served.serve(b.read_start, cause);
+            served.bus_wait(b.read_bus - (b.read_start + copy.read[0]), cause);
+            served.bus_wait(b.prog_bus - b.prog_start, cause);
+            busy.units[cause as usize] += (b.read_done - b.read_start).0 + (b.done - b.prog_start).0;
+            if let Some(p) = power.as_mut() {
+                p.programmed(ppn, b.done);
+            }
+        };
+        let (units, buses) = (&mut self.units, &mut self.channels);
+        let ((src_last, dst_last), (free_r, free_w)) = if unit_r == unit_w {
+            copy.pages(n, One(&mut units[unit_r]), One(&mut buses[ch_r]), account)
+        } else {
+            let (u_r, u_w) = crate::mem::two_mut(units, unit_r, unit_w);
+            if ch_r == ch_w {
+                copy.pages(n, Two(u_r, u_w), One(&mut buses[ch_r]), account)
             } else {
-                bus.insert(read_bus, read_xfer);
-                bus.insert(prog_bus, prog_xfer);
+                let (b_r, b_w) = crate::mem::two_mut(buses, ch_r, ch_w);
+                copy.pages(n, Two(u_r, u_w), Two(b_r, b_w), account)
             }
-            if prog_start == read_done {
-                cal.insert(read_start, done - read_start);
-                read_from = done;
-            } else {
-                cal.insert(read_start, read_done - read_start);
-                cal.insert(prog_start, done - prog_start);
-                read_from = read_done;
-            }
-            self.served.serve(read_start, cause);
-            self.served.bus_wait(read_bus - (read_start + read_before), cause);
-            self.served.bus_wait(prog_bus - prog_start, cause);
-            self.busy.units[cause as usize] += (read_done - read_start).0 + (done - prog_start).0;
-            (src_last, dst_last, reads_done) = (read_done, done, read_done);
-            if let Some(p) = self.power.as_mut() {
-                p.programmed(ppn, done);
-            }
-        }
-        self.unit_free[unit] = cal.last_end();
+        };
+        (self.unit_free[unit_r], self.unit_free[unit_w]) = (free_r, free_w);
         self.block_last[src.idx()] = src_last;
         self.block_last[dst.idx()] = dst_last;
-        reads_done
+        src_last
     }
 
     /// The earliest start at or after `not_before` (and the block's last
@@ -745,10 +884,10 @@ impl Device {
         let (src_block, dst_block) = (geo.block_of(Ppn(first)), geo.block_of(dst));
         let (ch_r, unit_r) = self.resources(src_block);
         let (ch_w, unit_w) = self.resources(dst_block);
-        if !self.units_only && self.groups.is_empty() && (ch_r, unit_r) == (ch_w, unit_w) && src_block != dst_block {
+        if !self.units_only && self.groups.is_empty() && src_block != dst_block {
             return Ok(self.time_copy_run(
-                ch_r,
-                unit_r,
+                (ch_r, unit_r),
+                (ch_w, unit_w),
                 (src_block, dst_block),
                 dst.0,
                 src.len(),

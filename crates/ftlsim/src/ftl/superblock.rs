@@ -198,21 +198,46 @@ impl Superblock {
         for src in first..end.min(first + PREFETCH_AHEAD) {
             crate::mem::prefetch(&self.fwd, dev.array.oob_lpn_raw(Ppn(src)) as usize);
         }
-        for src in first..end {
-            if src + PREFETCH_AHEAD < end {
-                crate::mem::prefetch(&self.fwd, dev.array.oob_lpn_raw(Ppn(src + PREFETCH_AHEAD)) as usize);
-            }
-            let lpn = dev.array.oob_lpn_raw(Ppn(src));
-            if self.fwd.get(lpn as usize) != Some(&src) {
-                continue;
-            }
+        // The live pages go in runs, as many as the update block has room
+        // for: one device call each, timed and counted as page by page
+        // (GC's allocation touches no device, so nothing comes between).
+        let mut run = Vec::with_capacity(self.geo.pages_per_block as usize);
+        let mut src = first;
+        while src < end {
+            let Some(live) = self.next_live(dev, &mut src, end) else { break };
             let dst = self.alloc(dev, sb, now, false)?;
-            done = done.max(dev.copy_run(&[src], dst, now, |_| Cause::Gc)?);
-            self.fwd[lpn as usize] = dst.0;
-            self.pool.transfer_valid(victim, self.geo.block_of(dst), 1, now);
-            self.stats.gc_pages_copied += 1;
+            let room = self.geo.pages_per_block - self.geo.page_in_block(dst);
+            run.clear();
+            run.push(live);
+            while (run.len() as u32) < room {
+                let Some(live) = self.next_live(dev, &mut src, end) else { break };
+                run.push(live);
+            }
+            done = done.max(dev.copy_run(&run, dst, now, |_| Cause::Gc)?);
+            for (i, &from) in run.iter().enumerate() {
+                let lpn = dev.array.oob_lpn_raw(Ppn(from));
+                self.fwd[lpn as usize] = dst.0 + i as u32;
+            }
+            self.pool.transfer_valid(victim, self.geo.block_of(dst), run.len() as u32, now);
+            self.stats.gc_pages_copied += run.len() as u64;
         }
         self.erase(dev, victim, done).map(|_| ())
+    }
+
+    /// The next live page of a victim from `*src` on (below `end`), moving
+    /// `*src` past it.
+    fn next_live(&self, dev: &Device, src: &mut u32, end: u32) -> Option<u32> {
+        while *src < end {
+            let s = *src;
+            *src += 1;
+            if s + PREFETCH_AHEAD < end {
+                crate::mem::prefetch(&self.fwd, dev.array.oob_lpn_raw(Ppn(s + PREFETCH_AHEAD)) as usize);
+            }
+            if self.fwd.get(dev.array.oob_lpn_raw(Ppn(s)) as usize) == Some(&s) {
+                return Some(s);
+            }
+        }
+        None
     }
 
     /// Global GC: the drive's emptiest blocks, each into its own superblock.

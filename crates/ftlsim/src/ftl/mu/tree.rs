@@ -1066,15 +1066,7 @@ impl MuTree {
 
 /// Two distinct nodes, mutably.
 fn two(nodes: &mut [Node], a: u32, b: u32) -> (&mut Node, &mut Node) {
-    let (a, b) = (a as usize, b as usize);
-    assert_ne!(a, b);
-    if a < b {
-        let (l, r) = nodes.split_at_mut(b);
-        (&mut l[a], &mut r[0])
-    } else {
-        let (l, r) = nodes.split_at_mut(a);
-        (&mut r[0], &mut l[b])
-    }
+    crate::mem::two_mut(nodes, a as usize, b as usize)
 }
 
 #[cfg(test)]
