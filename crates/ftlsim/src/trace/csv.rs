@@ -396,7 +396,8 @@ fn native_line(line: &[u8]) -> Option<Raw> {
             if d > 9 {
                 break;
             }
-            v = v * 10 + d as u64;
+            // Wraps past 19 digits, a number refused below.
+            v = v.wrapping_mul(10).wrapping_add(d as u64);
             *at += 1;
         }
         let digits = *at - start;
@@ -556,6 +557,7 @@ mod tests {
         #[test]
         fn the_native_fast_path_reads_as_the_general_path(
             noise in "[0-9,RWTFDrwx +\"-]{0,24}",
+            long in "[0-9]{17,40}",
             (time, op, sector, sectors) in (
                 proptest::prop_oneof![0u64..1_000_000, proptest::num::u64::ANY],
                 proptest::sample::select(vec!["R", "W", "t", "D", "F", "X", "WW", ""]),
@@ -564,7 +566,10 @@ mod tests {
             ),
         ) {
             let plain = format!("{time},{op},{sector},{sectors}");
-            for line in [noise.as_bytes(), plain.as_bytes()] {
+            // Numbers too long for 64 bits, in each field.
+            let longs = [format!("{long},W,0,8"), format!("0,R,{long},8"), format!("0,T,8,{long}")];
+            let lines = [noise.as_bytes(), plain.as_bytes()].into_iter().chain(longs.iter().map(|l| l.as_bytes()));
+            for line in lines {
                 let general = general(line);
                 match native_line(line) {
                     Some(raw) => proptest::prop_assert!(
