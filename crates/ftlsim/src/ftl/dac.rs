@@ -189,6 +189,35 @@ mod tests {
         assert!(ftl.stats().gc_invocations > 0);
     }
 
+    /// GC copying pages of mixed regions in runs of one region (its
+    /// stream) leaves the drive exactly as copying them one at a time.
+    /// Regions are scrambled between writes, so victims mix them.
+    #[test]
+    fn gc_runs_of_one_region_copy_as_one_page_at_a_time() {
+        use crate::ftl::Ftl;
+        use crate::ftl::hybrid::testing::tiny;
+        use crate::ftl::page::ONE_PAGE_GC_RUNS;
+        let run = |one_page: bool| {
+            ONE_PAGE_GC_RUNS.set(one_page);
+            let (cfg, mut dev) = tiny("dac", &["ftl.dac_regions=3", "geometry.pages_per_block=16"]);
+            let mut ftl = Dac::new(&cfg, &dev).unwrap();
+            let mut rng = crate::rng::SimRng::new(11);
+            for _ in 0..6000 {
+                // Hot pages (0..12, written often) and cold ones.
+                let lpn = if rng.below(3) == 0 { rng.below(100) } else { rng.below(12) };
+                write(&mut ftl, &mut dev, &[lpn as u32]);
+                let (scrambled, region) = (rng.below(100) as usize, rng.below(3) as u8);
+                ftl.map_mut().region[scrambled] = region;
+            }
+            ONE_PAGE_GC_RUNS.set(false);
+            let placed: Vec<_> = (0..100).map(|l| ftl.physical(Lpn(l))).collect();
+            (placed, dev.counters.clone(), ftl.stats().gc_pages_copied, ftl.stats().gc_invocations)
+        };
+        let (batched, single) = (run(false), run(true));
+        assert!(batched.2 > 1000, "GC copied {} pages", batched.2);
+        assert_eq!(batched, single);
+    }
+
     #[test]
     fn ram_is_the_page_table_plus_regions() {
         let (page, _) = drive("page", &[]);

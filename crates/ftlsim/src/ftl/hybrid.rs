@@ -595,6 +595,12 @@ pub(crate) mod testing {
     /// One chip, 16 blocks of 4 single-sector pages, 32 logical pages: LPN
     /// `4 * key + offset`.
     pub fn drive(ftl: &str, overrides: &[&str]) -> (Box<dyn Ftl>, Device) {
+        let (cfg, dev) = tiny(ftl, overrides);
+        (build(ftl, &cfg, &dev).unwrap(), dev)
+    }
+
+    /// [`drive`]'s configuration and device, to build an FTL by its type.
+    pub fn tiny(ftl: &str, overrides: &[&str]) -> (Config, Device) {
         let text = r#"
 name = "tiny"
 overprovisioning = 1.0
@@ -615,7 +621,7 @@ bus_ns_per_byte = 1.0
         let geo = Geometry::new(&cfg.geometry);
         let timing = Timing::new(&cfg.timing, geo.page_size, cfg.host.link_ns_per_byte);
         let dev = Device::new(NandArray::new(geo, 1000, false, false), timing);
-        (build(ftl, &cfg, &dev).unwrap(), dev)
+        (cfg, dev)
     }
 
     /// Writes the pages `lpns`, one command each.

@@ -471,6 +471,11 @@ struct GcJob {
 }
 
 impl<M: MapTable> PageMapped<M> {
+    #[cfg(test)]
+    pub(crate) fn map_mut(&mut self) -> &mut M {
+        &mut self.map
+    }
+
     pub fn with_map(cfg: &Config, dev: &Device, map: M) -> Result<PageMapped<M>> {
         Ok(PageMapped { core: PageCore::new(cfg, dev, map.streams())?, map })
     }
@@ -1170,13 +1175,12 @@ impl PageCore {
                 return Ok(steps as u32);
             }
         }
-        // No stripe to copy into: the plane's own run.
+        // No stripe to copy into: the plane's own runs.
         let mut run = std::mem::take(&mut self.live_scratch);
-        run.clear();
-        let result = self.copy_job_run(map, dev, plane, victim, now, max, &mut run);
-        let copied = run.len() as u32;
+        let copied = self.copy_job_runs(map, dev, plane, victim, now, max, &mut run);
         self.live_scratch = run;
-        if result? {
+        let copied = copied?;
+        if copied > 0 {
             // The next pages' entries, tested at the next step: cache misses
             // at random places, so start them now.
             let job = &self.jobs[p];
@@ -1206,12 +1210,15 @@ impl PageCore {
         Ok(())
     }
 
-    /// Copies the job's next live pages, at most `max` and as many as fit
-    /// in the active block (one page when the map sorts pages into
-    /// streams), listing them in `run`; `false` when the victim has no live
-    /// page left.
+    /// Copies the job's next live pages, at most `max`, in runs: as many
+    /// as fit in the active block, and where the map sorts pages into
+    /// streams, as many in a row as go to one stream (each run ends where
+    /// the next page's stream differs, and that page opens the next run, so
+    /// pages are copied in the order, and to the pages, that copying them
+    /// one by one would give). `run` is scratch space. Returns the pages
+    /// copied: 0 when the victim has no live page left.
     #[allow(clippy::too_many_arguments)]
-    fn copy_job_run<M: MapTable>(
+    fn copy_job_runs<M: MapTable>(
         &mut self,
         map: &mut M,
         dev: &mut Device,
@@ -1220,34 +1227,57 @@ impl PageCore {
         now: SimTime,
         max: u32,
         run: &mut Vec<u32>,
-    ) -> Result<bool> {
+    ) -> Result<u32> {
         let p = plane.idx();
-        let mut dst = None;
         // Whole destination pages of units: a partial one would be padded.
         let upp = 1usize << self.unit_shift;
-        let mut limit = (max.max(1) as usize + upp - 1) & !(upp - 1);
-        while run.len() < limit {
-            let job = &mut self.jobs[p];
-            let Some(src) = next_live(map, dev, &job.pages, &mut job.next) else { break };
-            let lpn = dev.array.oob_unit_raw(src);
-            if dst.is_none() {
-                // GC may run inside a host allocation: its stream comes back after.
-                let gc_stream = self.gc_stream(map, lpn);
-                let host_stream = std::mem::replace(&mut self.stream, gc_stream);
-                let page = self.next_page(map, dev, plane, now, true);
-                self.stream = host_stream;
-                let page = page?.ok_or_else(|| {
-                    Error::invariant("page", format!("GC of {victim} found no free page in its plane"))
-                })?;
-                let room = ((self.geo.pages_per_block - self.geo.page_in_block(page)) as usize) << self.unit_shift;
-                limit = if map.streams() > 1 { 1 } else { limit.min(room) };
-                dst = Some(page);
+        let mut left = (max.max(1) as usize + upp - 1) & !(upp - 1);
+        // Streams and units together copy a unit a step, each padding its
+        // page, as they always have.
+        let streams = map.streams() > 1;
+        let runs_of_one = streams && (self.unit_shift > 0 || one_page_gc_runs());
+        let mut copied = 0;
+        // A live page taken whose stream differed from its run's.
+        let mut carried = None;
+        while left > 0 {
+            let (first, stream) = match carried.take() {
+                Some(taken) => taken,
+                None => {
+                    let job = &mut self.jobs[p];
+                    let Some(src) = next_live(map, dev, &job.pages, &mut job.next) else { break };
+                    (src, self.gc_stream(map, dev.array.oob_unit_raw(src)))
+                }
+            };
+            // GC may run inside a host allocation: its stream comes back after.
+            let host_stream = std::mem::replace(&mut self.stream, stream);
+            let page = self.next_page(map, dev, plane, now, true);
+            self.stream = host_stream;
+            let dst = page?
+                .ok_or_else(|| Error::invariant("page", format!("GC of {victim} found no free page in its plane")))?;
+            let room = ((self.geo.pages_per_block - self.geo.page_in_block(dst)) as usize) << self.unit_shift;
+            let limit = if runs_of_one { 1 } else { left.min(room) };
+            run.clear();
+            run.push(first);
+            while run.len() < limit {
+                let job = &mut self.jobs[p];
+                let Some(src) = next_live(map, dev, &job.pages, &mut job.next) else { break };
+                if streams {
+                    let next_stream = self.gc_stream(map, dev.array.oob_unit_raw(src));
+                    if next_stream != stream {
+                        carried = Some((src, next_stream));
+                        break;
+                    }
+                }
+                run.push(src);
             }
-            run.push(src);
+            self.move_live(map, dev, victim, run, dst, now)?;
+            copied += run.len() as u32;
+            left = left.saturating_sub(run.len());
+            if runs_of_one || (carried.is_none() && (run.len() < limit || !streams)) {
+                break; // a step's one unit, the victim done, or one stream's run all there is
+            }
         }
-        let Some(dst) = dst else { return Ok(false) };
-        self.move_live(map, dev, victim, run, dst, now)?;
-        Ok(true)
+        Ok(copied)
     }
 
     /// Copies `run`, live pages of `victim`, to consecutive pages from `dst`
@@ -1765,6 +1795,20 @@ impl PageCore {
         }
         Ok(())
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests compare GC's multi-stream runs with copying a page at a time.
+    pub(crate) static ONE_PAGE_GC_RUNS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+#[inline(always)]
+fn one_page_gc_runs() -> bool {
+    #[cfg(test)]
+    return ONE_PAGE_GC_RUNS.get();
+    #[cfg(not(test))]
+    false
 }
 
 /// The next of `pages` from `*next` still live (not overwritten or trimmed
