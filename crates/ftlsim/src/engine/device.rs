@@ -162,6 +162,16 @@ fn slot(
     }
 }
 
+/// Counts a GC copy's read and program (the page copied to `ppn`) under
+/// the cause `cause_of` names for its LPN; returns that cause.
+#[inline(always)]
+fn count_copy(counters: &mut FlashCounters, array: &NandArray, ppn: Ppn, cause_of: &impl Fn(Lpn) -> Cause) -> Cause {
+    let cause = cause_of(Lpn(array.oob_lpn_raw(ppn)));
+    counters.reads[cause as usize] += 1;
+    counters.programs[cause as usize] += 1;
+    cause
+}
+
 /// The resources (units or buses) a copy reads on and programs on: one,
 /// or two apart. Monomorphized, so a copy within one unit compiles to the
 /// loop it had before copies across units shared it.
@@ -673,9 +683,7 @@ impl Device {
         // Per page, what `time_op` would do besides booking.
         let account = |i: u32, b: &Booked| {
             let ppn = Ppn(dst_page + i);
-            let cause = cause_of(Lpn(array.oob_lpn_raw(ppn)));
-            counters.reads[cause as usize] += 1;
-            counters.programs[cause as usize] += 1;
+            let cause = count_copy(counters, array, ppn, &cause_of);
             // The program's start is after the read's: the read's is the
             // one `serve` keeps.
             served.serve(b.read_start, cause);
@@ -900,9 +908,7 @@ impl Device {
         }
         let mut reads_done = not_before;
         for (i, &page) in src.iter().enumerate() {
-            let cause = cause_of(Lpn(self.array.oob_lpn_raw(Ppn(dst.0 + i as u32))));
-            self.counters.reads[cause as usize] += 1;
-            self.counters.programs[cause as usize] += 1;
+            let cause = count_copy(&mut self.counters, &self.array, Ppn(dst.0 + i as u32), &cause_of);
             reads_done = self.time_read(ch_r, unit_r, Some(src_block), page, not_before, cause);
             let done = self.time_program(ch_w, unit_w, Some(dst_block), dst.0 + i as u32, reads_done, cause, false);
             self.log_program(Ppn(dst.0 + i as u32), done);
@@ -925,9 +931,7 @@ impl Device {
         cause_of: impl Fn(Lpn) -> Cause,
     ) -> SimTime {
         for i in 0..pages as u32 {
-            let cause = cause_of(Lpn(self.array.oob_lpn_raw(Ppn(dst.0 + i))));
-            self.counters.reads[cause as usize] += 1;
-            self.counters.programs[cause as usize] += 1;
+            count_copy(&mut self.counters, &self.array, Ppn(dst.0 + i), &cause_of);
         }
         let t = self.timing;
         let (read, program) = (t.command + t.read + t.page_transfer, t.command + t.page_transfer + t.program);

@@ -750,13 +750,15 @@ impl PageCore {
     /// [`soonest_in_stripe_by_scan`](Self::soonest_in_stripe_by_scan)
     /// does.
     fn soonest_in_stripe(&self, dev: &Device) -> usize {
-        let per_unit = self.stripe.len() / dev.units();
-        // A plane per unit (planes in parallel) is the common case, whose
-        // unit needs no division.
-        if per_unit == 1 {
-            self.soonest_by_unit(dev, |plane| plane)
+        // Units are dies only where `die_unit` says so; otherwise a plane
+        // is its own unit (the common case), found without a division.
+        if self.die_unit {
+            let per_die = self.geo.planes_per_die as usize;
+            debug_assert_eq!(per_die, self.stripe.len() / dev.units());
+            self.soonest_by_unit(dev, |plane| plane / per_die)
         } else {
-            self.soonest_by_unit(dev, |plane| plane / per_unit)
+            debug_assert_eq!(self.stripe.len(), dev.units());
+            self.soonest_by_unit(dev, |plane| plane)
         }
     }
 
@@ -1232,10 +1234,8 @@ impl PageCore {
         // Whole destination pages of units: a partial one would be padded.
         let upp = 1usize << self.unit_shift;
         let mut left = (max.max(1) as usize + upp - 1) & !(upp - 1);
-        // Streams and units together copy a unit a step, each padding its
-        // page, as they always have.
         let streams = map.streams() > 1;
-        let runs_of_one = streams && (self.unit_shift > 0 || one_page_gc_runs());
+        let runs_of_one = streams && one_page_gc_runs();
         let mut copied = 0;
         // A live page taken whose stream differed from its run's.
         let mut carried = None;
@@ -1274,7 +1274,7 @@ impl PageCore {
             copied += run.len() as u32;
             left = left.saturating_sub(run.len());
             if runs_of_one || (carried.is_none() && (run.len() < limit || !streams)) {
-                break; // a step's one unit, the victim done, or one stream's run all there is
+                break; // a test's one page, the victim done, or one stream's run all there is
             }
         }
         Ok(copied)
