@@ -26,7 +26,7 @@
 //! transfer on a bus) can never be filled, so merging them into their
 //! neighbours would answer every search alike with fewer intervals. It
 //! would not shorten these calendars: counted on `bench/mu.sh`'s drive and
-//! the page FTL's benchmark, 2–5% of gaps were that short; the long
+//! the page FTL's benchmark, at most 5% of gaps were that short; the long
 //! calendars are long with usable gaps (a bus idles between transfers that
 //! its planes' operations, booked far ahead, place apart).
 
