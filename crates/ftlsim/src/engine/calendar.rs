@@ -866,6 +866,25 @@ impl Calendar {
         SimTime(start)
     }
 
+    /// When a [`book_alone`](Self::book_alone) could start at the earliest
+    /// (the horizon aside): after everything booked.
+    #[inline]
+    pub fn free_alone(&self) -> SimTime {
+        SimTime(self.horizon.max(self.tail))
+    }
+
+    /// The state a run of [`book_alone`](Self::book_alone)s leaves, booked
+    /// at once: its last booking `[start, start + len)` the only interval,
+    /// `busy` the run's total time. The caller computed the run's starts as
+    /// `book_alone` would, from [`free_alone`](Self::free_alone) on.
+    pub fn booked_alone(&mut self, start: SimTime, len: Nanos, busy: Nanos) {
+        debug_assert!(start >= self.free_alone(), "a run books after everything");
+        self.busy.clear();
+        self.busy.append(start.0, start.0 + len.0);
+        (self.horizon, self.tail) = (start.0, start.0 + len.0);
+        self.busy_ns += busy.0;
+    }
+
     /// No booking will start before `t` from now on: forgets the past.
     #[inline(always)]
     pub fn advance(&mut self, t: SimTime) {

@@ -246,6 +246,52 @@ impl Ends for Two<'_> {
     }
 }
 
+/// A page of [`Device::paced_units_only`]: copied from `src` (read first)
+/// or, without one, programmed with `lpn` alone (padding), not before `at`.
+#[derive(Clone, Copy, Debug)]
+pub struct PacedPage {
+    pub src: Option<Ppn>,
+    pub dst: Ppn,
+    pub lpn: Lpn,
+    pub at: SimTime,
+}
+
+/// A unit's time through [`Device::paced_units_only`], booked on its
+/// calendar once at the end: when it is free, its last booking (start and
+/// length), and the time booked in all.
+struct UnitRun {
+    unit: usize,
+    free: SimTime,
+    last_start: SimTime,
+    last_len: Nanos,
+    busy: Nanos,
+}
+
+impl UnitRun {
+    /// `unit`'s run in `runs`, started from its calendar if new (a merge
+    /// lane touches one or two units, so a scan beats a map).
+    fn of<'a>(runs: &'a mut Vec<UnitRun>, calendars: &[Calendar], unit: usize) -> &'a mut UnitRun {
+        let i = match runs.iter().position(|r| r.unit == unit) {
+            Some(i) => i,
+            None => {
+                let free = calendars[unit].free_alone();
+                runs.push(UnitRun { unit, free, last_start: SimTime::ZERO, last_len: Nanos::ZERO, busy: Nanos::ZERO });
+                runs.len() - 1
+            }
+        };
+        &mut runs[i]
+    }
+
+    /// Books `len` as `book_alone` would, not before `ready`; returns its end.
+    fn book(&mut self, ready: SimTime, len: Nanos) -> SimTime {
+        let start = ready.max(self.free);
+        self.free = start + len;
+        (self.last_start, self.last_len) = (start, len);
+        self.busy = self.busy + len;
+        self.free
+    }
+}
+
 /// One page copy's timeline: the read holds the unit from `read_start`
 /// and the bus from `read_bus` until `read_done`; the program holds the
 /// unit from `prog_start` and the bus from `prog_bus` on, until `done`.
@@ -940,6 +986,52 @@ impl Device {
         reads_done
     }
 
+    /// Whether [`paced_units_only`](Self::paced_units_only) may stand for
+    /// page-by-page reads and programs: only the array units are timed
+    /// (a fast-forward) and no multi-plane group can form.
+    pub fn times_units_alone(&self) -> bool {
+        self.units_only && self.groups.is_empty()
+    }
+
+    /// Copies and pads `pages` in order (GC merging into a block), exactly
+    /// as [`read`](Self::read) of each source and then
+    /// [`program`](Self::program) after it, or a program alone without a
+    /// source, would check, count and time them while
+    /// [`times_units_alone`](Self::times_units_alone): each unit's time is
+    /// kept here and the unit booked once at the end (a units-only
+    /// calendar keeps only its last interval), not twice a page. A
+    /// fast-forwarded COFTL merge is millions of such pages. Returns when
+    /// the last program ends.
+    pub fn paced_units_only(&mut self, pages: &[PacedPage], cause: Cause) -> Result<SimTime> {
+        debug_assert!(self.times_units_alone(), "units-only timing, no multi-plane groups");
+        let t = self.timing;
+        let (read, program) = (t.command + t.read + t.page_transfer, t.command + t.page_transfer + t.program);
+        let mut units: Vec<UnitRun> = Vec::with_capacity(2);
+        let mut done = SimTime::ZERO;
+        for p in pages {
+            let mut ready = p.at;
+            let payload = match p.src {
+                Some(src) => {
+                    self.array.read(src)?;
+                    self.counters.reads[cause as usize] += 1;
+                    let unit = self.resources(self.geometry().block_of(src)).1;
+                    ready = UnitRun::of(&mut units, &self.units, unit).book(ready.max(self.horizon), read);
+                    Payload::CopyFrom(src)
+                }
+                None => Payload::None,
+            };
+            self.array.program(p.dst, p.lpn, payload)?;
+            self.count_program(p.dst, cause);
+            let unit = self.resources(self.geometry().block_of(p.dst)).1;
+            done = done.max(UnitRun::of(&mut units, &self.units, unit).book(ready.max(self.horizon), program));
+        }
+        for run in units {
+            self.units[run.unit].booked_alone(run.last_start, run.last_len, run.busy);
+            self.unit_free[run.unit] = run.free;
+        }
+        Ok(done)
+    }
+
     /// Copies pages (source, destination), as one batch
     /// (multi-plane GC): every source is read first, then every
     /// destination programmed, so destinations at one page offset on
@@ -1412,6 +1504,79 @@ mod tests {
             others(&mut batch, &after, &mut n.clone());
             others(&mut single, &after, &mut n);
             prop_assert_eq!(timing_state(&batch), timing_state(&single));
+        }
+
+        /// A fast-forward's paced run (COFTL's merge lane: copies from pages
+        /// of several blocks, pads between them, each page not before its
+        /// own time) leaves every calendar, counter and page exactly as its
+        /// reads and programs one by one do, among operations on the same
+        /// units before and after, at any horizon.
+        #[test]
+        fn paced_runs_book_like_page_by_page_reads_and_programs(
+            plane_parallel: bool,
+            before in proptest::collection::vec((0u32..3, 0u64..2_000_000), 0..12),
+            after in proptest::collection::vec((0u32..3, 0u64..2_000_000), 0..6),
+            run in proptest::collection::vec((proptest::option::of(0u32..8), 0u64..600_000), 0..=4),
+            now in 0u64..2_000_000,
+            horizon in 0u64..3_000_000,
+            dst_block in proptest::sample::select(vec![1u32, 5, 9]),
+        ) {
+            let (mut batch, mut single) = (device(plane_parallel), device(plane_parallel));
+            // Sources: blocks 0 (plane 0) and 4 (plane 1, the same die and
+            // channel); destinations in either plane or on channel 1; blocks
+            // 2, 6 and 8 take other work.
+            let mut next = [0u32; 3];
+            let other = |k: u32| [2u32, 6, 8][k as usize] * 4;
+            for d in [&mut batch, &mut single] {
+                for i in (0..4).chain(16..20) {
+                    d.program(Ppn(i), Lpn(i), SimTime::ZERO, Cause::Host, Payload::None).unwrap();
+                }
+            }
+            let others = |d: &mut Device, ops: &[(u32, u64)], next: &mut [u32; 3]| {
+                for &(k, at) in ops {
+                    if next[k as usize] < 4 {
+                        let ppn = Ppn(other(k) + next[k as usize]);
+                        d.program(ppn, Lpn(100 + ppn.0), SimTime(at), Cause::Host, Payload::None).unwrap();
+                        next[k as usize] += 1;
+                    } else {
+                        d.read(Ppn(other(k)), SimTime(at), Cause::Host).unwrap();
+                    }
+                }
+            };
+            for (d, n) in [(&mut batch, &mut next.clone()), (&mut single, &mut next)] {
+                others(d, &before, n);
+                d.advance(SimTime(horizon));
+                d.set_units_only(true);
+            }
+            let pages: Vec<PacedPage> = run
+                .iter()
+                .enumerate()
+                .map(|(i, &(src, delay))| PacedPage {
+                    src: src.map(|s| Ppn(if s < 4 { s } else { 16 + s - 4 })),
+                    dst: Ppn(dst_block * 4 + i as u32),
+                    lpn: Lpn(50 + i as u32),
+                    at: SimTime(now + delay),
+                })
+                .collect();
+            prop_assert!(batch.times_units_alone());
+            let done = batch.paced_units_only(&pages, Cause::Gc).unwrap();
+            let mut expected = SimTime::ZERO;
+            for p in &pages {
+                let ready = match p.src {
+                    Some(src) => single.read(src, p.at, Cause::Gc).unwrap(),
+                    None => p.at,
+                };
+                let payload = p.src.map_or(Payload::None, Payload::CopyFrom);
+                expected = expected.max(single.program(p.dst, p.lpn, ready, Cause::Gc, payload).unwrap());
+            }
+            prop_assert_eq!(done, expected);
+            let mut n = next;
+            others(&mut batch, &after, &mut n.clone());
+            others(&mut single, &after, &mut n);
+            prop_assert_eq!(timing_state(&batch), timing_state(&single));
+            for p in &pages {
+                prop_assert_eq!(batch.array.oob_lpn_raw(p.dst), single.array.oob_lpn_raw(p.dst));
+            }
         }
     }
 

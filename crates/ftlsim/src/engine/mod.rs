@@ -16,4 +16,4 @@ pub mod host;
 pub mod power;
 
 pub use calendar::Calendar;
-pub use device::{BusyTime, CAUSES, Cause, Device, FlashCounters, MultiPlaneCounters, PcmCounters};
+pub use device::{BusyTime, CAUSES, Cause, Device, FlashCounters, MultiPlaneCounters, PacedPage, PcmCounters};
