@@ -9,7 +9,7 @@
 # measured phase. COFTL merges a whole virtual block for about every host
 # write here (WA ~1,900), so the full 1M-request trace takes over half an
 # hour; FTLSIM_BENCH_REQUESTS (default 200000) takes its first N requests.
-# Preconditioning the 16 GiB drive takes ~11 min on the project's slower
+# Preconditioning the 16 GiB drive takes ~8.5 min on the project's slower
 # machine; the drive is saved in bench-out/snapshots (--snapshot-dir) and
 # later runs of the same build load it in seconds.
 source "$(dirname "$0")/lib.sh"
