@@ -246,8 +246,8 @@ impl Ends for Two<'_> {
     }
 }
 
-/// A page of [`Device::paced_units_only`]: copied from `src` (read first)
-/// or, without one, programmed with `lpn` alone (padding), not before `at`.
+/// A page of [`Device::copy_paced`]: copied from `src` (read first) or,
+/// without one, programmed with `lpn` alone (padding), not before `at`.
 #[derive(Clone, Copy, Debug)]
 pub struct PacedPage {
     pub src: Option<Ppn>,
@@ -256,7 +256,7 @@ pub struct PacedPage {
     pub at: SimTime,
 }
 
-/// A unit's time through [`Device::paced_units_only`], booked on its
+/// A unit's time through [`Device::copy_paced`] in a fast-forward, booked on its
 /// calendar once at the end: when it is free, its last booking (start and
 /// length), and the time booked in all.
 struct UnitRun {
@@ -268,18 +268,15 @@ struct UnitRun {
 }
 
 impl UnitRun {
-    /// `unit`'s run in `runs`, started from its calendar if new (a merge
-    /// lane touches one or two units, so a scan beats a map).
-    fn of<'a>(runs: &'a mut Vec<UnitRun>, calendars: &[Calendar], unit: usize) -> &'a mut UnitRun {
-        let i = match runs.iter().position(|r| r.unit == unit) {
-            Some(i) => i,
-            None => {
-                let free = calendars[unit].free_alone();
-                runs.push(UnitRun { unit, free, last_start: SimTime::ZERO, last_len: Nanos::ZERO, busy: Nanos::ZERO });
-                runs.len() - 1
-            }
-        };
-        &mut runs[i]
+    /// `unit`'s run in `runs`, started from its calendar if new; `slot`
+    /// maps a unit to its run's index (`u32::MAX`: none yet).
+    fn of<'a>(runs: &'a mut Vec<UnitRun>, slot: &mut [u32], calendars: &[Calendar], unit: usize) -> &'a mut UnitRun {
+        if slot[unit] == u32::MAX {
+            slot[unit] = runs.len() as u32;
+            let free = calendars[unit].free_alone();
+            runs.push(UnitRun { unit, free, last_start: SimTime::ZERO, last_len: Nanos::ZERO, busy: Nanos::ZERO });
+        }
+        &mut runs[slot[unit] as usize]
     }
 
     /// Books `len` as `book_alone` would, not before `ready`; returns its end.
@@ -986,36 +983,51 @@ impl Device {
         reads_done
     }
 
-    /// Whether [`paced_units_only`](Self::paced_units_only) may stand for
-    /// page-by-page reads and programs: only the array units are timed
-    /// (a fast-forward) and no multi-plane group can form.
-    pub fn times_units_alone(&self) -> bool {
+    /// Copies and pads `pages` in order (GC merging into a block), each
+    /// copy a [`read`](Self::read) of its source and a
+    /// [`program`](Self::program) once the read is done, each pad a program
+    /// alone. Returns when the last program ends.
+    pub fn copy_paced(&mut self, pages: &[PacedPage], cause: Cause) -> Result<SimTime> {
+        if self.times_units_alone() {
+            return self.copy_paced_units_only(pages, cause);
+        }
+        let mut done = SimTime::ZERO;
+        for p in pages {
+            let (ready, payload) = match p.src {
+                Some(src) => (self.read(src, p.at, cause)?, Payload::CopyFrom(src)),
+                None => (p.at, Payload::None),
+            };
+            done = done.max(self.program(p.dst, p.lpn, ready, cause, payload)?);
+        }
+        Ok(done)
+    }
+
+    /// Only the array units keep time (a fast-forward) and no multi-plane
+    /// group can form.
+    fn times_units_alone(&self) -> bool {
         self.units_only && self.groups.is_empty()
     }
 
-    /// Copies and pads `pages` in order (GC merging into a block), exactly
-    /// as [`read`](Self::read) of each source and then
-    /// [`program`](Self::program) after it, or a program alone without a
-    /// source, would check, count and time them while
-    /// [`times_units_alone`](Self::times_units_alone): each unit's time is
-    /// kept here and the unit booked once at the end (a units-only
-    /// calendar keeps only its last interval), not twice a page. A
-    /// fast-forwarded COFTL merge is millions of such pages. Returns when
-    /// the last program ends.
-    pub fn paced_units_only(&mut self, pages: &[PacedPage], cause: Cause) -> Result<SimTime> {
-        debug_assert!(self.times_units_alone(), "units-only timing, no multi-plane groups");
+    /// [`copy_paced`](Self::copy_paced) while
+    /// [`times_units_alone`](Self::times_units_alone): the same checks, counts and
+    /// times, but each unit's time is kept here and the unit booked once
+    /// at the end (a units-only calendar keeps only its last interval),
+    /// not twice a page. A fast-forwarded COFTL merge is millions of pages.
+    fn copy_paced_units_only(&mut self, pages: &[PacedPage], cause: Cause) -> Result<SimTime> {
         let t = self.timing;
         let (read, program) = (t.command + t.read + t.page_transfer, t.command + t.page_transfer + t.program);
-        let mut units: Vec<UnitRun> = Vec::with_capacity(2);
+        let mut units: Vec<UnitRun> = Vec::new();
+        let mut slot = vec![u32::MAX; self.units.len()];
         let mut done = SimTime::ZERO;
         for p in pages {
             let mut ready = p.at;
             let payload = match p.src {
                 Some(src) => {
-                    self.array.read(src)?;
+                    // The program below checks the source is readable
+                    // before it changes anything, as a read would.
                     self.counters.reads[cause as usize] += 1;
                     let unit = self.resources(self.geometry().block_of(src)).1;
-                    ready = UnitRun::of(&mut units, &self.units, unit).book(ready.max(self.horizon), read);
+                    ready = UnitRun::of(&mut units, &mut slot, &self.units, unit).book(ready.max(self.horizon), read);
                     Payload::CopyFrom(src)
                 }
                 None => Payload::None,
@@ -1023,7 +1035,8 @@ impl Device {
             self.array.program(p.dst, p.lpn, payload)?;
             self.count_program(p.dst, cause);
             let unit = self.resources(self.geometry().block_of(p.dst)).1;
-            done = done.max(UnitRun::of(&mut units, &self.units, unit).book(ready.max(self.horizon), program));
+            let run = UnitRun::of(&mut units, &mut slot, &self.units, unit);
+            done = done.max(run.book(ready.max(self.horizon), program));
         }
         for run in units {
             self.units[run.unit].booked_alone(run.last_start, run.last_len, run.busy);
@@ -1444,6 +1457,22 @@ mod tests {
         )
     }
 
+    /// Other work on blocks 2 and 6 (both planes of channel 0's die) and 8
+    /// (channel 1): `(k, at)` works on the `k`th of them, a program while it
+    /// has room (`next` counts its pages), else a read of its first page.
+    fn other_work(d: &mut Device, ops: &[(u32, u64)], next: &mut [u32; 3]) {
+        for &(k, at) in ops {
+            let first = [2u32, 6, 8][k as usize] * 4;
+            if next[k as usize] < 4 {
+                let ppn = Ppn(first + next[k as usize]);
+                d.program(ppn, Lpn(100 + ppn.0), SimTime(at), Cause::Host, Payload::None).unwrap();
+                next[k as usize] += 1;
+            } else {
+                d.read(Ppn(first), SimTime(at), Cause::Host).unwrap();
+            }
+        }
+    }
+
     proptest! {
         /// GC's copy runs (booked read and program together where they
         /// touch) leave every calendar, block and counter exactly as page by
@@ -1468,25 +1497,13 @@ mod tests {
             // Block 0 (plane 0, channel 0) is the victim; block 1 is in its plane, block 5 in
             // the other plane of the die; blocks 2, 6 and 8 (channel 1) take other work.
             let mut next = [0u32; 3];
-            let other = |k: u32| [2u32, 6, 8][k as usize] * 4;
             for d in [&mut batch, &mut single] {
                 for i in 0..4 {
                     d.program(Ppn(i), Lpn(i), SimTime::ZERO, Cause::Host, Payload::None).unwrap();
                 }
             }
-            let others = |d: &mut Device, ops: &[(u32, u64)], next: &mut [u32; 3]| {
-                for &(k, at) in ops {
-                    if next[k as usize] < 4 {
-                        let ppn = Ppn(other(k) + next[k as usize]);
-                        d.program(ppn, Lpn(100 + ppn.0), SimTime(at), Cause::Host, Payload::None).unwrap();
-                        next[k as usize] += 1;
-                    } else {
-                        d.read(Ppn(other(k)), SimTime(at), Cause::Host).unwrap();
-                    }
-                }
-            };
             for (d, n) in [(&mut batch, &mut next.clone()), (&mut single, &mut next)] {
-                others(d, &before, n);
+                other_work(d, &before, n);
                 d.advance(SimTime(horizon));
             }
             let cause_of = |l: Lpn| if l.0 == 2 { Cause::Mapping } else { Cause::Gc };
@@ -1501,8 +1518,8 @@ mod tests {
             }
             prop_assert_eq!(reads_done, expected);
             let mut n = next;
-            others(&mut batch, &after, &mut n.clone());
-            others(&mut single, &after, &mut n);
+            other_work(&mut batch, &after, &mut n.clone());
+            other_work(&mut single, &after, &mut n);
             prop_assert_eq!(timing_state(&batch), timing_state(&single));
         }
 
@@ -1526,25 +1543,13 @@ mod tests {
             // channel); destinations in either plane or on channel 1; blocks
             // 2, 6 and 8 take other work.
             let mut next = [0u32; 3];
-            let other = |k: u32| [2u32, 6, 8][k as usize] * 4;
             for d in [&mut batch, &mut single] {
                 for i in (0..4).chain(16..20) {
                     d.program(Ppn(i), Lpn(i), SimTime::ZERO, Cause::Host, Payload::None).unwrap();
                 }
             }
-            let others = |d: &mut Device, ops: &[(u32, u64)], next: &mut [u32; 3]| {
-                for &(k, at) in ops {
-                    if next[k as usize] < 4 {
-                        let ppn = Ppn(other(k) + next[k as usize]);
-                        d.program(ppn, Lpn(100 + ppn.0), SimTime(at), Cause::Host, Payload::None).unwrap();
-                        next[k as usize] += 1;
-                    } else {
-                        d.read(Ppn(other(k)), SimTime(at), Cause::Host).unwrap();
-                    }
-                }
-            };
             for (d, n) in [(&mut batch, &mut next.clone()), (&mut single, &mut next)] {
-                others(d, &before, n);
+                other_work(d, &before, n);
                 d.advance(SimTime(horizon));
                 d.set_units_only(true);
             }
@@ -1559,7 +1564,7 @@ mod tests {
                 })
                 .collect();
             prop_assert!(batch.times_units_alone());
-            let done = batch.paced_units_only(&pages, Cause::Gc).unwrap();
+            let done = batch.copy_paced(&pages, Cause::Gc).unwrap();
             let mut expected = SimTime::ZERO;
             for p in &pages {
                 let ready = match p.src {
@@ -1571,13 +1576,27 @@ mod tests {
             }
             prop_assert_eq!(done, expected);
             let mut n = next;
-            others(&mut batch, &after, &mut n.clone());
-            others(&mut single, &after, &mut n);
+            other_work(&mut batch, &after, &mut n.clone());
+            other_work(&mut single, &after, &mut n);
             prop_assert_eq!(timing_state(&batch), timing_state(&single));
             for p in &pages {
                 prop_assert_eq!(batch.array.oob_lpn_raw(p.dst), single.array.oob_lpn_raw(p.dst));
             }
         }
+    }
+
+    #[test]
+    fn a_paced_copy_from_an_unwritten_page_is_refused_and_programs_nothing() {
+        let mut d = device(false);
+        d.program(Ppn(0), Lpn(0), SimTime::ZERO, Cause::Host, Payload::None).unwrap();
+        d.set_units_only(true);
+        let page =
+            |src: u32, dst: u32| PacedPage { src: Some(Ppn(src)), dst: Ppn(dst), lpn: Lpn(src), at: SimTime::ZERO };
+        // Page 1 of block 0 was never programmed.
+        let err = d.copy_paced(&[page(0, 4), page(1, 5)], Cause::Gc).unwrap_err();
+        assert!(err.to_string().contains("never programmed"), "{err}");
+        assert_eq!(d.array.oob_lpn_raw(Ppn(4)), 0, "the copy before it landed");
+        assert_eq!(d.array.oob_lpn_raw(Ppn(5)), crate::nand::NO_LPN, "the refused copy left its page erased");
     }
 
     #[test]

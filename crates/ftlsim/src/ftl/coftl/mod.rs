@@ -523,38 +523,9 @@ impl Coftl {
             let (s, k) = (&self.s, self.s.k as usize);
             let dst_first: Vec<u32> = (0..s.k).map(|lane| s.ppn(set, lane, 0).0).collect();
             let src_first: Vec<u32> = old.iter().flat_map(|&o| (0..s.k).map(move |lane| s.ppn(o, lane, 0).0)).collect();
-            let alone = dev.times_units_alone();
-            if alone {
-                // Fast-forwarding: lane by lane, each lane's pages in one
-                // call. A set's lanes lie on different planes and lane j of
-                // any set on lane j's, so every unit sees its pages in the
-                // order the loop below books them.
-                let mut pages = Vec::with_capacity(self.s.v as usize);
-                for lane in 0..k {
-                    pages.clear();
-                    let mut off = 0;
-                    for vpa in 0..self.s.v {
-                        let e = self.entry(vb, vpa);
-                        let (loc, mask) = (self.t.locs[e], self.t.masks[e]);
-                        if loc.is_none() {
-                            continue;
-                        }
-                        let copied = mask >> lane & 1 == 1;
-                        let lpn = self.s.lpn(vb, vpa, lane as u32);
-                        pages.push(PacedPage {
-                            src: copied.then(|| Ppn(src_first[loc.idx() as usize * k + lane] + loc.off())),
-                            dst: Ppn(dst_first[lane] + off),
-                            lpn: Lpn(if copied { lpn } else { PAD | lpn }),
-                            at: t + Nanos(pace.0 * off as u64),
-                        });
-                        off += 1;
-                    }
-                    done = done.max(dev.paced_units_only(&pages, Cause::Gc)?);
-                    let copied = pages.iter().filter(|p| p.src.is_some()).count() as u64;
-                    self.stats.gc_pages_copied += copied;
-                    self.stats.pages_padded += pages.len() as u64 - copied;
-                }
-            }
+            // Virtual page by virtual page, a copy or a pad on each lane;
+            // the device times them (in a fast-forward, a unit at a time).
+            let mut pages = Vec::with_capacity(live * k);
             for vpa in 0..self.s.v {
                 let e = self.entry(vb, vpa);
                 let (loc, mask) = (self.t.locs[e], self.t.masks[e]);
@@ -564,22 +535,22 @@ impl Coftl {
                 let at = t + Nanos(pace.0 * off as u64);
                 let first_lpn = self.s.lpn(vb, vpa, 0);
                 let src_first = &src_first[loc.idx() as usize * k..][..k];
-                for lane in (0..self.s.k).filter(|_| !alone) {
-                    let lpn = first_lpn + lane;
-                    let dst = Ppn(dst_first[lane as usize] + off);
-                    if mask >> lane & 1 == 1 {
-                        let src = Ppn(src_first[lane as usize] + loc.off());
-                        let r = dev.read(src, at, Cause::Gc)?;
-                        done = done.max(dev.program(dst, Lpn(lpn), r, Cause::Gc, Payload::CopyFrom(src))?);
-                        self.stats.gc_pages_copied += 1;
-                    } else {
-                        done = done.max(dev.program(dst, Lpn(PAD | lpn), at, Cause::Gc, Payload::None)?);
-                        self.stats.pages_padded += 1;
-                    }
+                for lane in 0..k {
+                    let (lpn, copied) = (first_lpn + lane as u32, mask >> lane & 1 == 1);
+                    pages.push(PacedPage {
+                        src: copied.then(|| Ppn(src_first[lane] + loc.off())),
+                        dst: Ppn(dst_first[lane] + off),
+                        lpn: Lpn(if copied { lpn } else { PAD | lpn }),
+                        at,
+                    });
                 }
                 self.t.locs[e] = Loc::new(0, off);
                 off += 1;
             }
+            done = done.max(dev.copy_paced(&pages, Cause::Gc)?);
+            let copied = pages.iter().filter(|p| p.src.is_some()).count() as u64;
+            self.stats.gc_pages_copied += copied;
+            self.stats.pages_padded += pages.len() as u64 - copied;
             self.t.chains[vb as usize].push(set);
         }
         self.t.next_off[vb as usize] = off;
