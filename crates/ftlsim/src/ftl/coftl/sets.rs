@@ -97,6 +97,11 @@ impl Sets {
         }
     }
 
+    /// Blocks of the drive (every plane's).
+    pub fn blocks_total(&self) -> usize {
+        self.lane_plane.len() * self.blocks_per_plane as usize
+    }
+
     /// Sets that hold data (all but the log's two).
     pub fn data_sets(&self) -> u32 {
         self.sets - 2

@@ -310,3 +310,27 @@ fn a_host_read_waits_for_one_merge_copy_at_most() {
     assert!(last - t0 >= crate::units::Nanos(6 * 200_000), "the merge took {:?}", last - t0);
     f.check_invariants(&d).unwrap();
 }
+
+#[test]
+fn blocks_with_valid_data_are_the_blocks_the_mapped_pages_lie_in() {
+    let (mut f, mut d) = drive(&["ftl.coftl_set_blocks=2", "overprovisioning=3.0"]);
+    // Rewrites of lane 0 alone (one-sector pages, two lanes a virtual
+    // page) over several virtual blocks, so chains grow and merge, and
+    // lane 1's blocks hold padding only.
+    assert_eq!((f.s.k, f.spp), (2, 1));
+    let pages = f.s.logical_pages as u64;
+    for i in 0..150u64 {
+        write(&mut f, &mut d, 2 * ((i * 37) % (pages / 6)));
+    }
+    let geo = d.geometry().clone();
+    let mut expected = std::collections::HashSet::new();
+    for lpn in 0..f.s.logical_pages {
+        let (vb, vpa, lane) = f.s.locate(lpn);
+        let e = f.entry(vb, vpa);
+        if !f.t.locs[e].is_none() && f.t.masks[e] >> lane & 1 == 1 {
+            expected.insert(geo.block_of(f.lane_ppn(vb, f.t.locs[e], lane)));
+        }
+    }
+    assert!(expected.len() > 2, "only {} blocks hold data", expected.len());
+    assert_eq!(f.blocks_with_valid_data(), expected.len() as u64);
+}
