@@ -475,13 +475,8 @@ impl Hybrid {
 
     /// Blocks holding at least one live page (N_vb), listed pages excluded.
     pub fn blocks_with_valid_data(&self) -> u64 {
-        let mut seen = vec![false; self.geo.blocks as usize];
-        for lpn in 0..self.fwd.len() as u32 {
-            if let Some(p) = self.live(Lpn(lpn)) {
-                seen[self.geo.block_of(p).idx()] = true;
-            }
-        }
-        seen.iter().filter(|&&s| s).count() as u64
+        let mapped = (0..self.fwd.len() as u32).filter_map(|lpn| self.live(Lpn(lpn)));
+        super::distinct_blocks(self.geo.blocks as usize, mapped.map(|p| self.geo.block_of(p)))
     }
 
     /// Checks the shared invariants: every mapped page's OOB names it; a

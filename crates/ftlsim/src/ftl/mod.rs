@@ -30,7 +30,7 @@ use crate::config::Config;
 use crate::controller::buffer::SectorMask;
 use crate::engine::Device;
 use crate::error::{Error, Result};
-use crate::units::{Lpn, PlaneId, Ppn, Sector, SimTime};
+use crate::units::{BlockId, Lpn, PlaneId, Ppn, Sector, SimTime};
 use serde::{Deserialize, Serialize};
 
 /// Names accepted by `--ftl`.
@@ -383,6 +383,16 @@ pub fn page_chunks(span: Span, sectors_per_page: u32) -> impl Iterator<Item = Pa
         sector += n;
         Some(chunk)
     })
+}
+
+/// How many distinct blocks of `blocks` the list names (N_vb of FTLs that
+/// keep no valid count per block: the blocks their mapped pages lie in).
+pub fn distinct_blocks(blocks: usize, named: impl IntoIterator<Item = BlockId>) -> u64 {
+    let mut seen = vec![false; blocks];
+    for b in named {
+        seen[b.idx()] = true;
+    }
+    seen.iter().filter(|&&s| s).count() as u64
 }
 
 /// The LPNs a span covers completely (TRIM works on whole pages only).

@@ -82,7 +82,7 @@ use crate::engine::{Cause, Device, PacedPage};
 use crate::error::{Error, Result};
 use crate::ftl::mu::lru::Lru;
 use crate::nand::Payload;
-use crate::units::{Lpn, Nanos, Ppn, SimTime};
+use crate::units::{BlockId, Lpn, Nanos, Ppn, SimTime};
 use cache::{AdaptiveCache, CacheStats};
 use serde::{Deserialize, Serialize};
 use sets::{LINK, Loc, PAD, SUMMARY, Sets};
@@ -996,22 +996,8 @@ impl Ftl for Coftl {
     }
 
     fn blocks_with_valid_data(&self) -> u64 {
-        // A flag a block (a tree of millions of block numbers took a
-        // second to build at the end of a 16 GiB run).
-        let mut blocks = vec![false; self.s.blocks_total()];
-        for vb in 0..self.s.vbs {
-            for vpa in 0..self.s.v {
-                let e = self.entry(vb, vpa);
-                let loc = self.t.locs[e];
-                if loc.is_none() {
-                    continue;
-                }
-                for lane in (0..self.s.k).filter(|l| self.t.masks[e] >> l & 1 == 1) {
-                    blocks[self.s.block(self.t.chains[vb as usize][loc.idx() as usize], lane).idx()] = true;
-                }
-            }
-        }
-        blocks.iter().filter(|&&b| b).count() as u64
+        let mapped = (0..self.s.logical_pages).filter_map(|lpn| self.physical(Lpn(lpn)));
+        super::distinct_blocks(self.s.blocks_total(), mapped.map(|p| BlockId(p.0 / self.s.pages_per_block)))
     }
 
     fn check_invariants(&self, dev: &Device) -> Result<()> {

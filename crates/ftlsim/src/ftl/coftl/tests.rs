@@ -322,7 +322,7 @@ fn blocks_with_valid_data_are_the_blocks_the_mapped_pages_lie_in() {
     for i in 0..150u64 {
         write(&mut f, &mut d, 2 * ((i * 37) % (pages / 6)));
     }
-    let geo = d.geometry().clone();
+    let geo = d.geometry();
     let mut expected = std::collections::HashSet::new();
     for lpn in 0..f.s.logical_pages {
         let (vb, vpa, lane) = f.s.locate(lpn);
