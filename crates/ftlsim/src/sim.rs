@@ -336,6 +336,7 @@ impl Simulation {
     pub fn power_cut(&mut self, at: SimTime) -> Result<ftl::RecoveryReport> {
         let (ftl, dev, ctrl) = (self.ftl.as_mut(), &mut self.dev, &mut self.ctrl);
         ctrl.run_until(ftl, dev, at)?;
+        dev.book_deferred();
         let report = ftl.power_cut(dev, at)?;
         ctrl.power_cut(report.recovered_at);
         Ok(report)
@@ -344,6 +345,7 @@ impl Simulation {
     /// Runs all pending background work (destaging, GC jobs) to its end, as
     /// a drive left idle would; returns when it ends.
     pub fn settle(&mut self) -> Result<SimTime> {
+        self.dev.book_deferred();
         self.ctrl.settle(self.ftl.as_mut(), &mut self.dev)
     }
 
@@ -688,6 +690,7 @@ impl Simulation {
     /// goes on exactly as this one would. The pages' data (payload mode) are
     /// not in it; the caller keeps them.
     pub fn save_state(&mut self) -> Result<(Vec<u8>, Vec<u8>)> {
+        self.dev.book_deferred();
         let (mut drive, mut ftl) = (Vec::new(), Vec::new());
         snapshot::encode_into(&(&self.dev, &self.ctrl, &self.trim), &mut drive)?;
         let name = self.ftl.name();
@@ -837,6 +840,7 @@ impl Simulation {
             }
         }
         on_progress(src.progress(), index);
+        self.dev.book_deferred();
         windows.finish(&self.dev.counters);
         let mut input = opts.input.clone();
         input.skipped_lines = src.skipped_lines();

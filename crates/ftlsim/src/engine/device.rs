@@ -24,6 +24,7 @@
 //! assumes, so reads queue only behind reads, and a paused write resumes
 //! after the read: the PCM is busy for the sum of its accesses.
 
+mod deferred;
 mod multi_plane;
 
 use super::calendar::Calendar;
@@ -434,6 +435,10 @@ pub struct Device {
     /// (the batch's whole log when multi-plane groups are off).
     batch_done: SimTime,
     pub multi_plane: MultiPlaneCounters,
+    /// Paced work applied to the array and booked as the clock reaches it
+    /// (see [`deferred`]); booked whole before a drive is saved.
+    #[serde(skip)]
+    deferred: deferred::Deferred,
 }
 
 impl Device {
@@ -472,6 +477,7 @@ impl Device {
             batch_depth: 0,
             batch_done: SimTime::ZERO,
             multi_plane: MultiPlaneCounters::default(),
+            deferred: Default::default(),
             timing,
             array,
         }
@@ -655,6 +661,9 @@ impl Device {
         cause: Cause,
         phases: [Nanos; 3],
     ) -> (SimTime, SimTime) {
+        if let Some(block) = block {
+            self.book_work_on(block, not_before);
+        }
         if self.units_only {
             let [before, transfer, after] = phases;
             let took = before + transfer + after;
@@ -843,6 +852,11 @@ impl Device {
         cause: Cause,
         payload: Payload<'_>,
     ) -> Result<SimTime> {
+        if self.deferred.recording() {
+            self.array.program(ppn, lpn, payload)?;
+            self.record_program(ppn, not_before, cause);
+            return Ok(not_before);
+        }
         self.array.program(ppn, lpn, payload)?;
         Ok(self.programmed(ppn, not_before, cause))
     }
@@ -988,6 +1002,10 @@ impl Device {
     /// [`program`](Self::program) once the read is done, each pad a program
     /// alone. Returns when the last program ends.
     pub fn copy_paced(&mut self, pages: &[PacedPage], cause: Cause) -> Result<SimTime> {
+        if self.deferred.recording() {
+            self.record_copy_paced(pages, cause)?;
+            return Ok(SimTime::ZERO);
+        }
         if self.times_units_alone() {
             return self.copy_paced_units_only(pages, cause);
         }
@@ -1162,18 +1180,28 @@ impl Device {
 
     /// Erases a block; returns when the erase finishes.
     pub fn erase(&mut self, block: BlockId, not_before: SimTime, cause: Cause) -> Result<SimTime> {
+        if self.deferred.recording() {
+            self.array.erase(block)?;
+            self.record_erase(block, not_before, cause);
+            return Ok(not_before);
+        }
         self.array.erase(block)?;
         self.counters.erases[cause as usize] += 1;
+        Ok(self.time_erase(block, not_before, cause))
+    }
+
+    fn time_erase(&mut self, block: BlockId, not_before: SimTime, cause: Cause) -> SimTime {
+        self.book_work_on(block, not_before);
         let (_, unit) = self.resources(block);
         if self.units_only {
-            return Ok(self.time_unit(unit, not_before, self.timing.command + self.timing.erase));
+            return self.time_unit(unit, not_before, self.timing.command + self.timing.erase);
         }
         let took = self.timing.command + self.timing.erase;
         self.catch_up(unit);
         if !self.groups.is_empty()
             && let Some(done) = self.join_erase(unit, block, not_before)
         {
-            return Ok(done);
+            return done;
         }
         let (start, _) = self.unit_slot(unit, Some(block), not_before, took, |_, start| (start, start + took));
         if let Some(p) = self.power.as_mut() {
@@ -1185,7 +1213,7 @@ impl Device {
             let first = self.geometry().ppn(block, 0).0;
             self.opened(multi_plane::Kind::Erase, unit, block, first, start, start, done);
         }
-        Ok(done)
+        done
     }
 
     /// Leaves the next page of a block erased (no time: nothing is sent to
@@ -1312,6 +1340,8 @@ impl Device {
     /// next touched (this is called at every host command).
     #[inline]
     pub fn advance(&mut self, t: SimTime) {
+        // Merges' copies issued by then come before whatever is issued at `t`.
+        self.book_due(t);
         self.horizon = self.horizon.max(t);
     }
 
@@ -1349,7 +1379,7 @@ mod tests {
     use crate::config::{GeometryConfig, TimingConfig};
     use proptest::prelude::*;
 
-    fn device(plane_parallel: bool) -> Device {
+    pub(super) fn device(plane_parallel: bool) -> Device {
         device_with(plane_parallel, false)
     }
 
@@ -1460,7 +1490,7 @@ mod tests {
     /// Other work on blocks 2 and 6 (both planes of channel 0's die) and 8
     /// (channel 1): `(k, at)` works on the `k`th of them, a program while it
     /// has room (`next` counts its pages), else a read of its first page.
-    fn other_work(d: &mut Device, ops: &[(u32, u64)], next: &mut [u32; 3]) {
+    pub(super) fn other_work(d: &mut Device, ops: &[(u32, u64)], next: &mut [u32; 3]) {
         for &(k, at) in ops {
             let first = [2u32, 6, 8][k as usize] * 4;
             if next[k as usize] < 4 {

@@ -58,12 +58,16 @@
 //! one plane of the set (its end lane, rotated by set: [`Sets::end_lane`]), and a commit in mid-set takes a whole page set
 //! (the other planes padded) so pages stay in order; reads of never-written
 //! data return zeros without flash work (`host.unwritten_reads` is not
-//! consulted); the cleaner runs when a write needs a set and books its
-//! merge's copies then, a copy's time apart (host operations booked later
-//! take the gaps: preemption at copy granularity, GC at half the planes'
-//! time while it lasts), and the write does not wait for it: it takes a
-//! free set of the reserve at once. A merge of a full chain, which its
-//! write waits for, books its copies back to back. Summary, replacement and log pages carry their contents in
+//! consulted); the cleaner runs when a write needs a set, and the write
+//! does not wait for its merge: it takes a free set of the reserve at once.
+//! The merge changes the tables and the array then, and issues its copies
+//! a copy's time apart, each booked when the engine's clock reaches it
+//! ([`crate::engine::Device::begin_deferred`]): host operations issued
+//! before a copy take the planes first (preemption at copy granularity, GC
+//! at most half the planes' time while it lasts), and one that needs the
+//! merge's blocks (a write taking a set it erases, a read of a page it
+//! moved) has the rest of it booked back to back first. A merge of a full
+//! chain, which its write waits for, books its copies back to back at once. Summary, replacement and log pages carry their contents in
 //! [`FlashMeta`], a model of what those pages hold, which recovery is the
 //! only reader of; everything else it rebuilds from OOB.
 //!
@@ -449,12 +453,12 @@ impl Coftl {
 
     /// Runs the circular cleaner while free sets are at the reserve or
     /// below (never merging `busy`, whose chain the caller is extending).
-    /// Its merges are booked from `t` on their own sets' planes; the
+    /// Its merges start at `t` on their own sets' planes, paced; the
     /// caller does not wait for them: a free set is left (the reserve is
     /// at least one), a later operation on a merged or erased block waits
-    /// for it in the engine's per-block order, and so a write that needs a
-    /// set takes one at once (issue 12: it used to wait for the whole
-    /// merge, ~250 ms on the repro's drive, its own planes idle).
+    /// for the merge's work on it, and so a write that needs a set takes
+    /// one at once (issue 12: it used to wait for the whole merge, ~250 ms
+    /// on the repro's drive, its own planes idle).
     fn clean(&mut self, dev: &mut Device, t: SimTime, busy: u32) -> Result<()> {
         while self.t.free.len() <= self.reserve {
             let vbs = self.s.vbs;
@@ -505,7 +509,9 @@ impl Coftl {
     /// Copies `vb`'s live virtual pages in VPA order into a fresh primary
     /// and erases its old sets to the end of the free list.
     /// `paced` (the cleaner's merges, which no write waits for): the
-    /// copies are [`merge_pace`](Self::merge_pace) apart.
+    /// copies are [`merge_pace`](Self::merge_pace) apart, each booked when
+    /// the clock reaches it (the merge's copies, summary and erases are
+    /// deferred work: [`Device::begin_deferred`]).
     fn merge(&mut self, dev: &mut Device, vb: u32, t: SimTime, paced: bool) -> Result<SimTime> {
         let mut t = t;
         if !self.t.vpt_lru.contains(vb) {
@@ -516,8 +522,13 @@ impl Coftl {
         let mut done = t;
         let mut off = 0;
         let pace = if paced { self.merge_pace(dev) } else { Nanos::ZERO };
-        if live > 0 {
-            let set = self.pop_free(dev, t)?;
+        // The new primary first: taking it may write a log version, which
+        // is not the merge's own work.
+        let new_set = if live > 0 { Some(self.pop_free(dev, t)?) } else { None };
+        if paced {
+            dev.begin_deferred();
+        }
+        if let Some(set) = new_set {
             // Each lane's first page in the new set and in the old ones: a
             // copy's pages are these plus its offset, not decoded anew.
             let (s, k) = (&self.s, self.s.k as usize);
@@ -563,6 +574,9 @@ impl Coftl {
         }
         for set in old {
             done = done.max(self.erase_set(dev, set, t)?);
+        }
+        if paced {
+            dev.end_deferred();
         }
         self.co.merges += 1;
         Ok(done)
