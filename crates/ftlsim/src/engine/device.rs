@@ -1487,6 +1487,17 @@ mod tests {
         )
     }
 
+    /// A paced page as a [`Device::read`] of its source, if any, then a
+    /// [`Device::program`]; returns when the program ends.
+    pub(super) fn copy_page_by_page(d: &mut Device, p: &PacedPage) -> SimTime {
+        let ready = match p.src {
+            Some(src) => d.read(src, p.at, Cause::Gc).unwrap(),
+            None => p.at,
+        };
+        let payload = p.src.map_or(Payload::None, Payload::CopyFrom);
+        d.program(p.dst, p.lpn, ready, Cause::Gc, payload).unwrap()
+    }
+
     /// Other work on blocks 2 and 6 (both planes of channel 0's die) and 8
     /// (channel 1): `(k, at)` works on the `k`th of them, a program while it
     /// has room (`next` counts its pages), else a read of its first page.
@@ -1597,12 +1608,7 @@ mod tests {
             let done = batch.copy_paced(&pages, Cause::Gc).unwrap();
             let mut expected = SimTime::ZERO;
             for p in &pages {
-                let ready = match p.src {
-                    Some(src) => single.read(src, p.at, Cause::Gc).unwrap(),
-                    None => p.at,
-                };
-                let payload = p.src.map_or(Payload::None, Payload::CopyFrom);
-                expected = expected.max(single.program(p.dst, p.lpn, ready, Cause::Gc, payload).unwrap());
+                expected = expected.max(copy_page_by_page(&mut single, p));
             }
             prop_assert_eq!(done, expected);
             let mut n = next;

@@ -256,7 +256,7 @@ impl Device {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{device, other_work};
+    use super::super::tests::{copy_page_by_page, device, other_work};
     use super::*;
     use crate::units::Lpn;
     use proptest::prelude::*;
@@ -333,13 +333,7 @@ mod tests {
                 if is_host {
                     other_work(&mut issued, &[host[i]], &mut n2);
                 } else {
-                    let p = pages[i];
-                    let ready = match p.src {
-                        Some(src) => issued.read(src, p.at, Cause::Gc).unwrap(),
-                        None => p.at,
-                    };
-                    let payload = p.src.map_or(Payload::None, Payload::CopyFrom);
-                    issued.program(p.dst, p.lpn, ready, Cause::Gc, payload).unwrap();
+                    copy_page_by_page(&mut issued, &pages[i]);
                 }
             }
             issued.advance(end);
