@@ -607,9 +607,15 @@ impl Device {
     pub fn read(&mut self, ppn: Ppn, not_before: SimTime, cause: Cause) -> Result<SimTime> {
         self.array.read(ppn)?;
         self.counters.reads[cause as usize] += 1;
+        Ok(self.time_page_read(ppn, not_before, cause))
+    }
+
+    /// [`time_read`](Self::time_read) of page `ppn` on its own resources.
+    #[inline(always)]
+    fn time_page_read(&mut self, ppn: Ppn, not_before: SimTime, cause: Cause) -> SimTime {
         let block = self.geometry().block_of(ppn);
         let (ch, unit) = self.resources(block);
-        Ok(self.time_read(ch, unit, Some(block), ppn.0, not_before, cause))
+        self.time_read(ch, unit, Some(block), ppn.0, not_before, cause)
     }
 
     /// The timeline of a page read (page `ppn` of `block`) on `ch` and
@@ -852,12 +858,12 @@ impl Device {
         cause: Cause,
         payload: Payload<'_>,
     ) -> Result<SimTime> {
+        self.array.program(ppn, lpn, payload)?;
         if self.deferred.recording() {
-            self.array.program(ppn, lpn, payload)?;
+            self.count_program(ppn, cause);
             self.record_program(ppn, not_before, cause);
             return Ok(not_before);
         }
-        self.array.program(ppn, lpn, payload)?;
         Ok(self.programmed(ppn, not_before, cause))
     }
 
@@ -902,7 +908,17 @@ impl Device {
     /// Counts and times the program of `ppn` the array has just recorded.
     #[inline]
     fn programmed(&mut self, ppn: Ppn, not_before: SimTime, cause: Cause) -> SimTime {
-        let done = self.count_and_time_program(ppn, not_before, cause, false);
+        self.count_program(ppn, cause);
+        self.time_logged_program(ppn, not_before, cause)
+    }
+
+    /// Times the program of `ppn` (already counted) and logs its end for
+    /// power cuts.
+    #[inline(always)]
+    fn time_logged_program(&mut self, ppn: Ppn, not_before: SimTime, cause: Cause) -> SimTime {
+        let block = self.geometry().block_of(ppn);
+        let (ch, unit) = self.resources(block);
+        let done = self.time_program(ch, unit, Some(block), ppn.0, not_before, cause, false);
         self.log_program(ppn, done);
         done
     }
@@ -1038,20 +1054,12 @@ impl Device {
         let mut slot = vec![u32::MAX; self.units.len()];
         let mut done = SimTime::ZERO;
         for p in pages {
+            self.apply_paced(p, cause)?;
             let mut ready = p.at;
-            let payload = match p.src {
-                Some(src) => {
-                    // The program below checks the source is readable
-                    // before it changes anything, as a read would.
-                    self.counters.reads[cause as usize] += 1;
-                    let unit = self.resources(self.geometry().block_of(src)).1;
-                    ready = UnitRun::of(&mut units, &mut slot, &self.units, unit).book(ready.max(self.horizon), read);
-                    Payload::CopyFrom(src)
-                }
-                None => Payload::None,
-            };
-            self.array.program(p.dst, p.lpn, payload)?;
-            self.count_program(p.dst, cause);
+            if let Some(src) = p.src {
+                let unit = self.resources(self.geometry().block_of(src)).1;
+                ready = UnitRun::of(&mut units, &mut slot, &self.units, unit).book(ready.max(self.horizon), read);
+            }
             let unit = self.resources(self.geometry().block_of(p.dst)).1;
             let run = UnitRun::of(&mut units, &mut slot, &self.units, unit);
             done = done.max(run.book(ready.max(self.horizon), program));
@@ -1061,6 +1069,18 @@ impl Device {
             self.unit_free[run.unit] = run.free;
         }
         Ok(done)
+    }
+
+    /// A paced page's change to the array, counted: its copy (the program
+    /// checks the source is readable before it changes anything, as a
+    /// read would) or its pad. Timed by the caller.
+    fn apply_paced(&mut self, p: &PacedPage, cause: Cause) -> Result<()> {
+        if p.src.is_some() {
+            self.counters.reads[cause as usize] += 1;
+        }
+        self.array.program(p.dst, p.lpn, p.src.map_or(Payload::None, Payload::CopyFrom))?;
+        self.count_program(p.dst, cause);
+        Ok(())
     }
 
     /// Copies pages (source, destination), as one batch
@@ -1173,20 +1193,17 @@ impl Device {
     pub fn scan_oob(&mut self, ppn: Ppn, not_before: SimTime, cause: Cause) -> (PageOob, SimTime) {
         let oob = self.array.oob(ppn);
         self.counters.reads[cause as usize] += 1;
-        let block = self.geometry().block_of(ppn);
-        let (ch, unit) = self.resources(block);
-        (oob, self.time_read(ch, unit, Some(block), ppn.0, not_before, cause))
+        (oob, self.time_page_read(ppn, not_before, cause))
     }
 
     /// Erases a block; returns when the erase finishes.
     pub fn erase(&mut self, block: BlockId, not_before: SimTime, cause: Cause) -> Result<SimTime> {
+        self.array.erase(block)?;
+        self.counters.erases[cause as usize] += 1;
         if self.deferred.recording() {
-            self.array.erase(block)?;
             self.record_erase(block, not_before, cause);
             return Ok(not_before);
         }
-        self.array.erase(block)?;
-        self.counters.erases[cause as usize] += 1;
         Ok(self.time_erase(block, not_before, cause))
     }
 

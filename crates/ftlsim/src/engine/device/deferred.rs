@@ -28,14 +28,13 @@
 
 use super::{Cause, Device, PacedPage};
 use crate::error::Result;
-use crate::nand::Payload;
 use crate::units::{BlockId, Ppn, SimTime};
 use std::collections::VecDeque;
 
 /// What a merge does after its copies, booked once they all are.
 #[derive(Clone, Copy, Debug)]
 enum Tail {
-    Program { ppn: Ppn, cause: Cause },
+    Program { ppn: Ppn, not_before: SimTime, cause: Cause },
     Erase { block: BlockId, not_before: SimTime, cause: Cause },
 }
 
@@ -149,18 +148,11 @@ impl Device {
     /// and counted now.
     pub(super) fn record_copy_paced(&mut self, pages: &[PacedPage], cause: Cause) -> Result<()> {
         for p in pages {
-            let payload = match p.src {
-                Some(src) => {
-                    self.mark(self.geometry().block_of(src), p.at);
-                    self.array.read(src)?;
-                    self.counters.reads[cause as usize] += 1;
-                    Payload::CopyFrom(src)
-                }
-                None => Payload::None,
-            };
+            if let Some(src) = p.src {
+                self.mark(self.geometry().block_of(src), p.at);
+            }
             self.mark(self.geometry().block_of(p.dst), p.at);
-            self.array.program(p.dst, p.lpn, payload)?;
-            self.count_program(p.dst, cause);
+            self.apply_paced(p, cause)?;
         }
         let job = self.deferred.recording.as_mut().expect("recording");
         job.cause = cause;
@@ -168,17 +160,17 @@ impl Device {
         Ok(())
     }
 
-    /// A program the array has recorded, booked after the job's copies.
+    /// A program the array has recorded (and counted), booked after the
+    /// job's copies.
     pub(super) fn record_program(&mut self, ppn: Ppn, not_before: SimTime, cause: Cause) {
         self.mark(self.geometry().block_of(ppn), not_before);
-        self.count_program(ppn, cause);
-        self.deferred.recording.as_mut().expect("recording").tail.push(Tail::Program { ppn, cause });
+        self.deferred.recording.as_mut().expect("recording").tail.push(Tail::Program { ppn, not_before, cause });
     }
 
-    /// An erase the array has done, booked after the job's copies.
+    /// An erase the array has done (and counted), booked after the job's
+    /// copies.
     pub(super) fn record_erase(&mut self, block: BlockId, not_before: SimTime, cause: Cause) {
         self.mark(block, not_before);
-        self.counters.erases[cause as usize] += 1;
         self.deferred.recording.as_mut().expect("recording").tail.push(Tail::Erase { block, not_before, cause });
     }
 
@@ -216,21 +208,14 @@ impl Device {
             if p.at > now {
                 return false;
             }
-            let ready = match p.src {
-                Some(src) => {
-                    let block = self.geometry().block_of(src);
-                    let (ch, unit) = self.resources(block);
-                    self.time_read(ch, unit, Some(block), src.0, p.at, job.cause)
-                }
-                None => p.at,
-            };
-            job.done = job.done.max(self.time_recorded_program(p.dst, ready, job.cause));
+            let ready = p.src.map_or(p.at, |src| self.time_page_read(src, p.at, job.cause));
+            job.done = job.done.max(self.time_logged_program(p.dst, ready, job.cause));
             job.next += 1;
         }
         for &t in &job.tail {
             match t {
-                Tail::Program { ppn, cause } => {
-                    self.time_recorded_program(ppn, job.done, cause);
+                Tail::Program { ppn, not_before, cause } => {
+                    self.time_logged_program(ppn, not_before.max(job.done), cause);
                 }
                 Tail::Erase { block, not_before, cause } => {
                     self.time_erase(block, not_before, cause);
@@ -244,20 +229,13 @@ impl Device {
         }
         true
     }
-
-    fn time_recorded_program(&mut self, ppn: Ppn, not_before: SimTime, cause: Cause) -> SimTime {
-        let block = self.geometry().block_of(ppn);
-        let (ch, unit) = self.resources(block);
-        let done = self.time_program(ch, unit, Some(block), ppn.0, not_before, cause, false);
-        self.log_program(ppn, done);
-        done
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::tests::{copy_page_by_page, device, other_work};
     use super::*;
+    use crate::nand::Payload;
     use crate::units::Lpn;
     use proptest::prelude::*;
 
