@@ -105,6 +105,13 @@ impl DenseLru {
         self.len == 0
     }
 
+    /// Starts loading `id`'s entry, for a [`contains`](Self::contains) or
+    /// [`hit`](Self::hit) soon (a random id's is a cache miss).
+    #[inline]
+    pub fn prefetch(&self, id: u32) {
+        crate::mem::prefetch(&self.links, id as usize);
+    }
+
     #[inline]
     pub fn contains(&self, id: u32) -> bool {
         self.links.get(id as usize).is_some_and(|l| l[0] != OUT)

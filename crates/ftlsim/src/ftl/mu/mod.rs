@@ -43,6 +43,7 @@
 //! pay their tree updates; map lookups in RAM cost no time.
 
 pub mod bitmap;
+pub mod leaf_index;
 pub mod lru;
 pub mod partition;
 pub mod recovery;
@@ -58,6 +59,7 @@ use crate::error::{Error, Result};
 use crate::nand::{Geometry, Payload};
 use crate::units::{BlockId, Lpn, Ppn, SimTime};
 use bitmap::BitmapCache;
+use leaf_index::Found;
 use partition::Partitions;
 use serde::{Deserialize, Serialize};
 use space::Space;
@@ -78,9 +80,9 @@ type SubBits = [u32; MAX_SUBS];
 /// Fig. 3's 25-bit PPN.
 const MAX_PAGES: u64 = 1 << 25;
 /// GC copies whose tree leaves are prefetched ahead of the copy (their
-/// keys half as far ahead).
+/// entries half as far ahead).
 const GC_PREFETCH_AHEAD: usize = 16;
-/// Host commands between prefetching a leaf's node and its keys.
+/// Host commands between prefetching a leaf's node and its entry.
 const LEAF_STAGES: usize = 4;
 
 #[inline]
@@ -166,13 +168,19 @@ pub struct Mu {
     over: Vec<(u32, u32, u32)>,
     srcs: Vec<u32>,
     scratch: Vec<u8>,
-    /// Leaves [`Ftl::prefetch`] has started loading, oldest first (their
-    /// keys follow when they leave).
-    prefetched: Cell<[u32; LEAF_STAGES]>,
+    /// Leaves [`Ftl::prefetch`] has started loading and the keys looked
+    /// for in them, oldest first (their entries follow when they leave).
+    /// Hints only: not saved.
+    #[serde(skip, default = "no_prefetches")]
+    prefetched: Cell<[(Found, u32); LEAF_STAGES]>,
     /// TRIMs not yet durable (see `ftl::recovery`).
     journal: TrimJournal,
     stats: FtlStats,
     mu: MuStats,
+}
+
+fn no_prefetches() -> Cell<[(Found, u32); LEAF_STAGES]> {
+    Cell::new([(Found::NONE, 0); LEAF_STAGES])
 }
 
 /// The RAM split: the tree cache's read and write pages.
@@ -276,7 +284,7 @@ impl Mu {
             over: Vec::new(),
             srcs: Vec::new(),
             scratch: if dev.array.stores_payloads() { vec![0; geo.page_size as usize] } else { Vec::new() },
-            prefetched: Cell::new([u32::MAX; LEAF_STAGES]),
+            prefetched: no_prefetches(),
             journal: TrimJournal::new(dev),
             stats: FtlStats::default(),
             mu: MuStats::default(),
@@ -580,10 +588,10 @@ impl Mu {
             .map(|i| (first + i, dev.array.oob_lpn_raw(Ppn(first + i))))
             .collect();
         // Each run's extent is looked up and rewritten: start loading the
-        // leaves of those ahead, nodes first, then keys.
+        // leaves of those ahead, nodes first, then entries.
         // The leaves found for the node prefetch, by index in `valid`, so
-        // the key prefetch need not descend again.
-        let mut leaves = [(usize::MAX, 0u32); GC_PREFETCH_AHEAD];
+        // the entry prefetch need not look again.
+        let mut leaves = [(usize::MAX, Found::NONE); GC_PREFETCH_AHEAD];
         for (j, &(_, lpn)) in valid.iter().enumerate().take(GC_PREFETCH_AHEAD) {
             leaves[j] = (j, self.tree.prefetch_leaf(lpn));
         }
@@ -599,7 +607,7 @@ impl Mu {
                     (k, leaf) if k == j => leaf,
                     _ => self.tree.prefetch_leaf(lpn),
                 };
-                self.tree.prefetch_keys(leaf);
+                self.tree.prefetch_entry(leaf, lpn);
             }
             // A run of pages contiguous on both sides, in one partition.
             let (src, lpn) = valid[i];
@@ -687,14 +695,15 @@ impl Ftl for Mu {
         "mu"
     }
 
-    /// The leaf's node now, its keys `LEAF_STAGES` commands later.
+    /// The leaf's node now, its entry `LEAF_STAGES` commands later.
     fn prefetch(&self, span: Span) {
         let spp = self.geo.sectors_per_page as u64;
-        let leaf = self.tree.prefetch_leaf(super::split_sector(span.start.0, spp).0 as u32);
+        let key = super::split_sector(span.start.0, spp).0 as u32;
+        let leaf = self.tree.prefetch_leaf(key);
         let mut leaves = self.prefetched.get();
-        self.tree.prefetch_keys(leaves[0]);
+        self.tree.prefetch_entry(leaves[0].0, leaves[0].1);
         leaves.rotate_left(1);
-        leaves[LEAF_STAGES - 1] = leaf;
+        leaves[LEAF_STAGES - 1] = (leaf, key);
         self.prefetched.set(leaves);
     }
 

@@ -42,7 +42,7 @@
 //! whether or not a FLUSH followed.
 
 use super::tree::MuTree;
-use super::{BITMAP_KEYS, LEAF_STAGES, Mu, SUB_BLOCK, pack};
+use super::{BITMAP_KEYS, Mu, SUB_BLOCK, pack};
 use crate::engine::{Cause, Device};
 use crate::error::Result;
 use crate::ftl::recovery::{self, RecoveryReport};
@@ -96,7 +96,7 @@ impl Mu {
         self.parts.clear();
         self.space.invalid.fill(0);
         self.to_erase.clear();
-        self.prefetched.set([u32::MAX; LEAF_STAGES]);
+        self.prefetched = super::no_prefetches();
     }
 
     /// Inserts the extents of the map the scan found (`newest` per logical

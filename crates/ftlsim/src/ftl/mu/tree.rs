@@ -34,9 +34,14 @@
 //! through a free list, each level threaded left to right; tree pages are
 //! slots of the blocks the tree writes, each listing the path written into
 //! it and counting the nodes whose current version it still holds; both
-//! caches are intrusive LRU lists over those indices.
+//! caches are intrusive LRU lists over those indices. A [`LeafIndex`]
+//! finds the leaf covering a key without descending (a lookup still visits
+//! and pays for the whole path, which the leaf's parent links give), and a
+//! search in a leaf looks first where an even spread of its keys would put
+//! the key ([`search`]): both spare the cache misses of bisecting.
 //! A steady-state operation allocates nothing.
 
+use super::leaf_index::{self, Found, LeafIndex};
 use super::lru::DenseLru;
 use super::space::Space;
 use crate::engine::{Cause, Device};
@@ -63,8 +68,6 @@ struct Hint {
 
 impl Hint {
     const NONE: Hint = Hint { leaf: NIL, lo: 0, hi: 0 };
-    /// Beyond every key: the range of the last node of a level.
-    const UNBOUNDED: u64 = 1 << 32;
 }
 
 /// One node. `keys` are a leaf's entry keys (values in `vals`) or an inner
@@ -162,6 +165,16 @@ impl TreePages {
         i * self.geo.pages_per_block + self.geo.page_in_block(Ppn(ppn))
     }
 
+    /// [`slot`](Self::slot), or `None` when `ppn` is not a tree page (or
+    /// [`NIL`]), for hints that may be stale.
+    fn slot_if_listed(&self, ppn: u32) -> Option<u32> {
+        if ppn == NIL {
+            return None;
+        }
+        let i = *self.index_of.get(self.geo.block_of(Ppn(ppn)).idx())?;
+        (i != NIL).then(|| i * self.geo.pages_per_block + self.geo.page_in_block(Ppn(ppn)))
+    }
+
     fn ppn(&self, slot: u32) -> u32 {
         let ppb = self.geo.pages_per_block;
         self.geo.ppn(BlockId(self.block[(slot / ppb) as usize]), slot % ppb).0
@@ -190,6 +203,8 @@ pub struct MuTree {
     /// the next leaf's low key, a cache miss, that checking its range
     /// would take). Cleared when leaves split, merge or move keys.
     hint: Cell<Hint>,
+    /// Which leaf covers a key, without descending (see [`leaf_index`]).
+    leaves: LeafIndex,
     free_nodes: Vec<u32>,
     root: u32,
     height: u32,
@@ -208,6 +223,9 @@ pub struct MuTree {
     dead: Vec<u32>,
     /// A GC victim's live pages (kept to reuse its allocation).
     live: Vec<u32>,
+    /// A lookup's path, leaf first (kept to reuse its allocation).
+    #[serde(skip)]
+    path: Vec<u32>,
     /// OOB LPN of tree pages (beyond the logical space).
     tag: Lpn,
     /// Keys from here on are the bitmap cache's (traffic counted as its).
@@ -259,6 +277,7 @@ impl MuTree {
             nodes: Vec::new(),
             page: Vec::new(),
             hint: Cell::new(Hint::NONE),
+            leaves: LeafIndex::new(0),
             free_nodes: Vec::new(),
             root: NIL,
             height: 1,
@@ -272,11 +291,13 @@ impl MuTree {
             update: NIL,
             dead: Vec::new(),
             live: Vec::new(),
+            path: Vec::new(),
             tag,
             bitmap_keys,
             stats: TreeStats::default(),
         };
         t.root = t.new_node(0, 0);
+        t.leaves = LeafIndex::new(t.root);
         t
     }
 
@@ -347,61 +368,57 @@ impl MuTree {
         if h.leaf != NIL && h.lo <= key && (key as u64) < h.hi {
             debug_assert!({
                 let node = &self.nodes[h.leaf as usize];
-                let hi = if node.next == NIL { Hint::UNBOUNDED } else { self.nodes[node.next as usize].lo as u64 };
+                let hi =
+                    if node.next == NIL { leaf_index::UNBOUNDED } else { self.nodes[node.next as usize].lo as u64 };
                 node.level == 0 && node.lo == h.lo && hi == h.hi
             });
             return h.leaf;
         }
-        let (mut n, mut hi) = (self.root, Hint::UNBOUNDED);
-        loop {
-            let node = &self.nodes[n as usize];
-            if node.level == 0 {
-                self.hint.set(Hint { leaf: n, lo: node.lo, hi });
-                return n;
-            }
-            (n, hi) = Self::child(node, key, hi);
-        }
-    }
-
-    /// The child of inner node `node` covering `key`, and where the child's
-    /// range ends, given where the node's does (`hi`): at the next child's
-    /// low key, or for the last child at `hi` (a parent lists its children
-    /// by their low keys, and a level's nodes are contiguous).
-    #[inline]
-    fn child(node: &Node, key: u32, hi: u64) -> (u32, u64) {
-        let c = node.keys.partition_point(|&k| k <= key) - 1;
-        (node.kids[c], node.keys.get(c + 1).map_or(hi, |&k| k as u64))
+        let f = self.leaves.find(key);
+        self.hint.set(Hint { leaf: f.leaf, lo: f.lo, hi: f.hi });
+        f.leaf
     }
 
     /// Starts loading the node of the leaf covering `key` into the CPU
-    /// cache, for an update soon; returns the leaf, whose keys
-    /// [`prefetch_keys`](Self::prefetch_keys) loads once the node has
-    /// arrived (a random key's leaf is a cache miss, and the binary search
-    /// in it a chain of them). Reads only inner nodes; changes nothing.
-    pub fn prefetch_leaf(&self, key: u32) -> u32 {
-        let mut n = self.root;
-        loop {
-            let node = &self.nodes[n as usize];
-            if node.level == 0 {
-                return n;
-            }
-            n = node.kids[node.keys.partition_point(|&k| k <= key) - 1];
-            crate::mem::prefetch_all(&self.nodes, n as usize);
-            if node.level == 1 {
-                return n;
-            }
+    /// cache, for an update soon; returns the leaf and its range, whose
+    /// entry [`prefetch_entry`](Self::prefetch_entry) loads once the node
+    /// has arrived (a random key's leaf is a cache miss, and so is each
+    /// step of a search in it). Changes nothing.
+    pub fn prefetch_leaf(&self, key: u32) -> Found {
+        let f = self.leaves.find(key);
+        crate::mem::prefetch_all(&self.nodes, f.leaf as usize);
+        // What `lookup` asks of the leaf besides its node.
+        crate::mem::prefetch(&self.page, f.leaf as usize);
+        self.dirty.prefetch(f.leaf);
+        f
+    }
+
+    /// Starts loading, in leaf `f` (from [`prefetch_leaf`](Self::prefetch_leaf)),
+    /// the keys and values around where [`search`] looks for `key` first,
+    /// and the read-cache entry of the leaf's page, which `lookup` asks
+    /// about. The tree may have changed since, which costs only useless
+    /// prefetches.
+    pub fn prefetch_entry(&self, f: Found, key: u32) {
+        let Some(node) = self.nodes.get(f.leaf as usize).filter(|node| node.level == 0) else { return };
+        let at = window(node.keys.len(), key, f.lo, f.hi);
+        for i in [at, at + WINDOW - 1] {
+            crate::mem::prefetch(&node.keys, i);
+        }
+        for i in (at..at + WINDOW).step_by(64 / size_of::<u64>()).chain([at + WINDOW - 1]) {
+            crate::mem::prefetch(&node.vals, i);
+        }
+        if let Some(slot) = self.page.get(f.leaf as usize).and_then(|&p| self.pages.slot_if_listed(p)) {
+            self.read_cache.prefetch(slot);
         }
     }
 
-    /// Starts loading the keys of leaf `n` (from
-    /// [`prefetch_leaf`](Self::prefetch_leaf); the tree may have changed
-    /// since, which costs only a useless prefetch).
-    pub fn prefetch_keys(&self, n: u32) {
-        if let Some(node) = self.nodes.get(n as usize).filter(|node| node.level == 0) {
-            for i in (0..node.keys.len()).step_by(64 / size_of::<u32>()) {
-                crate::mem::prefetch(&node.keys, i);
-            }
-        }
+    /// Where `key` is, or would go, among the keys of `leaf` (as
+    /// [`slice::binary_search`]); `leaf` covers the [hint](Self::hint)'s range.
+    #[inline]
+    fn search_leaf(&self, leaf: u32, key: u32) -> std::result::Result<usize, usize> {
+        let h = self.hint.get();
+        debug_assert!(h.leaf == leaf, "the hint is the leaf's");
+        search(&self.nodes[leaf as usize].keys, key, h.lo, h.hi)
     }
 
     /// The leftmost leaf under node `n`.
@@ -413,8 +430,8 @@ impl MuTree {
     }
 
     pub fn get(&self, key: u32) -> Option<u64> {
-        let n = &self.nodes[self.leaf_of(key) as usize];
-        n.keys.binary_search(&key).ok().map(|i| n.vals[i])
+        let leaf = self.leaf_of(key);
+        self.search_leaf(leaf, key).ok().map(|i| self.nodes[leaf as usize].vals[i])
     }
 
     /// The entry with the greatest key `<= key`.
@@ -453,11 +470,17 @@ impl MuTree {
     /// Visits the path to `key`, paying for nodes neither cached nor dirty;
     /// returns when the leaf is known.
     pub fn lookup(&mut self, dev: &mut Device, key: u32, mut t: SimTime) -> Result<SimTime> {
-        let (mut n, mut hi) = (self.root, Hint::UNBOUNDED);
-        loop {
-            let node = &self.nodes[n as usize];
-            let (level, page, lo) = (node.level, self.page[n as usize], node.lo);
-            let (next, next_hi) = if level == 0 { (NIL, hi) } else { Self::child(node, key, hi) };
+        let f = self.leaves.find(key);
+        let mut path = std::mem::take(&mut self.path);
+        path.clear();
+        let mut n = f.leaf;
+        while n != NIL {
+            path.push(n);
+            n = self.nodes[n as usize].parent;
+        }
+        // Root first, as a descent would visit them.
+        let visited = path.iter().rev().try_for_each(|&n| {
+            let (level, page) = (self.nodes[n as usize].level, self.page[n as usize]);
             self.stats.visits += 1;
             if (level == 0 && self.dirty.contains(n)) || page == NIL || self.read_cache.hit(self.pages.slot(page)) {
                 self.stats.visit_hits += 1;
@@ -467,19 +490,20 @@ impl MuTree {
                 self.read_cache.touch(self.pages.slot(page));
                 self.read_cache.trim_to(self.read_pages);
             }
-            if level == 0 {
-                self.hint.set(Hint { leaf: n, lo, hi });
-                return Ok(t);
-            }
-            (n, hi) = (next, next_hi);
-        }
+            Ok(())
+        });
+        self.path = path;
+        visited?;
+        self.hint.set(Hint { leaf: f.leaf, lo: f.lo, hi: f.hi });
+        Ok(t)
     }
 
     /// Inserts or replaces an entry (the caller has looked it up).
     pub fn insert(&mut self, key: u32, value: u64) {
         let leaf = self.leaf_of(key);
+        let at = self.search_leaf(leaf, key);
         let n = &mut self.nodes[leaf as usize];
-        match n.keys.binary_search(&key) {
+        match at {
             Ok(i) => n.vals[i] = value,
             Err(i) => {
                 n.keys.insert(i, key);
@@ -497,10 +521,9 @@ impl MuTree {
     /// one search of the leaf.
     pub fn insert_or(&mut self, key: u32, bits: u64) {
         let leaf = self.leaf_of(key);
-        let n = &mut self.nodes[leaf as usize];
-        match n.keys.binary_search(&key) {
+        match self.search_leaf(leaf, key) {
             Ok(i) => {
-                n.vals[i] |= bits;
+                self.nodes[leaf as usize].vals[i] |= bits;
                 self.dirty.touch(leaf);
             }
             Err(_) => self.insert(key, bits),
@@ -513,8 +536,8 @@ impl MuTree {
     /// entry, or sits in a leaf at its minimum.
     pub fn spot(&self, key: u32) -> Option<Spot> {
         let leaf = self.leaf_of(key);
+        let i = self.search_leaf(leaf, key).ok()?;
         let n = &self.nodes[leaf as usize];
-        let i = n.keys.binary_search(&key).ok()?;
         if i == 0 || i + 1 == n.keys.len() || (leaf != self.root && self.members(leaf) <= self.min_members(0)) {
             return None;
         }
@@ -539,8 +562,8 @@ impl MuTree {
 
     pub fn remove(&mut self, key: u32) -> Option<u64> {
         let leaf = self.leaf_of(key);
+        let i = self.search_leaf(leaf, key).ok()?;
         let n = &mut self.nodes[leaf as usize];
-        let i = n.keys.binary_search(&key).ok()?;
         n.keys.remove(i);
         let v = n.vals.remove(i);
         self.counts[self.cause(key)] -= 1;
@@ -585,6 +608,9 @@ impl MuTree {
         }
         let mn = &mut self.nodes[m as usize];
         (mn.keys, mn.vals, mn.kids, mn.prev, mn.next) = (keys, vals, kids, n, after);
+        if level == 0 {
+            self.leaves.insert(mid, m);
+        }
         // The new node reaches flash with the path of a leaf under it.
         let leaf = self.first_leaf(m);
         self.dirty.touch(leaf);
@@ -685,6 +711,9 @@ impl MuTree {
         }
         let old_lo = std::mem::replace(&mut from.lo, from.keys[0]);
         let (new_lo, parent) = (from.lo, from.parent);
+        if from.level == 0 {
+            self.leaves.relabel(old_lo, new_lo);
+        }
         if let Some(&k) = self.nodes[n as usize].kids.last() {
             self.nodes[k as usize].parent = n;
         }
@@ -706,6 +735,9 @@ impl MuTree {
         }
         let old_lo = std::mem::replace(&mut to.lo, key);
         let parent = to.parent;
+        if to.level == 0 {
+            self.leaves.relabel(old_lo, key);
+        }
         if let Some(&k) = self.nodes[n as usize].kids.first() {
             self.nodes[k as usize].parent = n;
         }
@@ -725,6 +757,9 @@ impl MuTree {
     /// takes over its range; `right` leaves the tree.
     fn merge(&mut self, left: u32, right: u32) {
         let (to, from) = two(&mut self.nodes, left, right);
+        if from.level == 0 {
+            self.leaves.remove(from.lo);
+        }
         to.keys.append(&mut from.keys);
         to.vals.append(&mut from.vals);
         let first_kid = to.kids.len();
@@ -1050,6 +1085,12 @@ impl MuTree {
                 return Err(format!("{at}'s children are not contiguous on their level"));
             }
         }
+        let leaves = std::iter::successors(Some(self.first_leaf(self.root)), |&n| {
+            Some(self.nodes[n as usize].next).filter(|&x| x != NIL)
+        });
+        if !leaves.map(|n| (self.nodes[n as usize].lo, n)).eq(self.leaves.entries()) || !self.leaves.sampled() {
+            return Err("the leaf index does not list the leaves by their low keys".into());
+        }
         if seen + self.free_nodes.len() != self.nodes.len() {
             return Err(format!("{seen} nodes in the tree and {} free of {}", self.free_nodes.len(), self.nodes.len()));
         }
@@ -1065,6 +1106,37 @@ impl MuTree {
 }
 
 /// Two distinct nodes, mutably.
+/// Keys [`search`] looks among first: about a cache line's.
+const WINDOW: usize = 16;
+
+/// Where [`search`] looks first among `len` keys spread over `lo..hi`:
+/// the window centred where an even spread would put `key` (a leaf's
+/// extents start at random pages under random writes, so the guess is
+/// mostly within a few keys), kept inside the keys when it can be.
+#[inline]
+fn window(len: usize, key: u32, lo: u32, hi: u64) -> usize {
+    let span = hi.saturating_sub(lo as u64).max(1);
+    let guess = (key.saturating_sub(lo) as u64).min(span) * len as u64 / span;
+    (guess as usize).saturating_sub(WINDOW / 2).min(len.saturating_sub(WINDOW))
+}
+
+/// Where `key` is, or would go, among a leaf's sorted `keys` covering
+/// `lo..hi`, as [`slice::binary_search`] says, but looking first in the
+/// [`window`] where an even spread would put it: the one or two cache
+/// lines there (which [`MuTree::prefetch_entry`] loaded) usually decide,
+/// where bisecting all of them takes a miss at each of its first steps.
+#[inline]
+fn search(keys: &[u32], key: u32, lo: u32, hi: u64) -> std::result::Result<usize, usize> {
+    let at = window(keys.len(), key, lo, hi);
+    let near = &keys[at..keys.len().min(at + WINDOW)];
+    match (near.first(), near.last()) {
+        (Some(&first), Some(&last)) if first <= key && key <= last => {
+            near.binary_search(&key).map(|i| at + i).map_err(|i| at + i)
+        }
+        _ => keys.binary_search(&key),
+    }
+}
+
 fn two(nodes: &mut [Node], a: u32, b: u32) -> (&mut Node, &mut Node) {
     crate::mem::two_mut(nodes, a as usize, b as usize)
 }
@@ -1073,6 +1145,7 @@ fn two(nodes: &mut [Node], a: u32, b: u32) -> (&mut Node, &mut Node) {
 mod tests {
     use super::*;
     use crate::config::GeometryConfig;
+    use proptest::prelude::*;
 
     fn tree(page_size: u32) -> MuTree {
         let geo = Geometry::new(&GeometryConfig {
@@ -1214,6 +1287,21 @@ mod tests {
                 proptest::prop_assert_eq!(snapshot(&fast), snapshot(&slow));
             }
             fast.check_shape().unwrap();
+        }
+    }
+
+    proptest! {
+        /// The search that looks near the guess first answers as a binary
+        /// search of all the keys does, whatever the keys' spread and the
+        /// range they are said to cover.
+        #[test]
+        fn search_answers_as_a_binary_search(
+            keys in prop::collection::btree_set(0u32..10_000, 0..300),
+            key in 0u32..10_000,
+            (lo, span) in (0u32..10_000, 1u64..20_000),
+        ) {
+            let keys: Vec<u32> = keys.into_iter().collect();
+            prop_assert_eq!(search(&keys, key, lo, lo as u64 + span), keys.binary_search(&key));
         }
     }
 
