@@ -85,14 +85,18 @@ const GC_PREFETCH_AHEAD: usize = 16;
 /// Host commands between prefetching a leaf's node and its entry.
 const LEAF_STAGES: usize = 4;
 
+/// An extent's tree value as Fig. 3 records it in 4 B: the 25-bit PPN of
+/// its first page and its length (1 to 128) less one in 7 bits.
 #[inline]
-fn pack(ppn: u32, len: u32) -> u64 {
-    (ppn as u64) << 32 | len as u64
+fn pack(ppn: u32, len: u32) -> u32 {
+    debug_assert!((ppn as u64) < MAX_PAGES && (1..=MAX_EXTENT).contains(&len), "extent {ppn}+{len}");
+    ppn << 7 | (len - 1)
 }
 
+/// An extent's first PPN and length, from [`pack`].
 #[inline]
-fn unpack(v: u64) -> (u32, u32) {
-    ((v >> 32) as u32, v as u32)
+fn unpack(v: u32) -> (u32, u32) {
+    (v >> 7, (v & 0x7f) + 1)
 }
 
 /// μ-FTL's own report fields.
@@ -442,7 +446,7 @@ impl Mu {
                 let key = BITMAP_KEYS + b.0 * self.subs + s;
                 t = self.tree.lookup(dev, key, t)?;
                 if let Some(v) = self.tree.remove(key) {
-                    bits[s as usize] |= v as u32;
+                    bits[s as usize] |= v;
                 }
             }
         }
@@ -458,7 +462,7 @@ impl Mu {
         for (s, &add) in bits[..self.subs as usize].iter().enumerate().filter(|(_, v)| **v != 0) {
             let key = BITMAP_KEYS + b * self.subs + s as u32;
             self.tree.lookup(dev, key, now)?;
-            self.tree.insert_or(key, add as u64);
+            self.tree.insert_or(key, add);
         }
         Ok(())
     }
@@ -917,7 +921,7 @@ impl Mu {
             }
             let mut bits = vec![0u32; self.subs as usize];
             for s in 0..self.subs {
-                bits[s as usize] = self.tree.get(BITMAP_KEYS + b.0 * self.subs + s).unwrap_or(0) as u32;
+                bits[s as usize] = self.tree.get(BITMAP_KEYS + b.0 * self.subs + s).unwrap_or(0);
             }
             for &(s, n) in self.bitmaps.runs(b.0) {
                 for i in s..s + n {

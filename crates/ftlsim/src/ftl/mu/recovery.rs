@@ -139,7 +139,7 @@ impl Mu {
             bits[b * subs + (i / SUB_BLOCK) as usize] &= !(1 << (i % SUB_BLOCK));
         }
         for (k, &v) in bits.iter().enumerate().filter(|(_, v)| **v != 0) {
-            self.tree.insert(BITMAP_KEYS + k as u32, v as u64);
+            self.tree.insert(BITMAP_KEYS + k as u32, v);
         }
     }
 }

@@ -5,7 +5,7 @@
 //! quarter, and so on, so a level-`i` node holds `page / 2^(i+1) / 8`
 //! entries of 8 B).
 //!
-//! Entries are `u32` keys with a `u64` value (μ-FTL's extents and bitmap
+//! Entries are `u32` keys with a `u32` value (μ-FTL's extents and bitmap
 //! entries, see [`super`]). Each node covers the keys from its low key up to
 //! its right neighbour's on the same level; leaves hold their entries,
 //! inner nodes their children, both as sorted arrays. A node over capacity
@@ -84,7 +84,7 @@ struct Node {
     prev: u32,
     next: u32,
     keys: Vec<u32>,
-    vals: Vec<u64>,
+    vals: Vec<u32>,
     kids: Vec<u32>,
 }
 
@@ -238,9 +238,9 @@ pub struct MuTree {
 pub struct Spot {
     leaf: u32,
     i: usize,
-    pub before: (u32, u64),
-    pub value: u64,
-    pub after: (u32, u64),
+    pub before: (u32, u32),
+    pub value: u32,
+    pub after: (u32, u32),
 }
 
 /// Entries of the tree in key order from some key on.
@@ -252,9 +252,9 @@ pub struct Range<'a> {
 }
 
 impl Iterator for Range<'_> {
-    type Item = (u32, u64);
+    type Item = (u32, u32);
 
-    fn next(&mut self) -> Option<(u32, u64)> {
+    fn next(&mut self) -> Option<(u32, u32)> {
         while self.leaf != NIL {
             let n = &self.tree.nodes[self.leaf as usize];
             if let Some(&k) = n.keys.get(self.i) {
@@ -404,7 +404,7 @@ impl MuTree {
         for i in [at, at + WINDOW - 1] {
             crate::mem::prefetch(&node.keys, i);
         }
-        for i in (at..at + WINDOW).step_by(64 / size_of::<u64>()).chain([at + WINDOW - 1]) {
+        for i in (at..at + WINDOW).step_by(64 / size_of::<u32>()).chain([at + WINDOW - 1]) {
             crate::mem::prefetch(&node.vals, i);
         }
         if let Some(slot) = self.page.get(f.leaf as usize).and_then(|&p| self.pages.slot_if_listed(p)) {
@@ -429,13 +429,13 @@ impl MuTree {
         n
     }
 
-    pub fn get(&self, key: u32) -> Option<u64> {
+    pub fn get(&self, key: u32) -> Option<u32> {
         let leaf = self.leaf_of(key);
         self.search_leaf(leaf, key).ok().map(|i| self.nodes[leaf as usize].vals[i])
     }
 
     /// The entry with the greatest key `<= key`.
-    pub fn floor(&self, key: u32) -> Option<(u32, u64)> {
+    pub fn floor(&self, key: u32) -> Option<(u32, u32)> {
         let mut leaf = self.leaf_of(key);
         let mut i = self.nodes[leaf as usize].keys.partition_point(|&k| k <= key);
         // Leaves before may be empty (an only child stays, empty).
@@ -451,7 +451,7 @@ impl MuTree {
     }
 
     /// The entry with the greatest key `< key`.
-    pub fn before(&self, key: u32) -> Option<(u32, u64)> {
+    pub fn before(&self, key: u32) -> Option<(u32, u32)> {
         key.checked_sub(1).and_then(|k| self.floor(k))
     }
 
@@ -499,7 +499,7 @@ impl MuTree {
     }
 
     /// Inserts or replaces an entry (the caller has looked it up).
-    pub fn insert(&mut self, key: u32, value: u64) {
+    pub fn insert(&mut self, key: u32, value: u32) {
         let leaf = self.leaf_of(key);
         let at = self.search_leaf(leaf, key);
         let n = &mut self.nodes[leaf as usize];
@@ -519,7 +519,7 @@ impl MuTree {
     /// ORs `bits` into entry `key`'s value, or inserts it as `bits`: what
     /// [`insert`](Self::insert) of `get(key).unwrap_or(0) | bits` does, with
     /// one search of the leaf.
-    pub fn insert_or(&mut self, key: u32, bits: u64) {
+    pub fn insert_or(&mut self, key: u32, bits: u32) {
         let leaf = self.leaf_of(key);
         match self.search_leaf(leaf, key) {
             Ok(i) => {
@@ -555,12 +555,12 @@ impl MuTree {
     /// write cache exactly as `remove` then `insert` of the key would: the
     /// leaf stays above its minimum, so neither rebalances, and both dirty
     /// the same leaf.
-    pub fn replace(&mut self, spot: &Spot, value: u64) {
+    pub fn replace(&mut self, spot: &Spot, value: u32) {
         self.nodes[spot.leaf as usize].vals[spot.i] = value;
         self.dirty.touch(spot.leaf);
     }
 
-    pub fn remove(&mut self, key: u32) -> Option<u64> {
+    pub fn remove(&mut self, key: u32) -> Option<u32> {
         let leaf = self.leaf_of(key);
         let i = self.search_leaf(leaf, key).ok()?;
         let n = &mut self.nodes[leaf as usize];
@@ -1165,13 +1165,13 @@ mod tests {
         // 512 B pages: leaves of 32 entries, parents of 16.
         let mut t = tree(512);
         for k in 0..100 {
-            t.insert(k * 3, k as u64);
+            t.insert(k * 3, k);
             t.check_shape().unwrap();
         }
         assert_eq!(t.height(), 2);
         assert!(t.members(t.root) >= 4, "{} leaves", t.members(t.root));
         for k in 0..100 {
-            assert_eq!(t.remove(k * 3), Some(k as u64));
+            assert_eq!(t.remove(k * 3), Some(k));
             t.check_shape().unwrap();
         }
         assert_eq!(t.height(), 1);
@@ -1183,7 +1183,7 @@ mod tests {
         // 1 KiB pages: leaves of 64, then 32, 16: 20,000 entries make three levels.
         let mut t = tree(1024);
         for k in 0..20_000u32 {
-            t.insert(k.wrapping_mul(2_654_435_761) >> 8, k as u64);
+            t.insert(k.wrapping_mul(2_654_435_761) >> 8, k);
         }
         t.check_shape().unwrap();
         let (height, nodes) = (t.height(), t.nodes.len() - t.free_nodes.len());
@@ -1213,7 +1213,7 @@ mod tests {
     fn an_underfull_leaf_borrows_from_a_sibling_that_can_spare() {
         let mut t = tree(512); // leaves of 32: a split leaves 16 and 17
         for k in 0..33 {
-            t.insert(k, k as u64);
+            t.insert(k, k);
         }
         assert_eq!(t.height(), 2);
         let [l, r] = [t.nodes[t.root as usize].kids[0], t.nodes[t.root as usize].kids[1]];
@@ -1233,7 +1233,7 @@ mod tests {
     /// What a tree looks like from outside and to its write cache: every
     /// level's nodes (low key, keys, values), the dirty leaves in LRU order,
     /// the entry counts and the height.
-    type Snapshot = (Vec<(u8, u32, Vec<u32>, Vec<u64>)>, Vec<u32>, [u64; 2], u32);
+    type Snapshot = (Vec<(u8, u32, Vec<u32>, Vec<u32>)>, Vec<u32>, [u64; 2], u32);
 
     fn snapshot(t: &MuTree) -> Snapshot {
         let nodes = t.live_nodes().map(|(_, n)| (n.level, n.lo, n.keys.clone(), n.vals.clone())).collect();
@@ -1247,7 +1247,7 @@ mod tests {
         /// leaves often sit at their minimum, where `spot` must decline).
         #[test]
         fn replace_in_place_leaves_what_remove_and_insert_leave(
-            ops in proptest::collection::vec((0u8..4, 0u32..400, 0u64..1000), 1..1500),
+            ops in proptest::collection::vec((0u8..4, 0u32..400, 0u32..1000), 1..1500),
         ) {
             let (mut fast, mut slow) = (tree(512), tree(512));
             for (op, key, value) in ops {
@@ -1309,7 +1309,7 @@ mod tests {
     fn spot_offers_an_inner_entry_of_a_leaf_above_its_minimum_only() {
         let mut t = tree(512); // leaves of 32, minimum 16
         for k in 0..33 {
-            t.insert(k, k as u64);
+            t.insert(k, k);
         }
         // Leaves of 16 (0..16) and 17 (16..33).
         assert!(t.spot(5).is_none(), "a leaf at its minimum declines");
@@ -1327,7 +1327,7 @@ mod tests {
         let mut model = std::collections::BTreeMap::new();
         let mut t = tree(512);
         let mut x = 12_345u64;
-        for step in 0..30_000u64 {
+        for step in 0..30_000u32 {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
@@ -1344,7 +1344,7 @@ mod tests {
                 let probe = (x >> 32) as u32 % 21_500;
                 assert_eq!(t.floor(probe), model.range(..=probe).next_back().map(|(&k, &v)| (k, v)));
                 assert_eq!(t.get(probe), model.get(&probe).copied());
-                let want: Vec<(u32, u64)> = model.range(probe..probe + 500).map(|(&k, &v)| (k, v)).collect();
+                let want: Vec<(u32, u32)> = model.range(probe..probe + 500).map(|(&k, &v)| (k, v)).collect();
                 assert_eq!(t.range(probe, probe + 500).collect::<Vec<_>>(), want);
             }
         }
