@@ -478,6 +478,10 @@ impl MuTree {
             path.push(n);
             n = self.nodes[n as usize].parent;
         }
+        // The caller changes the entry next (its node has arrived): start
+        // loading it while the path is visited. Done already where the
+        // caller prefetched ahead, a few instructions then.
+        self.prefetch_entry(f, key);
         // Root first, as a descent would visit them.
         let visited = path.iter().rev().try_for_each(|&n| {
             let (level, page) = (self.nodes[n as usize].level, self.page[n as usize]);
