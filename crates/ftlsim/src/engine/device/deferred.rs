@@ -233,7 +233,7 @@ impl Device {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{copy_page_by_page, device, other_work};
+    use super::super::tests::{copy_page_by_page, device, other_work, paced_page, same_copies, write_sources};
     use super::*;
     use crate::nand::Payload;
     use crate::units::Lpn;
@@ -254,9 +254,7 @@ mod tests {
     /// Block 0's four pages (plane 0) and block 4's (plane 1), written.
     fn written(plane_parallel: bool) -> Device {
         let mut d = device(plane_parallel);
-        for i in (0..4).chain(16..20) {
-            d.program(Ppn(i), Lpn(i), SimTime::ZERO, Cause::Host, Payload::None).unwrap();
-        }
+        write_sources(&mut d);
         d
     }
 
@@ -267,12 +265,7 @@ mod tests {
             .enumerate()
             .map(|(i, &(src, gap))| {
                 at += gap;
-                PacedPage {
-                    src: src.map(|s| Ppn(if s < 4 { s } else { 16 + s - 4 })),
-                    dst: Ppn(36 + i as u32),
-                    lpn: Lpn(50 + i as u32),
-                    at: SimTime(base + at),
-                }
+                paced_page(i, src, 9, SimTime(base + at))
             })
             .collect()
     }
@@ -318,9 +311,7 @@ mod tests {
             // Calendars forget what ended before the horizon when next
             // touched, so their pasts may differ.
             prop_assert_eq!(ahead(&deferred), ahead(&issued));
-            for p in &pages {
-                prop_assert_eq!(deferred.array.oob_lpn_raw(p.dst), issued.array.oob_lpn_raw(p.dst));
-            }
+            prop_assert!(same_copies(&deferred, &issued, &pages));
         }
     }
 

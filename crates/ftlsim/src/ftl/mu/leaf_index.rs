@@ -28,7 +28,7 @@ pub struct LeafIndex {
 }
 
 /// A leaf found: its node, and the keys it covers, `lo..hi`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Found {
     pub leaf: u32,
     pub lo: u32,
@@ -36,7 +36,7 @@ pub struct Found {
 }
 
 impl Found {
-    /// No leaf (a prefetch stage not yet filled).
+    /// No leaf (a hint cleared, a prefetch stage not yet filled).
     pub const NONE: Found = Found { leaf: u32::MAX, lo: 0, hi: 0 };
 }
 

@@ -57,19 +57,6 @@ const MOVE_AHEAD: usize = 8;
 /// Bytes of one entry: 4 B key, 4 B value (Fig. 3's 25-bit PPN + 7-bit length).
 pub const ENTRY_BYTES: u32 = 8;
 
-/// [`MuTree::leaf_of`]'s memory of the last leaf found: it covers keys
-/// `lo..hi`.
-#[derive(Clone, Copy, Serialize, Deserialize)]
-struct Hint {
-    leaf: u32,
-    lo: u32,
-    hi: u64,
-}
-
-impl Hint {
-    const NONE: Hint = Hint { leaf: NIL, lo: 0, hi: 0 };
-}
-
 /// One node. `keys` are a leaf's entry keys (values in `vals`) or an inner
 /// node's children's low keys (children in `kids`); `keys[0]` of an inner
 /// node is its own low key.
@@ -160,17 +147,15 @@ impl TreePages {
     /// The slot of a page of a tree block.
     #[inline]
     fn slot(&self, ppn: u32) -> u32 {
-        let i = self.index_of[self.geo.block_of(Ppn(ppn)).idx()];
-        debug_assert!(i != NIL, "page {ppn} is not in a tree block");
-        i * self.geo.pages_per_block + self.geo.page_in_block(Ppn(ppn))
+        let slot = self.slot_of(ppn);
+        debug_assert!(slot.is_some(), "page {ppn} is not in a tree block");
+        slot.unwrap_or(NIL)
     }
 
-    /// [`slot`](Self::slot), or `None` when `ppn` is not a tree page (or
-    /// [`NIL`]), for hints that may be stale.
-    fn slot_if_listed(&self, ppn: u32) -> Option<u32> {
-        if ppn == NIL {
-            return None;
-        }
+    /// The slot of `ppn`, or `None` when it is not in a tree block (or is
+    /// [`NIL`]: a hint that may be stale).
+    #[inline]
+    fn slot_of(&self, ppn: u32) -> Option<u32> {
         let i = *self.index_of.get(self.geo.block_of(Ppn(ppn)).idx())?;
         (i != NIL).then(|| i * self.geo.pages_per_block + self.geo.page_in_block(Ppn(ppn)))
     }
@@ -181,8 +166,7 @@ impl TreePages {
     }
 
     fn is_listed(&self, ppn: u32) -> bool {
-        let i = self.index_of[self.geo.block_of(Ppn(ppn)).idx()];
-        i != NIL && self.listed[self.slot(ppn) as usize]
+        self.slot_of(ppn).is_some_and(|s| self.listed[s as usize])
     }
 
     /// Listed pages (live tree pages, and dead ones not yet released).
@@ -202,7 +186,7 @@ pub struct MuTree {
     /// where the last one did, so they skip the descent (and the look at
     /// the next leaf's low key, a cache miss, that checking its range
     /// would take). Cleared when leaves split, merge or move keys.
-    hint: Cell<Hint>,
+    hint: Cell<Found>,
     /// Which leaf covers a key, without descending (see [`leaf_index`]).
     leaves: LeafIndex,
     free_nodes: Vec<u32>,
@@ -276,7 +260,7 @@ impl MuTree {
         let mut t = MuTree {
             nodes: Vec::new(),
             page: Vec::new(),
-            hint: Cell::new(Hint::NONE),
+            hint: Cell::new(Found::NONE),
             leaves: LeafIndex::new(0),
             free_nodes: Vec::new(),
             root: NIL,
@@ -375,7 +359,7 @@ impl MuTree {
             return h.leaf;
         }
         let f = self.leaves.find(key);
-        self.hint.set(Hint { leaf: f.leaf, lo: f.lo, hi: f.hi });
+        self.hint.set(f);
         f.leaf
     }
 
@@ -407,7 +391,7 @@ impl MuTree {
         for i in (at..at + WINDOW).step_by(64 / size_of::<u32>()).chain([at + WINDOW - 1]) {
             crate::mem::prefetch(&node.vals, i);
         }
-        if let Some(slot) = self.page.get(f.leaf as usize).and_then(|&p| self.pages.slot_if_listed(p)) {
+        if let Some(slot) = self.page.get(f.leaf as usize).and_then(|&p| self.pages.slot_of(p)) {
             self.read_cache.prefetch(slot);
         }
     }
@@ -470,7 +454,8 @@ impl MuTree {
     /// Visits the path to `key`, paying for nodes neither cached nor dirty;
     /// returns when the leaf is known.
     pub fn lookup(&mut self, dev: &mut Device, key: u32, mut t: SimTime) -> Result<SimTime> {
-        let f = self.leaves.find(key);
+        self.leaf_of(key);
+        let f = self.hint.get();
         let mut path = std::mem::take(&mut self.path);
         path.clear();
         let mut n = f.leaf;
@@ -498,7 +483,6 @@ impl MuTree {
         });
         self.path = path;
         visited?;
-        self.hint.set(Hint { leaf: f.leaf, lo: f.lo, hi: f.hi });
         Ok(t)
     }
 
@@ -587,7 +571,7 @@ impl MuTree {
         if count <= self.capacity(level as usize) {
             return;
         }
-        self.hint.set(Hint::NONE);
+        self.hint.set(Found::NONE);
         let half = count as usize / 2;
         let mid = self.nodes[n as usize].keys[half];
         let m = self.new_node(level, mid);
@@ -661,7 +645,7 @@ impl MuTree {
         if self.members(n) >= min {
             return;
         }
-        self.hint.set(Hint::NONE);
+        self.hint.set(Found::NONE);
         let parent = self.nodes[n as usize].parent;
         let (left, right) = self.siblings(n);
         if right != NIL && self.members(right) > min {
@@ -679,7 +663,7 @@ impl MuTree {
 
     /// A root inner node with one child: the child becomes the root.
     fn collapse_root(&mut self) {
-        self.hint.set(Hint::NONE);
+        self.hint.set(Found::NONE);
         while self.height > 1 && self.members(self.root) == 1 {
             let root = self.root;
             let child = self.nodes[root as usize].kids[0];
@@ -1109,7 +1093,6 @@ impl MuTree {
     }
 }
 
-/// Two distinct nodes, mutably.
 /// Keys [`search`] looks among first: about a cache line's.
 const WINDOW: usize = 16;
 
@@ -1141,6 +1124,7 @@ fn search(keys: &[u32], key: u32, lo: u32, hi: u64) -> std::result::Result<usize
     }
 }
 
+/// Two distinct nodes, mutably.
 fn two(nodes: &mut [Node], a: u32, b: u32) -> (&mut Node, &mut Node) {
     crate::mem::two_mut(nodes, a as usize, b as usize)
 }
