@@ -187,6 +187,10 @@ pub struct MuTree {
     /// the next leaf's low key, a cache miss, that checking its range
     /// would take). Cleared when leaves split, merge or move keys.
     hint: Cell<Found>,
+    /// Counts those changes, so a leaf found earlier ([`prefetch_leaf`](Self::prefetch_leaf))
+    /// is known to be still current ([`reuse`](Self::reuse)).
+    #[serde(skip)]
+    leaf_epoch: Cell<u64>,
     /// Which leaf covers a key, without descending (see [`leaf_index`]).
     leaves: LeafIndex,
     free_nodes: Vec<u32>,
@@ -261,6 +265,7 @@ impl MuTree {
             nodes: Vec::new(),
             page: Vec::new(),
             hint: Cell::new(Found::NONE),
+            leaf_epoch: Cell::new(0),
             leaves: LeafIndex::new(0),
             free_nodes: Vec::new(),
             root: NIL,
@@ -361,6 +366,28 @@ impl MuTree {
         let f = self.leaves.find(key);
         self.hint.set(f);
         f.leaf
+    }
+
+    /// Leaves split, merge or move keys: a leaf found before may no longer
+    /// cover what it did.
+    fn leaves_change(&self) {
+        self.hint.set(Found::NONE);
+        self.leaf_epoch.set(self.leaf_epoch.get() + 1);
+    }
+
+    /// Which leaves' ranges a [`Found`] of now belongs to (see [`reuse`](Self::reuse)).
+    pub fn leaf_epoch(&self) -> u64 {
+        self.leaf_epoch.get()
+    }
+
+    /// Leaf `f`, found at `epoch` ([`leaf_epoch`](Self::leaf_epoch)), is the
+    /// one the next operation's key is in when no leaf has changed since:
+    /// it need not be found again (GC looks up each copy's leaf twice, to
+    /// prefetch it and to change it).
+    pub fn reuse(&self, f: Found, epoch: u64) {
+        if epoch == self.leaf_epoch.get() && f.leaf != NIL {
+            self.hint.set(f);
+        }
     }
 
     /// Starts loading the node of the leaf covering `key` into the CPU
@@ -571,7 +598,7 @@ impl MuTree {
         if count <= self.capacity(level as usize) {
             return;
         }
-        self.hint.set(Found::NONE);
+        self.leaves_change();
         let half = count as usize / 2;
         let mid = self.nodes[n as usize].keys[half];
         let m = self.new_node(level, mid);
@@ -645,7 +672,7 @@ impl MuTree {
         if self.members(n) >= min {
             return;
         }
-        self.hint.set(Found::NONE);
+        self.leaves_change();
         let parent = self.nodes[n as usize].parent;
         let (left, right) = self.siblings(n);
         if right != NIL && self.members(right) > min {
@@ -663,7 +690,7 @@ impl MuTree {
 
     /// A root inner node with one child: the child becomes the root.
     fn collapse_root(&mut self) {
-        self.hint.set(Found::NONE);
+        self.leaves_change();
         while self.height > 1 && self.members(self.root) == 1 {
             let root = self.root;
             let child = self.nodes[root as usize].kids[0];
@@ -1216,6 +1243,25 @@ mod tests {
         assert_eq!((t.height(), t.entry_counts()[0]), (1, 31));
         assert_eq!(t.floor(1), None);
         assert_eq!(t.floor(40), Some((32, 32)));
+    }
+
+    #[test]
+    fn a_leaf_found_before_the_leaves_changed_is_not_reused() {
+        let mut t = tree(512); // leaves of 32
+        for k in 0..32 {
+            t.insert(k, k);
+        }
+        let (found, epoch) = (t.prefetch_leaf(30), t.leaf_epoch());
+        t.reuse(found, epoch);
+        assert_eq!(t.get(30), Some(30), "reused while current");
+        t.insert(32, 32); // the leaf splits: key 30 moves to the right half
+        assert_ne!(t.prefetch_leaf(30).leaf, found.leaf);
+        // The old find still covers key 30 by its range; taken as the hint,
+        // the search would look in the left half and miss it.
+        t.reuse(found, epoch);
+        assert_eq!(t.get(30), Some(30), "a stale leaf taken");
+        t.reuse(t.prefetch_leaf(31), t.leaf_epoch());
+        assert_eq!(t.get(31), Some(31));
     }
 
     /// What a tree looks like from outside and to its write cache: every
