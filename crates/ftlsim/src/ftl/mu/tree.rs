@@ -938,8 +938,11 @@ impl MuTree {
                 if let Some(&ahead) = live.get(copied + i + MOVE_AHEAD) {
                     self.prefetch_moved(ahead);
                 }
-                self.moved(space, src, dst.0 + i as u32, t);
+                self.moved(src, dst.0 + i as u32);
             }
+            // The run's valid counts at once: one block to another, the same
+            // counts and victim order as page by page.
+            space.pool.transfer_valid(victim, space.geo.block_of(dst), run.len() as u32, t);
             copied += run.len();
         }
         self.live = live;
@@ -957,9 +960,9 @@ impl MuTree {
         }
     }
 
-    /// Live tree page `src` was copied to `dst`: its nodes, cache entry and
-    /// valid count follow it.
-    fn moved(&mut self, space: &mut Space, src: u32, dst: u32, t: SimTime) {
+    /// Live tree page `src` was copied to `dst`: its nodes and cache entry
+    /// follow it (its valid count, the caller's).
+    fn moved(&mut self, src: u32, dst: u32) {
         self.stats.relocated += 1;
         let (from, to) = (self.pages.slot(src) as usize, self.pages.slot(dst) as usize);
         self.pages.nodes.swap(from, to);
@@ -982,7 +985,6 @@ impl MuTree {
         if self.read_cache.remove(from as u32) {
             self.read_cache.touch(to as u32);
         }
-        space.pool.transfer_valid(space.geo.block_of(Ppn(src)), space.geo.block_of(Ppn(dst)), 1, t);
     }
 
     /// The tree's own invariants: its shape (see [`check_shape`](Self::check_shape)),
