@@ -145,7 +145,7 @@ impl Intervals {
             Intervals::Chunked(c) => {
                 c.drop_until(t);
                 if c.len < FLAT_BELOW {
-                    *self = Intervals::Flat(Flat { all: c.to_vec(), head: 0 });
+                    *self = Intervals::Flat(Flat { all: c.to_vec(), ..Flat::default() });
                 }
             }
         }
@@ -157,6 +157,7 @@ impl Intervals {
             Intervals::Flat(f) => {
                 f.all.clear();
                 f.head = 0;
+                f.memo.set(None);
             }
             Intervals::Chunked(_) => *self = Intervals::default(),
         }
@@ -191,7 +192,7 @@ impl<'de> Deserialize<'de> for Intervals {
         Ok(if all.len() > CHUNKED_ABOVE {
             Intervals::Chunked(Box::new(Chunked::from_sorted(&all)))
         } else {
-            Intervals::Flat(Flat { all, head: 0 })
+            Intervals::Flat(Flat { all, ..Flat::default() })
         })
     }
 }
@@ -203,6 +204,11 @@ impl<'de> Deserialize<'de> for Intervals {
 struct Flat {
     all: Vec<(u64, u64)>,
     head: usize,
+    /// The last gap found, until the intervals change: its start and the
+    /// index of the interval after it, which the booking's `fits` and
+    /// insertion at that start look up again (a unit behind a GC copy run
+    /// holds its later bookings, so each copy's read searches among them).
+    memo: Cell<Option<(u64, usize)>>,
 }
 
 impl Flat {
@@ -231,6 +237,10 @@ impl Flat {
     #[inline]
     fn first_ending_after(&self, t: u64) -> usize {
         const NEAR_BACK: usize = 8;
+        match self.memo.get() {
+            Some((m, i)) if m == t => return i,
+            _ => {}
+        }
         let near = self.all.len().saturating_sub(NEAR_BACK).max(self.head);
         if near > self.head && self.all[near].1 > t {
             return self.bisect(near, t);
@@ -258,8 +268,11 @@ impl Flat {
 
     #[inline]
     fn gap_and_end(&self, mut t: u64, len: u64) -> (u64, u64) {
-        for &(start, end) in &self.all[self.first_ending_after(t)..] {
+        let from = self.first_ending_after(t);
+        for (i, &(start, end)) in self.all[from..].iter().enumerate() {
             if t + len <= start {
+                // The interval at `from + i` is the first to end after `t`.
+                self.memo.set(Some((t, from + i)));
                 return (t, start);
             }
             t = t.max(end);
@@ -271,6 +284,9 @@ impl Flat {
     /// extending the last).
     #[inline(always)]
     fn append(&mut self, t: u64, end: u64) -> bool {
+        // The memo stays true: it names an interval after a gap, which an
+        // interval added at the end, or the last one lengthened, leaves the
+        // first to end after the gap's start.
         match self.last() {
             Some((_, last)) if last == t => {
                 self.all.last_mut().expect("a last interval").1 = end;
@@ -288,6 +304,7 @@ impl Flat {
     #[inline]
     fn insert_before_last(&mut self, t: u64, end: u64) -> bool {
         let i = self.first_ending_after(t);
+        self.memo.set(None);
         let head = self.head;
         let all = &mut self.all;
         debug_assert!(all.get(i).is_none_or(|&(s, _)| s >= end), "booking over a busy interval");
@@ -310,6 +327,7 @@ impl Flat {
 
     #[inline]
     fn drop_until(&mut self, t: u64) {
+        self.memo.set(None);
         while self.head < self.all.len() && self.all[self.head].1 <= t {
             self.head += 1;
         }
