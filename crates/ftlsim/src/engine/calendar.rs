@@ -456,12 +456,18 @@ impl Chunked {
     /// The first interval ending after `t`: at or next to a
     /// [finger](Self::fingers), in the last chunk, else by bisecting the
     /// chunks' ends.
-    #[inline]
+    #[inline(always)]
     fn first_ending_after(&self, t: u64) -> At {
         match self.memo.get() {
-            Some((m, at)) if m == t => return at,
-            _ => {}
+            Some((m, at)) if m == t => at,
+            _ => self.search(t),
         }
+    }
+
+    /// [`first_ending_after`](Self::first_ending_after) past its memo: out
+    /// of line, so the memo's answer (over half of them) costs no call.
+    #[inline(never)]
+    fn search(&self, t: u64) -> At {
         let [f0, f1] = self.fingers.get();
         let at = match self.at_finger(f0, t).or_else(|| self.at_finger(f1, t)) {
             Some(at) => at,
@@ -564,12 +570,18 @@ impl Chunked {
 
     /// Where a search for `len` from `t` may start: past every finding
     /// for `len` or shorter that `t` falls in.
-    #[inline(never)]
-    fn skip_known(&self, mut t: u64, len: u64) -> u64 {
+    #[inline(always)]
+    fn skip_known(&self, t: u64, len: u64) -> u64 {
         let (from, to) = self.known_span.get();
         if t < from || t >= to {
             return t;
         }
+        self.skip_known_in_span(t, len)
+    }
+
+    /// [`skip_known`](Self::skip_known) for a `t` inside the findings' span.
+    #[inline(never)]
+    fn skip_known_in_span(&self, mut t: u64, len: u64) -> u64 {
         loop {
             let mut to = t;
             for k in &self.known {
