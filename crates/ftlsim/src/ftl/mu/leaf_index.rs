@@ -25,19 +25,25 @@ pub struct LeafIndex {
     leaf: Vec<u32>,
     /// `lo[i * STEP]` for each `i`.
     top: Vec<u32>,
+    /// Changes so far (leaves added, removed or relabelled): a [`Found`]
+    /// of an earlier version may no longer hold.
+    version: u64,
 }
 
-/// A leaf found: its node, and the keys it covers, `lo..hi`.
+/// A leaf found: its node, and the keys it covers, `lo..hi`, as of the
+/// index's `version` ([`LeafIndex::holds`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Found {
     pub leaf: u32,
     pub lo: u32,
     pub hi: u64,
+    version: u64,
 }
 
 impl Found {
-    /// No leaf (a hint cleared, a prefetch stage not yet filled).
-    pub const NONE: Found = Found { leaf: u32::MAX, lo: 0, hi: 0 };
+    /// No leaf (a hint not yet set, a prefetch stage not yet filled): of
+    /// no version, so it never holds.
+    pub const NONE: Found = Found { leaf: u32::MAX, lo: 0, hi: 0, version: u64::MAX };
 }
 
 /// Beyond every key: where the last leaf's range ends.
@@ -46,7 +52,7 @@ pub const UNBOUNDED: u64 = 1 << 32;
 impl LeafIndex {
     /// An index of one leaf covering every key.
     pub fn new(leaf: u32) -> LeafIndex {
-        LeafIndex { lo: vec![0], leaf: vec![leaf], top: vec![0] }
+        LeafIndex { lo: vec![0], leaf: vec![leaf], top: vec![0], version: 0 }
     }
 
     /// The position of the leaf covering `key`: the last low key `<= key`.
@@ -62,7 +68,14 @@ impl LeafIndex {
     pub fn find(&self, key: u32) -> Found {
         let i = self.position(key);
         let hi = self.lo.get(i + 1).map_or(UNBOUNDED, |&k| k as u64);
-        Found { leaf: self.leaf[i], lo: self.lo[i], hi }
+        Found { leaf: self.leaf[i], lo: self.lo[i], hi, version: self.version }
+    }
+
+    /// Whether `f` still says which leaf covers the keys of its range: no
+    /// leaf has been added, removed or relabelled since it was found.
+    #[inline]
+    pub fn holds(&self, f: &Found) -> bool {
+        f.version == self.version
     }
 
     /// A new leaf covers from `lo` (split off the leaf that did).
@@ -72,6 +85,7 @@ impl LeafIndex {
         self.lo.insert(i, lo);
         self.leaf.insert(i, leaf);
         self.resample(i);
+        self.version += 1;
     }
 
     /// The leaf covering from `lo` left the tree (merged into the one before).
@@ -80,6 +94,7 @@ impl LeafIndex {
         self.lo.remove(i);
         self.leaf.remove(i);
         self.resample(i);
+        self.version += 1;
     }
 
     /// The leaf covering from `old` now covers from `new` (it lent keys to
@@ -92,6 +107,7 @@ impl LeafIndex {
         if i % STEP == 0 {
             self.top[i / STEP] = new;
         }
+        self.version += 1;
     }
 
     fn exact(&self, lo: u32) -> usize {
@@ -164,7 +180,8 @@ mod tests {
             for key in (0..5_200).step_by(7) {
                 let (&lo, &leaf) = model.range(..=key).next_back().unwrap();
                 let hi = model.range(key + 1..).next().map_or(UNBOUNDED, |(&k, _)| k as u64);
-                prop_assert_eq!(index.find(key), Found { leaf, lo, hi });
+                let f = index.find(key);
+                prop_assert_eq!((f.leaf, f.lo, f.hi), (leaf, lo, hi));
             }
         }
     }

@@ -595,27 +595,26 @@ impl Mu {
         // leaves of those ahead, nodes first, then entries.
         // The leaves found for the node prefetch, by index in `valid`, so
         // the entry prefetch need not look again.
-        // With the tree's leaf epoch then, so the copy's lookup can take
-        // the leaf found if none has changed since.
-        let mut leaves = [(usize::MAX, Found::NONE, 0); GC_PREFETCH_AHEAD];
+        // The copy's lookup takes the leaf found too, if none has changed since.
+        let mut leaves = [(usize::MAX, Found::NONE); GC_PREFETCH_AHEAD];
         for (j, &(_, lpn)) in valid.iter().enumerate().take(GC_PREFETCH_AHEAD) {
-            leaves[j] = (j, self.tree.prefetch_leaf(lpn), self.tree.leaf_epoch());
+            leaves[j] = (j, self.tree.prefetch_leaf(lpn));
         }
         let mut i = 0;
         while i < valid.len() {
             // Before the prefetch of the copy GC_PREFETCH_AHEAD on takes its slot.
-            let (k, found, epoch) = leaves[i % GC_PREFETCH_AHEAD];
+            let (k, found) = leaves[i % GC_PREFETCH_AHEAD];
             if k == i {
-                self.tree.reuse(found, epoch);
+                self.tree.reuse(found);
             }
             let j = i + GC_PREFETCH_AHEAD;
             if let Some(&(_, lpn)) = valid.get(j) {
-                leaves[j % GC_PREFETCH_AHEAD] = (j, self.tree.prefetch_leaf(lpn), self.tree.leaf_epoch());
+                leaves[j % GC_PREFETCH_AHEAD] = (j, self.tree.prefetch_leaf(lpn));
             }
             let j = i + GC_PREFETCH_AHEAD / 2;
             if let Some(&(_, lpn)) = valid.get(j) {
                 let leaf = match leaves[j % GC_PREFETCH_AHEAD] {
-                    (k, leaf, _) if k == j => leaf,
+                    (k, leaf) if k == j => leaf,
                     _ => self.tree.prefetch_leaf(lpn),
                 };
                 self.tree.prefetch_entry(leaf, lpn);

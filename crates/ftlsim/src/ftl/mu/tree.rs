@@ -185,12 +185,8 @@ pub struct MuTree {
     /// The leaf last found, with the keys it covers: most searches land
     /// where the last one did, so they skip the descent (and the look at
     /// the next leaf's low key, a cache miss, that checking its range
-    /// would take). Cleared when leaves split, merge or move keys.
+    /// would take). Used while the leaf index [holds](LeafIndex::holds) it.
     hint: Cell<Found>,
-    /// Counts those changes, so a leaf found earlier ([`prefetch_leaf`](Self::prefetch_leaf))
-    /// is known to be still current ([`reuse`](Self::reuse)).
-    #[serde(skip)]
-    leaf_epoch: Cell<u64>,
     /// Which leaf covers a key, without descending (see [`leaf_index`]).
     leaves: LeafIndex,
     free_nodes: Vec<u32>,
@@ -265,7 +261,6 @@ impl MuTree {
             nodes: Vec::new(),
             page: Vec::new(),
             hint: Cell::new(Found::NONE),
-            leaf_epoch: Cell::new(0),
             leaves: LeafIndex::new(0),
             free_nodes: Vec::new(),
             root: NIL,
@@ -353,41 +348,33 @@ impl MuTree {
     /// The leaf covering `key`.
     #[inline]
     fn leaf_of(&self, key: u32) -> u32 {
+        self.found(key).leaf
+    }
+
+    /// The leaf covering `key` and its range: the hint's when it covers the
+    /// key, else found in the leaf index (and made the hint).
+    #[inline]
+    fn found(&self, key: u32) -> Found {
         let h = self.hint.get();
-        if h.leaf != NIL && h.lo <= key && (key as u64) < h.hi {
+        if self.leaves.holds(&h) && h.lo <= key && (key as u64) < h.hi {
             debug_assert!({
                 let node = &self.nodes[h.leaf as usize];
                 let hi =
                     if node.next == NIL { leaf_index::UNBOUNDED } else { self.nodes[node.next as usize].lo as u64 };
                 node.level == 0 && node.lo == h.lo && hi == h.hi
             });
-            return h.leaf;
+            return h;
         }
         let f = self.leaves.find(key);
         self.hint.set(f);
-        f.leaf
+        f
     }
 
-    /// Leaves split, merge or move keys: a leaf found before may no longer
-    /// cover what it did.
-    fn leaves_change(&self) {
-        self.hint.set(Found::NONE);
-        self.leaf_epoch.set(self.leaf_epoch.get() + 1);
-    }
-
-    /// Which leaves' ranges a [`Found`] of now belongs to (see [`reuse`](Self::reuse)).
-    pub fn leaf_epoch(&self) -> u64 {
-        self.leaf_epoch.get()
-    }
-
-    /// Leaf `f`, found at `epoch` ([`leaf_epoch`](Self::leaf_epoch)), is the
-    /// one the next operation's key is in when no leaf has changed since:
-    /// it need not be found again (GC looks up each copy's leaf twice, to
-    /// prefetch it and to change it).
-    pub fn reuse(&self, f: Found, epoch: u64) {
-        if epoch == self.leaf_epoch.get() && f.leaf != NIL {
-            self.hint.set(f);
-        }
+    /// Leaf `f` (from [`prefetch_leaf`](Self::prefetch_leaf)) is where the
+    /// next operation's key is: the hint, used if no leaf has changed since
+    /// (GC looks up each copy's leaf twice, to prefetch it and to change it).
+    pub fn reuse(&self, f: Found) {
+        self.hint.set(f);
     }
 
     /// Starts loading the node of the leaf covering `key` into the CPU
@@ -481,8 +468,7 @@ impl MuTree {
     /// Visits the path to `key`, paying for nodes neither cached nor dirty;
     /// returns when the leaf is known.
     pub fn lookup(&mut self, dev: &mut Device, key: u32, mut t: SimTime) -> Result<SimTime> {
-        self.leaf_of(key);
-        let f = self.hint.get();
+        let f = self.found(key);
         let mut path = std::mem::take(&mut self.path);
         path.clear();
         let mut n = f.leaf;
@@ -598,7 +584,6 @@ impl MuTree {
         if count <= self.capacity(level as usize) {
             return;
         }
-        self.leaves_change();
         let half = count as usize / 2;
         let mid = self.nodes[n as usize].keys[half];
         let m = self.new_node(level, mid);
@@ -672,7 +657,6 @@ impl MuTree {
         if self.members(n) >= min {
             return;
         }
-        self.leaves_change();
         let parent = self.nodes[n as usize].parent;
         let (left, right) = self.siblings(n);
         if right != NIL && self.members(right) > min {
@@ -690,7 +674,6 @@ impl MuTree {
 
     /// A root inner node with one child: the child becomes the root.
     fn collapse_root(&mut self) {
-        self.leaves_change();
         while self.height > 1 && self.members(self.root) == 1 {
             let root = self.root;
             let child = self.nodes[root as usize].kids[0];
@@ -1253,16 +1236,16 @@ mod tests {
         for k in 0..32 {
             t.insert(k, k);
         }
-        let (found, epoch) = (t.prefetch_leaf(30), t.leaf_epoch());
-        t.reuse(found, epoch);
+        let found = t.prefetch_leaf(30);
+        t.reuse(found);
         assert_eq!(t.get(30), Some(30), "reused while current");
         t.insert(32, 32); // the leaf splits: key 30 moves to the right half
         assert_ne!(t.prefetch_leaf(30).leaf, found.leaf);
         // The old find still covers key 30 by its range; taken as the hint,
         // the search would look in the left half and miss it.
-        t.reuse(found, epoch);
+        t.reuse(found);
         assert_eq!(t.get(30), Some(30), "a stale leaf taken");
-        t.reuse(t.prefetch_leaf(31), t.leaf_epoch());
+        t.reuse(t.prefetch_leaf(31));
         assert_eq!(t.get(31), Some(31));
     }
 
