@@ -88,7 +88,7 @@ impl Job {
                 options.input.format = Some(opened.format.to_string());
                 options.input.format_detected = opened.detected;
                 warnings = opened.warnings;
-                opened.source
+                Box::new(trace::ahead::ReadAhead::new(opened.source))
             }
         };
         let source = trace::with_trim_batching(source, &self.config);

@@ -57,6 +57,7 @@ macro_rules! forward_source {
 }
 pub(crate) use forward_source;
 
+pub mod ahead;
 pub mod alibaba;
 pub mod batch;
 pub mod blkparse;
