@@ -912,16 +912,21 @@ impl MuTree {
         }
         let mut done = t;
         let mut copied = 0;
+        // A live page's slot, from its page number: the victim's pages have
+        // consecutive slots, as do the destination's.
+        let victim_first = space.geo.ppn(victim, 0).0;
+        let from = |src: u32| first + (src - victim_first);
         while copied < live.len() {
             let dst = self.alloc(space, dev, t)?;
             let room = (space.geo.pages_per_block - space.geo.page_in_block(dst)) as usize;
             let run = &live[copied..live.len().min(copied + room)];
             done = done.max(dev.copy_run(run, dst, t, |_| Cause::Mapping)?);
+            let to = self.pages.slot(dst.0);
             for (i, &src) in run.iter().enumerate() {
                 if let Some(&ahead) = live.get(copied + i + MOVE_AHEAD) {
-                    self.prefetch_moved(ahead);
+                    self.prefetch_moved(from(ahead));
                 }
-                self.moved(src, dst.0 + i as u32);
+                self.moved((src, from(src)), (dst.0 + i as u32, to + i as u32));
             }
             // The run's valid counts at once: one block to another, the same
             // counts and victim order as page by page.
@@ -934,20 +939,22 @@ impl MuTree {
         space.release(victim)
     }
 
-    /// Starts loading the page pointer of live tree page `src`'s first
-    /// listed node (its leaf, usually the node still there), which
+    /// Starts loading the page pointer of the first listed node of the live
+    /// tree page in `slot` (its leaf, usually the node still there), which
     /// [`moved`](Self::moved) compares: a random node's, a cache miss.
-    fn prefetch_moved(&self, src: u32) {
-        if let Some(&n) = self.pages.nodes[self.pages.slot(src) as usize].first() {
+    fn prefetch_moved(&self, slot: u32) {
+        if let Some(&n) = self.pages.nodes[slot as usize].first() {
             crate::mem::prefetch(&self.page, n as usize);
         }
     }
 
-    /// Live tree page `src` was copied to `dst`: its nodes and cache entry
-    /// follow it (its valid count, the caller's).
-    fn moved(&mut self, src: u32, dst: u32) {
+    /// Live tree page `src` (in slot `from`) was copied to `dst` (slot
+    /// `to`): its nodes and cache entry follow it (its valid count, the
+    /// caller's).
+    fn moved(&mut self, (src, from): (u32, u32), (dst, to): (u32, u32)) {
+        debug_assert_eq!((from, to), (self.pages.slot(src), self.pages.slot(dst)));
         self.stats.relocated += 1;
-        let (from, to) = (self.pages.slot(src) as usize, self.pages.slot(dst) as usize);
+        let (from, to) = (from as usize, to as usize);
         self.pages.nodes.swap(from, to);
         self.pages.live[to] = std::mem::take(&mut self.pages.live[from]);
         self.pages.listed[from] = false;
