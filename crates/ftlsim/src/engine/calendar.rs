@@ -744,6 +744,10 @@ impl Chunked {
     /// both halves when the chunk splits.
     fn insert(&mut self, (c, i): At, iv: (u64, u64)) {
         self.len += 1;
+        if c > 0 && 2 * i < self.chunks[c].len() && self.chunks[c - 1].len() < CHUNK {
+            self.insert_near_front(c, i, iv);
+            return;
+        }
         let ch = &mut self.chunks[c];
         ch.insert(i, iv);
         if ch.len() > CHUNK {
@@ -752,6 +756,26 @@ impl Chunked {
             self.ends.insert(c, ch[CHUNK / 2 - 1].1);
             self.gaps.insert(c, self.gaps[c].clone());
             self.chunks.insert(c + 1, right);
+        }
+    }
+
+    /// As [`insert`](Self::insert), into the front half of chunk `c`
+    /// when the chunk before has room: the intervals before the new one
+    /// move back a place, the first onto that chunk's end, instead of the
+    /// more after it moving on (a bus calendar's bookings split chunks
+    /// anywhere; moving the intervals was a twentieth of a `mu` run).
+    /// Chunk `c`'s gaps are pieces of its old ones, so its bound holds;
+    /// the gap the chunk before gains is bounded there.
+    fn insert_near_front(&mut self, c: usize, i: usize, iv: (u64, u64)) {
+        let moved = if i == 0 { iv } else { self.chunks[c][0] };
+        let g = &self.gaps[c - 1];
+        g.set(g.get().max(moved.0 - self.ends[c - 1]));
+        self.chunks[c - 1].push(moved);
+        self.ends[c - 1] = moved.1;
+        if i > 0 {
+            let ch = &mut self.chunks[c];
+            ch.copy_within(1..i, 0);
+            ch[i - 1] = iv;
         }
     }
 

@@ -182,7 +182,13 @@ mod tests {
             }
             self.made += 1;
             let op = [Op::Read, Op::Write, Op::Trim][self.made as usize % 3];
-            Ok(Some(HostCmd { time: SimTime(self.made * 10), op, start: Sector(self.made * 8), sectors: 8, continued: false }))
+            Ok(Some(HostCmd {
+                time: SimTime(self.made * 10),
+                op,
+                start: Sector(self.made * 8),
+                sectors: 8,
+                continued: false,
+            }))
         }
         fn name(&self) -> &str {
             "t"
