@@ -51,6 +51,10 @@ struct Batch {
 }
 
 /// A [`CmdSource`] run on its own thread (see the [module](self)).
+///
+/// Dropped before its end, it lets go of the channel, and the reader stops
+/// (dropping the source) when it next hands a batch over. It is not waited
+/// for: a reader blocked on a slow pipe would hold the caller's error up.
 pub struct ReadAhead {
     name: String,
     rx: Receiver<Batch>,
@@ -62,6 +66,7 @@ pub struct ReadAhead {
     counts: Counts,
     /// How the source ended, once its last batch is being taken.
     end: Option<Result<()>>,
+    /// Joined only to pass a reader's panic on.
     thread: Option<JoinHandle<()>>,
 }
 
@@ -141,17 +146,6 @@ impl CmdSource for ReadAhead {
 
     fn progress(&self) -> Progress {
         self.counts.progress
-    }
-}
-
-impl Drop for ReadAhead {
-    fn drop(&mut self) {
-        // Unblocks a reader waiting to send, so it sees the end and stops.
-        let (_, rx) = sync_channel(0);
-        drop(std::mem::replace(&mut self.rx, rx));
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 
@@ -239,10 +233,28 @@ mod tests {
 
     #[test]
     fn a_source_left_unread_stops_its_reader() {
-        let mut ahead = ReadAhead::new(Box::new(Scripted { made: 0, n: u64::MAX, fail: false }));
+        /// Endless, and says when the reader has let go of it.
+        struct Endless(Scripted, std::sync::mpsc::Sender<()>);
+        impl CmdSource for Endless {
+            fn next_cmd(&mut self) -> Result<Option<HostCmd>> {
+                self.0.next_cmd()
+            }
+            fn name(&self) -> &str {
+                "e"
+            }
+        }
+        impl Drop for Endless {
+            fn drop(&mut self) {
+                let _ = self.1.send(());
+            }
+        }
+        let (tx, dropped) = std::sync::mpsc::channel();
+        let mut ahead = ReadAhead::new(Box::new(Endless(Scripted { made: 0, n: u64::MAX, fail: false }, tx)));
         assert!(ahead.next_cmd().unwrap().is_some());
-        // The reader is blocked sending; dropping must not wait forever.
+        // The reader is blocked handing a batch over: dropping its end must
+        // stop it, which drops the source.
         drop(ahead);
+        assert!(dropped.recv_timeout(std::time::Duration::from_secs(10)).is_ok(), "the reader kept the source");
     }
 
     #[test]
