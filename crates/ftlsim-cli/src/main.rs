@@ -10,8 +10,9 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// mimalloc's `mi_option_purge_delay` (`mimalloc.h`; the Rust bindings do
-/// not name it).
+/// mimalloc's `mi_option_purge_delay`: its place in `mi_option_e` in the
+/// `v3/include/mimalloc.h` of libmimalloc-sys 0.1.49, the version pinned in
+/// Cargo.toml (the Rust bindings do not name it).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// Keeps the memory the simulator frees for its own reuse instead of

@@ -801,14 +801,14 @@ impl Chunked {
     fn drop_until(&mut self, t: u64) {
         self.memo.set(None);
         while let Some(first) = self.chunks.front_mut() {
-            if first[0].1 > t {
-                return;
-            }
             // From the front, not by bisection: the horizon mostly passes a
             // few intervals, on the chunk's first lines, and each interval
             // is passed once (a bisection's steps across the chunk missed
             // the cache: a third of advancing in a `mu` run).
             let k = first.iter().position(|&(_, end)| end > t).unwrap_or(first.len());
+            if k == 0 {
+                return;
+            }
             self.len -= k;
             if k < first.len() {
                 // Gaps go with them: the chunk's gap bound stays one.

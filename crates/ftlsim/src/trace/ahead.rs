@@ -79,8 +79,9 @@ impl ReadAhead {
             .name("ftlsim-trace".into())
             .spawn(move || {
                 loop {
+                    // A spare comes back empty: every command was taken.
                     let mut cmds = spares.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
-                    cmds.clear();
+                    debug_assert!(cmds.is_empty(), "a batch handed back with commands untaken");
                     let mut end = None;
                     while cmds.len() < BATCH {
                         match src.next_cmd() {
@@ -119,7 +120,7 @@ impl CmdSource for ReadAhead {
             }
             let Ok(batch) = self.rx.recv() else {
                 // The reader stopped before its last batch: it panicked.
-                let thread = self.thread.take().expect("the reader is joined only here or on drop");
+                let thread = self.thread.take().expect("the reader is joined only here, once");
                 std::panic::resume_unwind(thread.join().expect_err("the reader stopped early"));
             };
             let emptied = std::mem::replace(&mut self.cmds, batch.cmds);
