@@ -33,7 +33,6 @@
 use crate::units::{Nanos, SimTime};
 use serde::{Deserialize, Serialize};
 use std::cell::Cell;
-use std::collections::VecDeque;
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Calendar {
@@ -348,22 +347,33 @@ impl Flat {
 /// better). Tests keep chunks small, so a few dozen intervals split them.
 const CHUNK: usize = if cfg!(test) { 32 } else { 64 };
 
+/// Passed chunks a [`Chunked`] keeps before its first (at least as many
+/// as it holds ahead); few in tests, so their property tests drop them.
+const PASSED_KEPT: usize = if cfg!(test) { 2 } else { 32 };
+
 /// The longest idle gap between consecutive intervals of `part`.
 #[inline]
 fn longest_gap(part: &[(u64, u64)]) -> u64 {
     part.windows(2).map(|w| w[1].0 - w[0].1).max().unwrap_or(0)
 }
 
-/// The intervals, sorted, in chunks of at most [`CHUNK`] (none empty), so a
-/// booking in the middle moves at most one chunk's intervals.
+/// The intervals, sorted, in chunks of at most [`CHUNK`] (none empty from
+/// [`first`](Self::first) on), so a booking in the middle moves at most one
+/// chunk's intervals.
 #[derive(Clone, Debug, Default)]
 struct Chunked {
-    /// A deque: the chunks that end first leave as the horizon passes them
-    /// (with thousands of intervals held, moving every chunk each time was
-    /// a third of a COFTL run's instructions).
-    chunks: VecDeque<Vec<(u64, u64)>>,
-    /// Each chunk's last end, to bisect the chunks without loading them.
-    ends: VecDeque<u64>,
+    /// The chunks from `first` on hold the intervals; those before it
+    /// ended before the horizon, emptied and left in place until they are
+    /// half the vector (with thousands of intervals held, moving every
+    /// chunk each time one left was a third of a COFTL run's
+    /// instructions). Not a deque: indexing one wraps, which was a
+    /// twentieth of a `mu` run's instructions. Positions ([`At`]) count
+    /// from the vector's start.
+    chunks: Vec<Vec<(u64, u64)>>,
+    first: usize,
+    /// Each chunk's last end, to bisect the chunks without loading them
+    /// (a passed chunk's: at or before the horizon).
+    ends: Vec<u64>,
     /// A bound on each chunk's longest idle gap between its own intervals,
     /// so a search for a gap skips the chunks that have none long enough
     /// (behind a long backlog a calendar holds many thousands of short
@@ -374,7 +384,7 @@ struct Chunked {
     /// alike, as paced merges leave them) was a tenth of a COFTL run's
     /// instructions, while searches rarely walk past a chunk's first
     /// interval.
-    gaps: VecDeque<Cell<u64>>,
+    gaps: Vec<Cell<u64>>,
     len: usize,
     /// Emptied chunks, to reuse their allocations.
     spare: Vec<Vec<(u64, u64)>>,
@@ -428,9 +438,9 @@ impl Chunked {
         for part in all.chunks(CHUNK / 2) {
             let mut ch = Chunked::new_chunk(&mut c.spare);
             ch.extend_from_slice(part);
-            c.chunks.push_back(ch);
-            c.ends.push_back(part[part.len() - 1].1);
-            c.gaps.push_back(Cell::new(longest_gap(part)));
+            c.chunks.push(ch);
+            c.ends.push(part[part.len() - 1].1);
+            c.gaps.push(Cell::new(longest_gap(part)));
         }
         c.len = all.len();
         c
@@ -445,7 +455,7 @@ impl Chunked {
 
     #[inline]
     fn last_end(&self) -> Option<u64> {
-        self.ends.back().copied()
+        self.ends.last().copied()
     }
 
     #[inline]
@@ -473,9 +483,9 @@ impl Chunked {
             Some(at) => at,
             None => {
                 let n = self.chunks.len();
-                let c = match n {
-                    0 => return (0, 0),
-                    _ if n >= 2 && self.ends[n - 2] > t => self.chunk_before_last(t, f0.0, f1.0),
+                let c = match n - self.first {
+                    0 => return (n, 0),
+                    live if live >= 2 && self.ends[n - 2] > t => self.chunk_before_last(t, f0.0, f1.0),
                     _ => n - 1,
                 };
                 let i = self.chunks[c].partition_point(|&(_, end)| end <= t);
@@ -523,7 +533,8 @@ impl Chunked {
     #[inline]
     fn chunk_before_last(&self, t: u64, f0: usize, f1: usize) -> usize {
         let ends = &self.ends;
-        let (mut lo, mut hi) = (0, ends.len() - 2);
+        // A finger on a passed chunk finds its end before `t`, and moves `lo` on.
+        let (mut lo, mut hi) = (self.first, ends.len() - 2);
         for f in [f0, f1] {
             let f = f.min(ends.len() - 2);
             if ends[f] > t {
@@ -664,30 +675,30 @@ impl Chunked {
     fn append(&mut self, t: u64, end: u64) {
         self.memo.set(None);
         if self.last_end() == Some(t) {
-            let ch = self.chunks.back_mut().expect("a last interval");
+            let ch = self.chunks.last_mut().expect("a last interval");
             ch.last_mut().expect("chunks are not empty").1 = end;
-            *self.ends.back_mut().expect("an end per chunk") = end;
+            *self.ends.last_mut().expect("an end per chunk") = end;
             return;
         }
         self.len += 1;
-        match self.chunks.back_mut() {
+        match self.chunks.last_mut() {
             Some(ch) if ch.len() < CHUNK => {
                 // The last end from `ends`, not the chunk: a long calendar's
                 // last interval is seldom in cache (a load that missed was a
                 // quarter of appending).
-                let last = self.ends.back_mut().expect("an end per chunk");
+                let last = self.ends.last_mut().expect("an end per chunk");
                 let gap = t - *last;
                 *last = end;
                 ch.push((t, end));
-                let g = self.gaps.back().expect("a gap per chunk");
+                let g = self.gaps.last().expect("a gap per chunk");
                 g.set(g.get().max(gap));
             }
             _ => {
                 let mut ch = Chunked::new_chunk(&mut self.spare);
                 ch.push((t, end));
-                self.chunks.push_back(ch);
-                self.ends.push_back(end);
-                self.gaps.push_back(Cell::new(0));
+                self.chunks.push(ch);
+                self.ends.push(end);
+                self.gaps.push(Cell::new(0));
             }
         }
     }
@@ -703,7 +714,7 @@ impl Chunked {
         debug_assert!(next.0 >= end, "booking over a busy interval");
         if i == 0 {
             // Between chunks: the gap filled is in neither.
-            let joins_prev = c > 0 && self.ends[c - 1] == t;
+            let joins_prev = c > self.first && self.ends[c - 1] == t;
             match (joins_prev, next.0 == end) {
                 (true, true) => {
                     self.set_last_end(c - 1, next.1);
@@ -748,7 +759,7 @@ impl Chunked {
     /// both halves when the chunk splits.
     fn insert(&mut self, (c, i): At, iv: (u64, u64)) {
         self.len += 1;
-        if c > 0 && 2 * i < self.chunks[c].len() && self.chunks[c - 1].len() < CHUNK {
+        if c > self.first && 2 * i < self.chunks[c].len() && self.chunks[c - 1].len() < CHUNK {
             self.insert_near_front(c, i, iv);
             return;
         }
@@ -790,7 +801,7 @@ impl Chunked {
         let ch = &mut self.chunks[c];
         ch.remove(0);
         if ch.is_empty() {
-            let ch = self.chunks.remove(c).expect("chunk c");
+            let ch = self.chunks.remove(c);
             self.ends.remove(c);
             self.gaps.remove(c);
             self.spare.push(ch);
@@ -800,7 +811,7 @@ impl Chunked {
     #[inline]
     fn drop_until(&mut self, t: u64) {
         self.memo.set(None);
-        while let Some(first) = self.chunks.front_mut() {
+        while let Some(first) = self.chunks.get_mut(self.first) {
             // From the front, not by bisection: the horizon mostly passes a
             // few intervals, on the chunk's first lines, and each interval
             // is passed once (a bisection's steps across the chunk missed
@@ -815,18 +826,24 @@ impl Chunked {
                 first.drain(..k);
                 return;
             }
-            let mut ch = self.chunks.pop_front().expect("a first chunk");
-            self.ends.pop_front();
-            self.gaps.pop_front();
-            let fingers = self.fingers.get().map(|(c, i)| (c.saturating_sub(1), i));
-            self.fingers.set(fingers);
+            let mut ch = std::mem::take(first);
             ch.clear();
             self.spare.push(ch);
+            self.first += 1;
+            if self.first >= PASSED_KEPT && 2 * self.first >= self.chunks.len() {
+                let passed = self.first;
+                self.chunks.drain(..passed);
+                self.ends.drain(..passed);
+                self.gaps.drain(..passed);
+                self.first = 0;
+                let fingers = self.fingers.get().map(|(c, i)| (c.saturating_sub(passed), i));
+                self.fingers.set(fingers);
+            }
         }
     }
 
     fn to_vec(&self) -> Vec<(u64, u64)> {
-        self.chunks.iter().flatten().copied().collect()
+        self.chunks[self.first..].iter().flatten().copied().collect()
     }
 }
 
@@ -1046,6 +1063,29 @@ mod tests {
         assert_eq!(c.len(), 4);
         assert_eq!(c.book(SimTime(0), Nanos(10)), SimTime(20 * (n - 3) + 10));
         assert_eq!(c.last_end(), SimTime(20 * n + 21));
+    }
+
+    /// A booking at the horizon, where the chunk the horizon passed ended,
+    /// starts an interval of its own (the passed chunk, emptied, takes
+    /// none), however many chunks have passed before it.
+    #[test]
+    fn a_booking_at_the_horizon_stays_apart_from_passed_chunks() {
+        let n = 8 * CHUNK as u64;
+        let mut c = Calendar::default();
+        for i in 0..n {
+            c.book(SimTime(20 * i), Nanos(10));
+        }
+        assert!(c.is_chunked());
+        // Each interval's end in turn, so some are a chunk's last.
+        for k in 0..n - 2 * FLAT_BELOW as u64 {
+            let h = 20 * k + 10;
+            c.advance(SimTime(h));
+            assert_eq!(c.book(SimTime(h), Nanos(5)), SimTime(h));
+            let mut expected = vec![(h, h + 5)];
+            expected.extend((k + 1..n).map(|i| (20 * i, 20 * i + 10)));
+            assert_eq!(c.intervals(), expected, "horizon {h}");
+            assert!(c.is_chunked(), "{} intervals held flat", c.len());
+        }
     }
 
     proptest! {
