@@ -1130,13 +1130,17 @@ mod tests {
                 let expected = (from..).find(|&s| busy[s..s + len as usize].iter().all(|b| !b)).unwrap();
                 prop_assert_eq!(start, expected);
                 busy[start..start + len as usize].iter_mut().for_each(|b| *b = true);
+                // The next operation of the same resource, from this one's end.
+                let end = start + len as usize;
+                let next = (end..).find(|&s| busy[s..s + 10].iter().all(|b| !b)).unwrap();
+                prop_assert_eq!(c.find(SimTime(end as u64), Nanos(10)).0 as usize, next);
             }
         }
 
         /// Long calendars (many chunks of intervals, some dropped as the
         /// horizon moves) against the model, asked as the engine asks: a
         /// gap (and how long it lasts), whether it fits, a probe elsewhere,
-        /// then the booking.
+        /// the booking, then a gap from its end.
         #[test]
         fn long_calendars_agree_with_the_model(
             reqs in prop::collection::vec((0u64..6000, 1u64..12, 0u8..40, 0u64..6000, 1u64..40), 1..700),
@@ -1165,6 +1169,10 @@ mod tests {
                 prop_assert_eq!(c.fits(SimTime(p as u64), SimTime(q as u64)), model);
                 c.insert(start, Nanos(len));
                 busy[expected..expected + len as usize].iter_mut().for_each(|b| *b = true);
+                // The next operation of the same resource, from this one's end.
+                let end = expected + len as usize;
+                let next = (end..).find(|&s| busy[s..s + probe_len as usize].iter().all(|b| !b)).unwrap();
+                prop_assert_eq!(c.find(SimTime(end as u64), Nanos(probe_len)).0 as usize, next);
             }
             // Every busy stretch still running after the horizon, merged.
             let h = horizon as usize;
