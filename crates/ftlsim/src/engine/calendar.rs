@@ -330,9 +330,7 @@ impl Flat {
         while self.head < self.all.len() && self.all[self.head].1 <= t {
             self.head += 1;
         }
-        // The dead prefix is reclaimed once it outweighs the live part, so
-        // the vector stays about as long as the work ahead.
-        if self.head >= 32 && 2 * self.head >= self.all.len() {
+        if reclaim_due(self.head, self.all.len()) {
             self.all.drain(..self.head);
             self.head = 0;
         }
@@ -347,9 +345,18 @@ impl Flat {
 /// better). Tests keep chunks small, so a few dozen intervals split them.
 const CHUNK: usize = if cfg!(test) { 32 } else { 64 };
 
-/// Passed chunks a [`Chunked`] keeps before its first (at least as many
-/// as it holds ahead); few in tests, so their property tests drop them.
+/// Passed entries (a flat calendar's intervals, a chunked one's chunks)
+/// kept in front of the live ones before they are let go; few in tests, so
+/// their property tests let them go.
 const PASSED_KEPT: usize = if cfg!(test) { 2 } else { 32 };
+
+/// Whether `passed` entries in front of a vector of `held` are let go: once
+/// they outweigh the live part, so the vector stays about as long as the
+/// work ahead, and moving the live part is paid once per as many drops.
+#[inline]
+fn reclaim_due(passed: usize, held: usize) -> bool {
+    passed >= PASSED_KEPT && 2 * passed >= held
+}
 
 /// The longest idle gap between consecutive intervals of `part`.
 #[inline]
@@ -830,7 +837,7 @@ impl Chunked {
             ch.clear();
             self.spare.push(ch);
             self.first += 1;
-            if self.first >= PASSED_KEPT && 2 * self.first >= self.chunks.len() {
+            if reclaim_due(self.first, self.chunks.len()) {
                 let passed = self.first;
                 self.chunks.drain(..passed);
                 self.ends.drain(..passed);

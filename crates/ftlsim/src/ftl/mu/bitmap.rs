@@ -152,16 +152,13 @@ struct BySize {
     blocks: Vec<Vec<u64>>,
     /// `words[n]`: bit `w` set when word `w` of `blocks[n]` is not zero.
     words: Vec<Vec<u64>>,
-    /// Buckets with `n` runs.
-    count: Vec<u32>,
     /// The most runs a bucket holds (0: none).
     top: usize,
 }
 
 impl BySize {
     fn insert(&mut self, n: usize, block: u32) {
-        if n >= self.count.len() {
-            self.count.resize(n + 1, 0);
+        if n >= self.blocks.len() {
             self.blocks.resize_with(n + 1, Vec::new);
             self.words.resize_with(n + 1, Vec::new);
         }
@@ -177,7 +174,6 @@ impl BySize {
             words.resize(w / 64 + 1, 0);
         }
         words[w / 64] |= 1 << (w % 64);
-        self.count[n] += 1;
         self.top = self.top.max(n);
     }
 
@@ -188,10 +184,12 @@ impl BySize {
         blocks[w] &= !(1 << bit);
         if blocks[w] == 0 {
             self.words[n][w / 64] &= !(1 << (w % 64));
-        }
-        self.count[n] -= 1;
-        while self.top > 0 && self.count[self.top] == 0 {
-            self.top -= 1;
+            // Only the last block with the most runs going lowers the most.
+            if n == self.top {
+                while self.top > 0 && self.words[self.top].iter().all(|&x| x == 0) {
+                    self.top -= 1;
+                }
+            }
         }
     }
 
