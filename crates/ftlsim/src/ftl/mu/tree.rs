@@ -839,6 +839,10 @@ impl MuTree {
 
     /// Programs the path from `leaf` to the root into one new page.
     fn write_path(&mut self, space: &mut Space, dev: &mut Device, leaf: u32, t: SimTime) -> Result<()> {
+        // The least recently dirtied leaf is seldom in cache: its node and
+        // page pointer start loading while the program is timed.
+        crate::mem::prefetch_all(&self.nodes, leaf as usize);
+        crate::mem::prefetch(&self.page, leaf as usize);
         let ppn = self.alloc(space, dev, t)?;
         dev.program(ppn, self.tag, t, Cause::Mapping, Payload::None)?;
         self.stats.programs[self.cause(self.nodes[leaf as usize].lo)] += 1;
