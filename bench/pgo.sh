@@ -67,11 +67,12 @@ $gen run -c bench/page-8ch-16g.toml --workload rw=randread,bs=4k,ios=200000,iode
 unset LLVM_PROFILE_FILE
 
 echo "== PGO 3/3: optimized build ($pgo/use)" >&2
+rm -f "$pgo"/*.profdata
 "$profdata" merge -o "$pgo/merged.profdata" "$pgo"/raw/*.profraw
 # Named by its content: cargo tracks the flags, not the file they name, so
 # new counts must change the flags to rebuild.
 sum=$(sha256sum "$pgo/merged.profdata" | cut -c1-16)
-cp "$pgo/merged.profdata" "$pgo/$sum.profdata"
+mv "$pgo/merged.profdata" "$pgo/$sum.profdata"
 RUSTFLAGS="${RUSTFLAGS:-} -Cprofile-use=$PWD/$pgo/$sum.profdata" \
   cargo build --release -q -p ftlsim-cli --target-dir "$pgo/use"
 # Cargo may keep the binary when nothing it tracks changed: dated now, so

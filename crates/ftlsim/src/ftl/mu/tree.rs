@@ -384,11 +384,16 @@ impl MuTree {
     /// step of a search in it). Changes nothing.
     pub fn prefetch_leaf(&self, key: u32) -> Found {
         let f = self.leaves.find(key);
-        crate::mem::prefetch_all(&self.nodes, f.leaf as usize);
-        // What `lookup` asks of the leaf besides its node.
-        crate::mem::prefetch(&self.page, f.leaf as usize);
-        self.dirty.prefetch(f.leaf);
+        self.prefetch_node(f.leaf);
         f
+    }
+
+    /// Starts loading leaf `n`'s node and what `lookup` and `write_path`
+    /// ask of it besides: its page pointer and its write-cache links.
+    fn prefetch_node(&self, n: u32) {
+        crate::mem::prefetch_all(&self.nodes, n as usize);
+        crate::mem::prefetch(&self.page, n as usize);
+        self.dirty.prefetch(n);
     }
 
     /// Starts loading, in leaf `f` (from [`prefetch_leaf`](Self::prefetch_leaf)),
@@ -839,10 +844,9 @@ impl MuTree {
 
     /// Programs the path from `leaf` to the root into one new page.
     fn write_path(&mut self, space: &mut Space, dev: &mut Device, leaf: u32, t: SimTime) -> Result<()> {
-        // The least recently dirtied leaf is seldom in cache: its node and
-        // page pointer start loading while the program is timed.
-        crate::mem::prefetch_all(&self.nodes, leaf as usize);
-        crate::mem::prefetch(&self.page, leaf as usize);
+        // The least recently dirtied leaf is seldom in cache: it starts
+        // loading while the program is timed.
+        self.prefetch_node(leaf);
         let ppn = self.alloc(space, dev, t)?;
         dev.program(ppn, self.tag, t, Cause::Mapping, Payload::None)?;
         self.stats.programs[self.cause(self.nodes[leaf as usize].lo)] += 1;
