@@ -36,10 +36,6 @@
 //! says why and what it costs); TRIMs survive a cut once a FLUSH has
 //! journalled them, as for the other FTLs.
 //!
-//! On a drive of several planes (the paper's has one), each block opened
-//! (update block or the tree's) comes from the plane that has given the
-//! fewest so far ([`Space::take_block`]).
-//!
 //! Simplifications: tree pages' validity is known from the tree's own
 //! pointers rather than from bitmaps; tree writes go to a single tree
 //! update block; reads of

@@ -236,23 +236,3 @@ fn a_power_cut_rebuilds_the_extents_and_the_bitmaps() {
         write(&mut mu, &mut dev, (i * 13) % 120, 2);
     }
 }
-
-/// Every plane gives its share of the blocks, so random overwrites wear the
-/// planes alike (here 2,996–3,055 erases each; taken from the plane with
-/// the most free blocks, 2,591–3,744).
-#[test]
-fn every_plane_gives_its_share_of_the_blocks() {
-    let (mut mu, mut dev) = drive(&["geometry.channels=2", "geometry.planes_per_die=2", "ftl.mu_ram_bytes=1216"]);
-    let mut rng = crate::rng::SimRng::new(7);
-    for _ in 0..20_000 {
-        let lpn = rng.below(mu.logical as u64) as u32;
-        write(&mut mu, &mut dev, lpn, 1);
-    }
-    let geo = dev.array.geometry().clone();
-    let mut erases = vec![0u32; geo.planes as usize];
-    for b in 0..geo.blocks {
-        erases[geo.plane_of(BlockId(b)).idx()] += dev.array.erase_count(BlockId(b));
-    }
-    let (lo, hi) = (*erases.iter().min().unwrap(), *erases.iter().max().unwrap());
-    assert!(lo > 0 && hi as f64 / lo as f64 <= 1.1, "erases by plane: {erases:?}");
-}
