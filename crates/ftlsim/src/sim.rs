@@ -1115,6 +1115,8 @@ impl Simulation {
             } else {
                 0.0
             },
+            units_busiest: share(self.dev.unit_busy_ns().max().unwrap_or(0), 1),
+            units_idlest: share(self.dev.unit_busy_ns().min().unwrap_or(0), 1),
             host_link: share(busy.host_link, 1),
             pcm: share(busy.pcm, 1),
         };

@@ -352,3 +352,28 @@ fn a_read_waiting_for_its_plane_does_not_hold_the_host_link() {
     let alone = t.command + t.read + t.page_transfer + t.host_transfer(geo.page_size as u64);
     assert_eq!(fast - issue, alone, "read on an idle plane, done at {fast:?}; the slow read's data at {slow:?}");
 }
+
+/// The busiest and the idlest array unit bracket the units' mean, and tell
+/// a drive all of whose units work from one where a few do: random writes
+/// keep the units alike; reads of one page all go to one unit.
+#[test]
+fn the_busiest_and_idlest_units_show_a_hot_unit() {
+    let cfg = preset("k9lag08u0m-4ch", &["geometry.blocks_per_plane=64"]);
+    let units = |r: &Report| (r.utilization.units_idlest, r.utilization.units, r.utilization.units_busiest);
+
+    let spread = run(cfg.clone(), "rw=randwrite,bs=4k,ios=20000,iodepth=32", STEADY);
+    let (idlest, mean, busiest) = units(&spread);
+    assert!(idlest <= mean && mean <= busiest, "{:?}", spread.utilization);
+    assert!(idlest > 0.8 * busiest, "random writes use every unit alike: {:?}", spread.utilization);
+
+    let hot =
+        run_with_snapshots(cfg, "rw=read,bs=2k,ios=2000,range=2k,iodepth=8", Some(Precondition::new(1.0, 0.0)), None);
+    let (idlest, mean, busiest) = units(&hot);
+    assert_eq!(idlest, 0.0, "{:?}", hot.utilization);
+    // The drive's four units are its dies: one did all the work.
+    assert!(
+        busiest > 0.9 && (4.0 * mean - busiest).abs() < 1e-9,
+        "one page's reads keep one unit busy: {:?}",
+        hot.utilization
+    );
+}

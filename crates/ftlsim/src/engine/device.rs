@@ -1362,6 +1362,11 @@ impl Device {
         self.horizon = self.horizon.max(t);
     }
 
+    /// The time booked on each array unit (utilization).
+    pub fn unit_busy_ns(&self) -> impl Iterator<Item = u64> + '_ {
+        self.units.iter().map(|c| c.busy_ns)
+    }
+
     /// The bus time booked per channel (utilization).
     pub fn bus_busy_ns(&self) -> u64 {
         self.channels.iter().map(|c| c.busy_ns).sum()

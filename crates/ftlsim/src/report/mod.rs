@@ -256,6 +256,13 @@ pub struct Utilization {
     pub units: f64,
     /// Of the units' busy time, the share GC's copies and erases took.
     pub units_gc_share: f64,
+    /// The busiest and the idlest unit's busy time over the same span.
+    /// Far apart, a few units bound the drive (the workload's addresses or
+    /// the FTL's placement), not the whole array.
+    #[serde(default)]
+    pub units_busiest: f64,
+    #[serde(default)]
+    pub units_idlest: f64,
     pub host_link: f64,
     pub pcm: f64,
 }
