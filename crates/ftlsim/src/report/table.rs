@@ -111,6 +111,10 @@ fn rows(r: &Report, brief: bool) -> Vec<(&'static str, String)> {
             ),
         ),
         (
+            "busiest / idlest array unit",
+            format!("{:.1}% / {:.1}%", r.utilization.units_busiest * 100.0, r.utilization.units_idlest * 100.0),
+        ),
+        (
             "write buffer hits W/R, destaged, stalls",
             r.write_buffer.as_ref().map_or_else(
                 || "off".to_string(),
