@@ -1107,6 +1107,13 @@ impl Simulation {
         let worked_s = sim_time_s.max(self.dev.last_unit_end().as_secs_f64());
         let share = |ns: u64, n: usize| if worked_s > 0.0 { ns as f64 * 1e-9 / (n as f64 * worked_s) } else { 0.0 };
         let units: u64 = busy.units.iter().sum();
+        // Each unit's calendar keeps its own total, which by cause sums to
+        // the same: the busiest and idlest units come from those.
+        let (busiest, idlest, total) = self
+            .dev
+            .unit_busy_ns()
+            .fold((0, u64::MAX, 0), |(most, least, sum), ns| (most.max(ns), least.min(ns), sum + ns));
+        debug_assert_eq!(total, units, "the units' calendars and their busy time by cause disagree");
         r.utilization = report::Utilization {
             channels: share(self.dev.bus_busy_ns(), geo.channels as usize),
             units: share(units, self.dev.units()),
@@ -1115,8 +1122,8 @@ impl Simulation {
             } else {
                 0.0
             },
-            units_busiest: share(self.dev.unit_busy_ns().max().unwrap_or(0), 1),
-            units_idlest: share(self.dev.unit_busy_ns().min().unwrap_or(0), 1),
+            units_busiest: share(busiest, 1),
+            units_idlest: share(idlest, 1),
             host_link: share(busy.host_link, 1),
             pcm: share(busy.pcm, 1),
         };

@@ -119,8 +119,12 @@ impl CmdSource for ReadAhead {
         loop {
             if let Some(cmd) = self.cmds.pop() {
                 // The batch was written on the reader's core: each line of
-                // it is a miss here, unless asked for ahead.
-                crate::mem::prefetch(&self.cmds, self.cmds.len().wrapping_sub(PREFETCH_AHEAD));
+                // it is a miss here, unless asked for ahead (commands are
+                // taken from the end; none is left that far ahead near the
+                // batch's start).
+                if let Some(ahead) = self.cmds.len().checked_sub(PREFETCH_AHEAD) {
+                    crate::mem::prefetch(&self.cmds, ahead);
+                }
                 return Ok(Some(cmd));
             }
             if let Some(end) = &mut self.end {
