@@ -492,6 +492,24 @@ fn bad_config_overrides_name_the_key() {
 }
 
 #[test]
+fn a_superblock_drive_without_the_spare_it_needs_says_what_would_fit() {
+    let run_with = |set: &[&str]| {
+        let mut a =
+            args(&["run", "--config", "k9lag08u0m-4ch", "--ftl", "superblock", "--workload", "rw=write,ios=10"]);
+        for s in set {
+            a.extend(args(&["--set", s]));
+        }
+        a
+    };
+    fails_with(
+        run_with(&[]),
+        &["overprovisioning", "ftl.superblock_blocks to at least 15 (now 4)", "overprovisioning to at least 0.251"],
+    );
+    ok(run_with(&["ftl.superblock_blocks=15"]));
+    ok(run_with(&["overprovisioning=0.251"]));
+}
+
+#[test]
 fn sub_page_map_units_run_on_page_and_are_refused_elsewhere() {
     // hat-table4 has 2 KiB pages: 512-byte units, four a page.
     let run_with = |ftl: &str, unit: &str| {

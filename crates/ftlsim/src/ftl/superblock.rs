@@ -73,6 +73,63 @@ pub struct Superblock {
     stats: FtlStats,
 }
 
+/// The spare blocks a drive has for superblocks, and what they need.
+#[derive(Clone, Copy)]
+struct Room {
+    blocks: u64,
+    pages_per_block: u64,
+    /// GC's free-block reserve (`gc.min_free_blocks`).
+    gc: u64,
+}
+
+impl Room {
+    /// For `logical` pages in superblocks of `sb_blocks` blocks: the
+    /// superblocks, the spare blocks (beyond those the logical pages fill),
+    /// and the spare blocks needed (every superblock may hold a part-filled
+    /// update block, and GC needs its reserve and one more).
+    fn of(self, logical: u64, sb_blocks: u64) -> (u64, u64, u64) {
+        let sbs = logical.div_ceil(sb_blocks * self.pages_per_block);
+        let spare = self.blocks.saturating_sub(logical.div_ceil(self.pages_per_block));
+        (sbs, spare, sbs + self.gc + 1)
+    }
+
+    fn fits(self, logical: u64, sb_blocks: u64) -> bool {
+        let (_, spare, needed) = self.of(logical, sb_blocks);
+        spare >= needed
+    }
+
+    /// What would make the drive fit: larger superblocks (up to what a
+    /// page offset's 16 bits of spare area allow with `limit - sb_blocks`
+    /// extra blocks) or more over-provisioning (in thousandths, rounded up).
+    fn remedy(self, cfg: &Config, limit: u32) -> String {
+        let f = &cfg.ftl;
+        let logical = cfg.logical_pages();
+        let extra = (limit - f.superblock_blocks) as u64;
+        let largest = ((1u64 << 16) / self.pages_per_block).saturating_sub(extra);
+        let blocks = (f.superblock_blocks as u64 + 1..=largest).find(|&s| self.fits(logical, s));
+        let physical = cfg.physical_pages() as f64;
+        let logical_at = |milli: u64| (physical / (1.0 + milli as f64 / 1000.0)).floor() as u64;
+        let fits_at = |milli: u64| self.fits(logical_at(milli), f.superblock_blocks as u64);
+        // Fewer logical pages only help: the least sufficient thousandth by
+        // bisection, up to 100 (a drive of 1/101 logical space).
+        let (mut lo, mut hi) = ((cfg.overprovisioning * 1000.0).floor() as u64, 100_000u64);
+        let op = fits_at(hi).then(|| {
+            while lo + 1 < hi {
+                let mid = (lo + hi) / 2;
+                if fits_at(mid) { hi = mid } else { lo = mid }
+            }
+            format!("overprovisioning to at least {:.3}", hi as f64 / 1000.0)
+        });
+        let now = f.superblock_blocks;
+        match (blocks, op) {
+            (Some(s), Some(op)) => format!("set ftl.superblock_blocks to at least {s} (now {now}), or {op}"),
+            (Some(s), None) => format!("set ftl.superblock_blocks to at least {s} (now {now})"),
+            (None, Some(op)) => format!("set {op}"),
+            (None, None) => format!("the drive has too few blocks for superblocks and GC's {} reserve", self.gc),
+        }
+    }
+}
+
 impl Superblock {
     pub fn new(cfg: &Config, dev: &Device) -> Result<Superblock> {
         let geo = dev.geometry().clone();
@@ -99,15 +156,19 @@ impl Superblock {
         }
         let logical = cfg.logical_pages() as u32;
         let pages_per_sb = f.superblock_blocks * geo.pages_per_block;
-        let sbs = logical.div_ceil(pages_per_sb);
-        let spare = geo.blocks as u64 - (logical as u64).div_ceil(geo.pages_per_block as u64);
-        // Every superblock may hold a part-filled update block, and GC needs room.
-        let needed = sbs as u64 + cfg.gc.min_free_blocks as u64 + 1;
+        let room = Room {
+            blocks: geo.blocks as u64,
+            pages_per_block: geo.pages_per_block as u64,
+            gc: cfg.gc.min_free_blocks as u64,
+        };
+        let (sbs, spare, needed) = room.of(logical as u64, f.superblock_blocks as u64);
+        let sbs = sbs as u32;
         if spare < needed {
             return Err(Error::config(
                 "overprovisioning",
                 format!(
-                    "leaves {spare} spare blocks; {sbs} superblocks need {needed} (an update block each, and GC's)"
+                    "leaves {spare} spare blocks; {sbs} superblocks need {needed} (an update block each, and GC's): {}",
+                    room.remedy(cfg, limit)
                 ),
             ));
         }
@@ -499,7 +560,7 @@ impl Superblock {
 
 #[cfg(test)]
 mod tests {
-    use crate::ftl::hybrid::testing::{drive, write};
+    use crate::ftl::hybrid::testing::{drive, tiny, write};
     use crate::units::Lpn;
 
     #[test]
@@ -514,6 +575,37 @@ mod tests {
         assert!(blocks.len() <= 5, "superblock 0 spread over {} blocks", blocks.len());
         // Superblock 0 rewrote its 5 blocks many times over: GC erased within it.
         assert!(dev.counters.erases[crate::engine::Cause::Gc as usize] > 10);
+    }
+
+    /// The value after `key` in an error message, up to the next space,
+    /// parenthesis or comma.
+    fn after(msg: &str, key: &str) -> String {
+        let at = msg.find(key).unwrap_or_else(|| panic!("{key:?} not in {msg:?}")) + key.len();
+        msg[at..].split([' ', ',', ')']).next().unwrap().to_string()
+    }
+
+    #[test]
+    fn a_drive_without_room_for_its_superblocks_is_refused_with_what_would_fit() {
+        let refused = |o: &[&str]| {
+            let (cfg, dev) = tiny("superblock", o);
+            crate::ftl::build("superblock", &cfg, &dev).err().map(|e| e.to_string())
+        };
+        // 16 blocks of 4 pages: at 50% over-provisioning 42 logical pages in
+        // 11 blocks leave 5 spare, and 3 superblocks of 4 blocks need 6.
+        let msg = refused(&["overprovisioning=0.5"]).expect("too little spare for 4-block superblocks");
+        assert!(msg.contains("leaves 5 spare blocks; 3 superblocks need 6"), "{msg}");
+        let blocks: u32 = after(&msg, "ftl.superblock_blocks to at least ").parse().unwrap();
+        let op: f64 = after(&msg, "overprovisioning to at least ").parse().unwrap();
+        assert_eq!((blocks, op), (6, 0.561), "{msg}");
+        // Each suggestion is the least that fits.
+        for (fits, o) in [(true, blocks), (false, blocks - 1)] {
+            let set = format!("ftl.superblock_blocks={o}");
+            assert_eq!(refused(&["overprovisioning=0.5", &set]).is_none(), fits, "{set}");
+        }
+        for (fits, o) in [(true, op), (false, op - 0.001)] {
+            let set = format!("overprovisioning={o:.3}");
+            assert_eq!(refused(&[&set]).is_none(), fits, "{set}");
+        }
     }
 
     #[test]
