@@ -23,18 +23,8 @@ speed() {  # speed NAME ARGS... : median requests/s and flash page ops/s over $r
     $bin run -c bench/page-8ch-16g.toml --trace "$randwrite_1m" --mode closed --qd 32 \
         --precondition fill=1.0,overwrite=1.0 --json "$out/$name-$i.json" -q "$@" > /dev/null
   done
-  python3 - "$out" "$name" "$repeat" <<'PY'
-import json, statistics, sys
-out, name, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-rs = [json.load(open(f"{out}/{name}-{i}.json")) for i in range(1, n + 1)]
-req = sorted(r["requests"] / r["wall_time_s"] for r in rs)
-ops = sorted((r["flash_pages_read"] + r["flash_pages_programmed"]) / r["wall_time_s"] for r in rs)
-r = rs[0]
-assert all(x["write_amplification"] == r["write_amplification"] for x in rs), "runs differ: not deterministic"
-print(f"requests/s (wall): median {statistics.median(req):,.0f} (range {req[0]:,.0f}-{req[-1]:,.0f}, {n} runs)   "
-      f"flash page ops/s: median {statistics.median(ops):,.0f}   WA {r['write_amplification']:.3f}   "
-      f"GC invocations {r['gc_invocations']}")
-PY
+  python3 bench/runs.py "$out" "$name" "$repeat" "requests/s (wall)" "requests / wall_time_s" \
+      "f'flash page ops/s: median {median(\"(flash_pages_read + flash_pages_programmed) / wall_time_s\"):,.0f}   WA {write_amplification:.3f}   GC invocations {gc_invocations}'"
 }
 
 echo "== 1. page FTL, 1M random 4 KiB writes, 16 GiB logical, 8 channels, 7% over-provisioning"

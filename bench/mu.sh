@@ -24,16 +24,7 @@ for ftl in mu dac superblock; do
         --set ftl.superblock_blocks=64 --trace "$randwrite_1m" \
         --mode closed --qd 32 --precondition fill=1.0,overwrite=1.0 --snapshot-dir "$out/snapshots" --json "$out/$ftl-1m-$i.json" -q > /dev/null
   done
-  python3 - "$out" "$ftl" "$repeat" <<'PY'
-import json, statistics, sys
-out, ftl, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-rs = [json.load(open(f"{out}/{ftl}-1m-{i}.json")) for i in range(1, n + 1)]
-ops = sorted((r["flash_pages_read"] + r["flash_pages_programmed"]) / r["wall_time_s"] for r in rs)
-r = rs[0]
-assert all(x["flash_pages_programmed"] == r["flash_pages_programmed"] for x in rs), "runs differ: not deterministic"
-reads, progs = r["flash_reads_by_cause"]["mapping"], r["flash_programs_by_cause"]["mapping"]
-print(f"{ftl:<10} flash page ops/s (wall): median {statistics.median(ops):,.0f} (range {ops[0]:,.0f}-{ops[-1]:,.0f}, {n} runs)   "
-      f"({r['flash_pages_read']} reads + {r['flash_pages_programmed']} programs, mapping {reads} + {progs})   "
-      f"WA {r['write_amplification']:.3f}")
-PY
+  python3 bench/runs.py "$out" "$ftl-1m" "$repeat" "$(printf '%-10s flash page ops/s (wall)' "$ftl")" \
+      "(flash_pages_read + flash_pages_programmed) / wall_time_s" \
+      "f'({flash_pages_read} reads + {flash_pages_programmed} programs, mapping {flash_reads_by_cause[\"mapping\"]} + {flash_programs_by_cause[\"mapping\"]})   WA {write_amplification:.3f}'"
 done
