@@ -73,6 +73,10 @@ pub struct Superblock {
     stats: FtlStats,
 }
 
+/// Pages a superblock may span, its extra blocks included: a page offset
+/// within it is kept in 16 bits of spare area.
+const MAX_SUPERBLOCK_PAGES: u64 = 1 << 16;
+
 /// The spare blocks a drive has for superblocks, and what they need.
 #[derive(Clone, Copy)]
 struct Room {
@@ -98,17 +102,16 @@ impl Room {
         spare >= needed
     }
 
-    /// What would make the drive fit: larger superblocks (up to what a
-    /// page offset's 16 bits of spare area allow with `limit - sb_blocks`
-    /// extra blocks) or more over-provisioning (in thousandths, rounded up).
-    fn remedy(self, cfg: &Config, limit: u32) -> String {
+    /// What would make the drive fit: larger superblocks (up to
+    /// [`MAX_SUPERBLOCK_PAGES`] with the extra blocks) or more
+    /// over-provisioning (in thousandths, rounded up).
+    fn remedy(self, cfg: &Config) -> String {
         let f = &cfg.ftl;
         let logical = cfg.logical_pages();
-        let extra = (limit - f.superblock_blocks) as u64;
-        let largest = ((1u64 << 16) / self.pages_per_block).saturating_sub(extra);
+        let largest = (MAX_SUPERBLOCK_PAGES / self.pages_per_block).saturating_sub(f.superblock_extra_blocks as u64);
         let blocks = (f.superblock_blocks as u64 + 1..=largest).find(|&s| self.fits(logical, s));
-        let physical = cfg.physical_pages() as f64;
-        let logical_at = |milli: u64| (physical / (1.0 + milli as f64 / 1000.0)).floor() as u64;
+        // The logical space the config's own arithmetic gives at `milli` thousandths.
+        let logical_at = |milli: u64| Config { overprovisioning: milli as f64 / 1000.0, ..cfg.clone() }.logical_pages();
         let fits_at = |milli: u64| self.fits(logical_at(milli), f.superblock_blocks as u64);
         // Fewer logical pages only help: the least sufficient thousandth by
         // bisection, up to 100 (a drive of 1/101 logical space).
@@ -138,7 +141,7 @@ impl Superblock {
             return Err(Error::config("ftl.superblock_blocks", "must be at least 1"));
         }
         let limit = f.superblock_blocks + f.superblock_extra_blocks;
-        if limit as u64 * geo.pages_per_block as u64 > 1 << 16 {
+        if limit as u64 * geo.pages_per_block as u64 > MAX_SUPERBLOCK_PAGES {
             return Err(Error::config(
                 "ftl.superblock_blocks",
                 format!(
@@ -168,7 +171,7 @@ impl Superblock {
                 "overprovisioning",
                 format!(
                     "leaves {spare} spare blocks; {sbs} superblocks need {needed} (an update block each, and GC's): {}",
-                    room.remedy(cfg, limit)
+                    room.remedy(cfg)
                 ),
             ));
         }
