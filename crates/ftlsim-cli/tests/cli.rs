@@ -507,6 +507,8 @@ fn a_superblock_drive_without_the_spare_it_needs_says_what_would_fit() {
     );
     ok(run_with(&["ftl.superblock_blocks=15"]));
     ok(run_with(&["overprovisioning=0.251"]));
+    // The μ-FTL paper's preset sizes its superblocks to fit.
+    ok(args(&["run", "--config", "mu-ftl-mlc", "--ftl", "superblock", "--workload", "rw=randwrite,ios=200"]));
 }
 
 #[test]
