@@ -309,6 +309,7 @@ fn check_cases(ftl_name: &str, overrides: &[&str], cases: u32, cuts: bool) -> u6
 /// Runs `cases` cases drawn from `strategy` on `cfg`; panics naming `what`.
 /// Returns the power cuts made.
 fn check_strategy(cfg: &Config, strategy: impl Strategy<Value = Case>, cases: u32, what: &str) -> u64 {
+    let cases = cases.saturating_mul(case_scale());
     let mut runner = TestRunner::new(PtConfig { cases, failure_persistence: None, ..PtConfig::default() });
     let made = std::sync::atomic::AtomicU64::new(0);
     let result = runner.run(&strategy, |case| {
@@ -320,6 +321,18 @@ fn check_strategy(cfg: &Config, strategy: impl Strategy<Value = Case>, cases: u3
         panic!("{what}: {e:?}");
     }
     made.into_inner()
+}
+
+/// How many times its usual number of cases each FTL check runs:
+/// `FTLSIM_CONFORMANCE_SCALE=N` (default 1) for a long bug hunt, e.g.
+/// `FTLSIM_CONFORMANCE_SCALE=20 cargo test --release -p ftlsim --test
+/// integration conformance`. Cases are drawn afresh at every run.
+fn case_scale() -> u32 {
+    let Ok(v) = std::env::var("FTLSIM_CONFORMANCE_SCALE") else { return 1 };
+    match v.parse::<u32>() {
+        Ok(n) if n >= 1 => n,
+        _ => panic!("FTLSIM_CONFORMANCE_SCALE={v:?}: expected a whole number of at least 1"),
+    }
 }
 
 /// `cmds` as host-side TRIM batching (at most `max` ranges a command, a
@@ -788,6 +801,16 @@ fn page_with_write_buffer_fifo_blocking_static() {
 #[test]
 fn page_quarter_page_units_with_write_buffer() {
     check_ftl("page", &["geometry.page_size=2048", "ftl.map_unit_bytes=512", "cache.bytes=8192"]);
+}
+
+/// Units of several sectors behind the buffer: a buffered unit's dirty
+/// sectors can be runs apart (sectors 0 and 2 of 4), destaged as two spans
+/// of one unit in one batch, which must stage the unit once (it was
+/// staged twice: mapped twice, its valid count off by one, the first run's
+/// bytes and the old copy's lost).
+#[test]
+fn page_half_page_units_of_several_sectors_with_write_buffer() {
+    check_ftl("page", &["geometry.page_size=4096", "ftl.map_unit_bytes=2048", "cache.bytes=16384"]);
 }
 
 #[test]

@@ -61,6 +61,18 @@ impl PageCore {
         ready: SimTime,
         data: Option<&[u8]>,
     ) -> Result<SimTime> {
+        if let Some(k) = self.staged.iter().position(|&u| u == c.lpn.0) {
+            // The unit is staged already: a batch may hold several runs of
+            // one unit's sectors (a buffered unit's dirty sectors in runs).
+            // They join its staged copy; staging it again would map it
+            // twice and take its old bytes from the TRIMMED entry (zeros).
+            if let Some(data) = data {
+                let ub = self.unit_bytes();
+                self.scratch[k * ub..(k + 1) * ub][c.byte_range()].copy_from_slice(&data[c.buf_range()]);
+            }
+            self.staged_ready = self.staged_ready.max(ready);
+            return Ok(ready);
+        }
         let full = c.sectors == self.sectors_per_unit();
         let (old, start) = self.lookup_for_write(map, dev, c.lpn, full, now, ready)?;
         if let Some(data) = data {
