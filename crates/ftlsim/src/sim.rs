@@ -513,8 +513,7 @@ impl Simulation {
             tick(lpn)?;
         }
         let mut rng = SimRng::derived(self.cfg.seed, 0x7072_6563);
-        let mode = self.effective_mode(p.mode);
-        if mode == PreconditionMode::Fast {
+        if p.mode == PreconditionMode::Fast {
             let overwrite =
                 Overwrites { slots, count: overwrites, write_sectors, progress_pages: (write_pages, per_page) };
             self.fast_forward(overwrite, &mut rng, now, filled, &mut tick)?;
@@ -535,27 +534,24 @@ impl Simulation {
         }
         on_progress(Progress { done: total, total: Some(total) });
         self.restart_measurement()?;
-        self.precondition = Some(Precondition { mode, ..p });
+        self.precondition = Some(p);
         Ok(())
     }
 
-    /// The mode that runs when `asked` is: a drive that cannot fast-forward
-    /// is conditioned timed (what ran is what the report says, whether it
-    /// ran now or was loaded from a snapshot).
-    fn effective_mode(&self, asked: PreconditionMode) -> PreconditionMode {
-        if asked == PreconditionMode::Fast && self.can_fast_forward() {
-            PreconditionMode::Fast
+    /// Overwrites the fast-forward writes as one batch: behind a write
+    /// buffer, mapping units smaller than the page are packed into pages by
+    /// its destagers, a page's worth of the oldest at a time, which for
+    /// distinct random overwrites are the last ones written. The
+    /// fast-forward bypasses the buffer, so it packs them itself: as many
+    /// consecutive overwrites as fill a page go to the FTL together
+    /// ([`Ftl::write_batch`], the destagers' call). Otherwise one at a time.
+    fn fast_forward_batch(&self, write_sectors: u64) -> usize {
+        let spp = self.cfg.geometry.page_size as u64 / SECTOR_BYTES;
+        if self.cfg.units_per_page() > 1 && self.ctrl.buffer_capacity() > 0 && write_sectors < spp {
+            (spp / write_sectors) as usize
         } else {
-            PreconditionMode::Timed
+            1
         }
-    }
-
-    /// Whether [`PreconditionMode::Fast`] can run on this drive: sub-page
-    /// mapping units behind a write buffer are packed by its destagers, which
-    /// the fast-forward bypasses (each unit would pad a page of its own), so
-    /// that drive preconditions timed.
-    fn can_fast_forward(&self) -> bool {
-        self.cfg.units_per_page() == 1 || self.ctrl.buffer_capacity() == 0
     }
 
     /// Preconditioning's random overwrites, fast-forwarded: straight to the
@@ -591,6 +587,8 @@ impl Simulation {
         // timed path's, in its order.
         let mut ahead: VecDeque<u64> = VecDeque::with_capacity(LOOKAHEAD);
         let (write_pages, per_page) = w.progress_pages;
+        let batch = self.fast_forward_batch(w.write_sectors);
+        let mut packed: Vec<(Span, Option<&[u8]>)> = Vec::with_capacity(batch);
         let mut drawn = 0;
         for i in 0..w.count {
             while drawn < w.count && ahead.len() < LOOKAHEAD {
@@ -603,7 +601,19 @@ impl Simulation {
                 self.ftl.prefetch_mapped(span(slot));
             }
             let slot = ahead.pop_front().expect("drawn ahead");
-            now = self.ftl.write(&mut self.dev, span(slot), now, now, None)?;
+            if batch == 1 {
+                now = self.ftl.write(&mut self.dev, span(slot), now, now, None)?;
+            } else {
+                // A slot drawn again while its batch gathers is a buffer
+                // hit: the buffered unit takes the new data, one destage.
+                if !packed.iter().any(|(s, _)| *s == span(slot)) {
+                    packed.push((span(slot), None));
+                }
+                if packed.len() == batch || i + 1 == w.count {
+                    now = self.ftl.write_batch(&mut self.dev, &packed, now, now)?;
+                    packed.clear();
+                }
+            }
             tick(filled + (i + 1) * write_pages / per_page)?;
         }
         Ok(())
@@ -633,7 +643,7 @@ impl Simulation {
             Ok(None) => None,
             Ok(Some(sections)) => match self.restore(&sections) {
                 Ok(()) => {
-                    self.precondition = Some(Precondition { mode: self.effective_mode(p.mode), ..p });
+                    self.precondition = Some(p);
                     return Ok(SnapshotUse::Loaded);
                 }
                 Err(why) => Some(format!("damaged: {why}")),
