@@ -308,15 +308,9 @@ impl Simulation {
     /// buffer; `None` when it reads as zeros.
     pub fn page_contents(&self, lpn: u32) -> Option<Cow<'_, [u8]>> {
         let flash = self.ftl.page_data(&self.dev, crate::units::Lpn(lpn));
-        // Newer than flash: the FTL's own data cache, then the controller's
-        // buffer (its slots may be mapping units: sector offsets in the page).
-        let held: Vec<_> = self
-            .ftl
-            .cached_page(crate::units::Lpn(lpn))
-            .map(|(mask, bytes)| (mask, bytes, 0))
-            .into_iter()
-            .chain(self.ctrl.buffered(lpn))
-            .collect();
+        // Newer than flash, in order (buffer slots may be mapping units:
+        // sector offsets in the page).
+        let held: Vec<_> = self.ctrl.held(self.ftl.as_ref(), lpn).collect();
         if held.is_empty() {
             return flash;
         }
@@ -538,7 +532,7 @@ impl Simulation {
         Ok(())
     }
 
-    /// Overwrites the fast-forward writes as one batch: behind a write
+    /// How many overwrites the fast-forward writes as one batch: behind a write
     /// buffer, mapping units smaller than the page are packed into pages by
     /// its destagers, a page's worth of the oldest at a time, which for
     /// distinct random overwrites are the last ones written. The

@@ -194,8 +194,8 @@ impl TrimModel {
     }
 
     /// Writes zeros over a partial page's trimmed sectors if the page holds
-    /// data: on flash, in the write buffer, or in the FTL's own data cache
-    /// (COFTL's; a page held only there read its trimmed sectors back).
+    /// data: on flash, or newer than flash ([`Controller::held`]; asking
+    /// the buffer alone, a page in COFTL's data cache kept its sectors).
     fn zero(
         &mut self,
         ctrl: &mut Controller,
@@ -205,7 +205,7 @@ impl TrimModel {
         at: SimTime,
     ) -> Result<SimTime> {
         let lpn = crate::units::Lpn(split_sector(piece.start.0, self.sectors_per_page).0 as u32);
-        if ftl.physical(lpn).is_none() && ftl.cached_page(lpn).is_none() && ctrl.buffered(lpn.0).next().is_none() {
+        if ftl.physical(lpn).is_none() && ctrl.held(ftl, lpn.0).next().is_none() {
             return Ok(at);
         }
         self.stats.partial_pages_zeroed += 1;

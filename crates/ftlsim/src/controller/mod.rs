@@ -464,6 +464,16 @@ impl Controller {
         ftl.flush(dev, done)
     }
 
+    /// Every sector of logical page `lpn` held newer than flash: the FTL's
+    /// own data cache's (COFTL's), then the write buffer's, as
+    /// [`buffered`](Self::buffered) gives them. The one list of where such
+    /// data lives, for whatever must see it (a read of the drive's
+    /// contents, TRIM zeroing a partial page).
+    pub fn held<'a>(&'a self, ftl: &'a dyn Ftl, lpn: u32) -> impl Iterator<Item = (SectorMask, &'a [u8], u32)> + 'a {
+        let cached = ftl.cached_page(crate::units::Lpn(lpn)).map(|(mask, bytes)| (mask, bytes, 0));
+        cached.into_iter().chain(self.buffered(lpn))
+    }
+
     /// The buffered sectors of logical page `lpn`, slot by slot: each
     /// slot's sector mask, its bytes (payload mode; else empty) and its
     /// first sector in the page (0 but for sub-page unit slots).
