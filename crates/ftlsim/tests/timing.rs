@@ -377,3 +377,53 @@ fn the_busiest_and_idlest_units_show_a_hot_unit() {
         hot.utilization
     );
 }
+
+/// A buffered page whose dirty sectors are apart (two writes, a gap
+/// between) goes to flash as one read-modify-write, as a controller merges
+/// it: one read of the old page and one program, not one of each per run;
+/// the gap keeps the old bytes.
+#[test]
+fn a_buffered_page_dirty_in_runs_apart_is_one_read_modify_write() {
+    let cfg = Config::from_toml_str(
+        include_str!("drives/tiny.toml"),
+        "runs-apart",
+        &[
+            "ftl.name=\"page\"".into(),
+            "geometry.page_size=4096".into(),
+            "cache.bytes=16384".into(),
+            "cache.destage_depth=1".into(),
+        ],
+    )
+    .unwrap();
+    let mut sim = Simulation::new(cfg).unwrap();
+    let write = |sim: &mut Simulation, start: u64, sectors: u64, byte: u8, now: SimTime| {
+        let cmd = HostCmd { time: now, op: Op::Write, start: Sector(start), sectors, continued: false };
+        sim.submit(&cmd, now, Some(&vec![byte; sectors as usize * 512]), None).unwrap()
+    };
+    let flush = |sim: &mut Simulation, now: SimTime| {
+        let cmd = HostCmd { time: now, op: Op::Flush, start: Sector(0), sectors: 0, continued: false };
+        sim.submit(&cmd, now, None, None).unwrap()
+    };
+    // Page 0 on flash, and out of the buffer's 4 slots (4 pages written after it).
+    let mut now = SimTime::ZERO;
+    for page in 0..5 {
+        now = write(&mut sim, page * 8, 8, 1, now);
+    }
+    let now = flush(&mut sim, now);
+    let before = sim.report_from(&ftlsim::report::Metrics::default(), 0.0);
+    assert_eq!((before.flash_pages_programmed, before.flash_pages_read), (5, 0));
+    // Sectors 1 and 5..7 of the page, apart, while the one destager is busy
+    // with pages 1 and 2 written with them (were it idle, it would take the
+    // first run alone at once, as a drive's would).
+    let mut done = now;
+    for (start, sectors, byte) in [(8, 8, 4), (16, 8, 4), (1, 1, 2), (5, 2, 3)] {
+        done = done.max(write(&mut sim, start, sectors, byte, now));
+    }
+    flush(&mut sim, done);
+    let r = sim.report_from(&ftlsim::report::Metrics::default(), 0.0);
+    assert_eq!(r.flash_pages_programmed, 8, "one program for both runs");
+    assert_eq!(r.flash_pages_read, 1, "one read of the old page");
+    let page = sim.page_contents(0).expect("page 0 written");
+    let sector = |i: usize| page[i * 512];
+    assert_eq!((0..8).map(sector).collect::<Vec<_>>(), [1, 2, 1, 1, 1, 3, 3, 1]);
+}

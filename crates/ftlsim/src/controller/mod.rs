@@ -21,6 +21,9 @@
 //! programming), each starting its next page as
 //! soon as its last one is on flash, so destaging overlaps host work on the
 //! same resources and the FTL's allocation spreads it over the planes.
+//! A page dirty in runs apart (two writes, a gap between) goes as one
+//! batch of its runs, which the page-mapped FTLs write as one page (one
+//! read of the old page, one program) and the others a run at a time.
 //! Reads wholly held in the buffer are served from it; others read flash
 //! and take the buffer's newer sectors on top. TRIM drops whole buffered
 //! pages; FLUSH (and FUA, a FLUSH after the write) destages everything
@@ -262,10 +265,18 @@ impl Controller {
         if let Some(next) = next {
             ftl.prefetch(next);
         }
-        let mut done = at;
-        for (span, data) in slot_spans(buf, slot, lpn, mask, spp, self.payloads) {
-            done = done.max(ftl.write(dev, span, at, at, data)?);
-        }
+        let done = {
+            let mut runs = slot_spans(buf, slot, lpn, mask, spp, self.payloads);
+            let first = runs.next().expect("a dirty slot has a dirty sector");
+            match runs.next() {
+                None => ftl.write(dev, first.0, at, at, first.1)?,
+                // Runs apart: one batch, so the FTL can merge them into one page write.
+                Some(second) => {
+                    let spans: Vec<_> = [first, second].into_iter().chain(runs).collect();
+                    ftl.write_batch(dev, &spans, at, at)?
+                }
+            }
+        };
         if let Some(next) = next {
             ftl.prefetch_mapped(next);
         }

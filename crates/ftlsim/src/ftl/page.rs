@@ -868,13 +868,26 @@ impl PageCore {
             if !self.worth_collecting(plane) {
                 break;
             }
-            let Some(victim) = self.pool.select_victim(plane, now) else { break };
+            let Some(victim) = self.select_victim(dev, plane, now) else { break };
             if self.no_gain(self.pool.valid(victim)) && self.pool.fewest_valid(plane).is_none_or(|v| self.no_gain(v)) {
                 break; // the plane is full of live data: nothing to gain
             }
             self.reclaim(map, dev, victim, now)?;
         }
         Ok(())
+    }
+
+    /// The configured policy's victim in `plane`, one whose live pages fit
+    /// in the room GC has there: its free blocks and the rest of its open ones.
+    fn select_victim(&mut self, dev: &Device, plane: PlaneId, now: SimTime) -> Option<BlockId> {
+        let ppb = self.geo.pages_per_block;
+        let open: u32 = self.active[plane.idx() * self.streams..(plane.idx() + 1) * self.streams]
+            .iter()
+            .filter(|&&a| a != NO_BLOCK)
+            .map(|&a| ppb - dev.array.written_pages(BlockId(a)))
+            .sum();
+        let room = (self.pool.free_count(plane) * ppb + open) << self.unit_shift;
+        self.pool.select_victim_fitting(plane, now, room)
     }
 
     /// Whether `plane` has a victim worth collecting now: any at or below
@@ -1131,7 +1144,7 @@ impl PageCore {
         if self.jobs[plane.idx()].victim != NO_BLOCK || !self.worth_collecting(plane) {
             return;
         }
-        let Some(victim) = self.pool.select_victim(plane, now) else { return };
+        let Some(victim) = self.select_victim(dev, plane, now) else { return };
         if self.no_gain(self.pool.valid(victim)) && self.pool.fewest_valid(plane).is_none_or(|v| self.no_gain(v)) {
             return; // the plane is full of live data: nothing to gain
         }
@@ -1452,25 +1465,33 @@ impl PageCore {
         Ok((old, start))
     }
 
+    /// Writes `pieces`, runs of sectors of one logical page each with its
+    /// bytes (payload mode), as one page: one program, and with any sector
+    /// left out, one read of the old page (read-modify-write).
     fn write_page<M: MapTable>(
         &mut self,
         map: &mut M,
         dev: &mut Device,
-        c: PageChunk,
+        pieces: &[(PageChunk, Option<&[u8]>)],
         now: SimTime,
         ready: SimTime,
-        data: Option<&[u8]>,
     ) -> Result<SimTime> {
-        let full = c.is_full_page(self.geo.sectors_per_page);
+        let (c, data) = pieces[0];
+        debug_assert!(pieces.iter().all(|(p, _)| p.lpn == c.lpn), "pieces of one page");
+        // Runs of one page are apart (adjacent ones would be one run): several never fill it.
+        let full = pieces.len() == 1 && c.is_full_page(self.geo.sectors_per_page);
         let (old, start) = self.lookup_for_write(map, dev, c.lpn, full, now, ready)?;
         // Assemble a partial page now: GC below may move or erase the old page.
-        if let Some(data) = data.filter(|_| !c.is_full_page(self.geo.sectors_per_page)) {
+        if data.is_some() && !full {
             // Only a mapped page has data: NEVER and TRIMMED are not page numbers.
             match is_mapped(old).then(|| dev.array.page_data(Ppn(old))).flatten() {
                 Some(bytes) => self.scratch.copy_from_slice(bytes),
                 None => self.scratch.fill(0),
             }
-            self.scratch[c.byte_range()].copy_from_slice(&data[c.buf_range()]);
+            for &(p, bytes) in pieces {
+                let bytes = bytes.ok_or_else(|| Error::invariant("page", "a write batch mixes data and none"))?;
+                self.scratch[p.byte_range()].copy_from_slice(&bytes[p.buf_range()]);
+            }
         }
         if is_mapped(old) {
             self.stale(self.geo.block_of(Ppn(old)), now);
@@ -1483,7 +1504,7 @@ impl PageCore {
         let ppn = ppn?;
         let payload = match data {
             // A full page goes to flash straight from the host buffer.
-            Some(data) if c.is_full_page(self.geo.sectors_per_page) => Payload::Bytes(&data[c.buf_range()]),
+            Some(data) if full => Payload::Bytes(&data[c.buf_range()]),
             Some(_) => Payload::Bytes(&self.scratch),
             None => Payload::None,
         };
@@ -1532,6 +1553,45 @@ fn stripe_sequence(geo: &Geometry, order: &[StripeUnit]) -> Vec<PlaneId> {
             geo.plane_id(coord[0], coord[1], coord[2], coord[3])
         })
         .collect()
+}
+
+impl<M: MapTable> PageMapped<M> {
+    /// [`Ftl::write_batch`] with a unit a page: a span at a time, but spans
+    /// in a row within one page (a buffered page's dirty runs, apart) as one
+    /// page write, as a controller merges them: one read of the old page and
+    /// one program, where a write a run would read and program it per run.
+    fn write_pages(
+        &mut self,
+        dev: &mut Device,
+        spans: &[(Span, Option<&[u8]>)],
+        now: SimTime,
+        ready: SimTime,
+    ) -> Result<SimTime> {
+        let spp = self.core.geo.sectors_per_page;
+        let one_page = |span: Span| {
+            let mut chunks = page_chunks(span, spp);
+            chunks.next().filter(|_| chunks.next().is_none())
+        };
+        let mut done = ready;
+        let mut rest = spans;
+        while let Some(&(span, data)) = rest.first() {
+            // The spans after this one within its page.
+            let lpn = one_page(span).map(|c| c.lpn);
+            let n =
+                1 + rest[1..].iter().take_while(|&&(s, _)| lpn.is_some() && one_page(s).map(|c| c.lpn) == lpn).count();
+            if n == 1 {
+                done = done.max(self.write(dev, span, now, ready, data)?);
+            } else {
+                let pieces: Vec<_> = rest[..n].iter().map(|&(s, d)| (one_page(s).expect("tested above"), d)).collect();
+                self.map.begin_request();
+                let written = self.core.write_page(&mut self.map, dev, &pieces, now, ready)?;
+                self.core.reclaim_empties(dev, now)?;
+                done = done.max(written).max(self.map.end_request());
+            }
+            rest = &rest[n..];
+        }
+        Ok(done)
+    }
 }
 
 impl<M: MapTable> Ftl for PageMapped<M> {
@@ -1589,8 +1649,9 @@ impl<M: MapTable> Ftl for PageMapped<M> {
         } else {
             // The call's pages may form multi-plane groups (`timing.multi_plane`).
             dev.begin_batch();
-            let written = page_chunks(span, self.core.geo.sectors_per_page)
-                .try_fold(done, |d, c| Ok(d.max(self.core.write_page(&mut self.map, dev, c, now, ready, data)?)));
+            let written = page_chunks(span, self.core.geo.sectors_per_page).try_fold(done, |d, c| {
+                Ok(d.max(self.core.write_page(&mut self.map, dev, &[(c, data)], now, ready)?))
+            });
             let batch_done = dev.end_batch();
             done = written?.max(batch_done);
         }
@@ -1608,7 +1669,7 @@ impl<M: MapTable> Ftl for PageMapped<M> {
         if self.core.unit_shift == 0 {
             // One batch: the spans' pages may form multi-plane groups.
             dev.begin_batch();
-            let written = super::write_each(self, dev, spans, now, ready);
+            let written = self.write_pages(dev, spans, now, ready);
             let batch_done = dev.end_batch();
             return Ok(written?.max(batch_done));
         }

@@ -362,6 +362,17 @@ impl BlockPool {
         }
     }
 
+    /// As [`select_victim`](Self::select_victim), for a plane that can take
+    /// only `room` more valid pages (units): a victim with more gives way to
+    /// the block with the fewest. After a power cut a plane can have no free
+    /// block, only the rest of its open blocks, and the victim its GC was
+    /// reclaiming when the power went (greedy's choice never has more live
+    /// pages than that rest; FIFO's or a random one can).
+    pub fn select_victim_fitting(&mut self, plane: PlaneId, now: SimTime, room: u32) -> Option<BlockId> {
+        let victim = self.select_victim(plane, now)?;
+        if self.valid(victim) <= room { Some(victim) } else { self.greedy(plane) }
+    }
+
     /// A victim over all planes: the plane whose closed block has the
     /// fewest valid pages decides, and its policy picks there (FTLs that
     /// reclaim across planes). `None` when no closed block has an invalid page.
