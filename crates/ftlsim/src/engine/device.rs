@@ -26,6 +26,7 @@
 
 mod deferred;
 mod multi_plane;
+mod unit_times;
 
 use super::calendar::Calendar;
 use crate::error::Result;
@@ -392,7 +393,7 @@ pub struct Device {
     /// Each unit's [`Calendar::last_end`] as of its last booking, kept
     /// flat: dynamic allocation compares every unit's before each host
     /// page. The unit is free at the later of this and `horizon`.
-    unit_free: Vec<SimTime>,
+    unit_free: unit_times::UnitTimes,
     /// No booking starts before this (see [`advance`](Self::advance)). The
     /// calendars catch up with it when next touched, not at every advance.
     horizon: SimTime,
@@ -448,7 +449,7 @@ impl Device {
         Device {
             channels: vec![Calendar::default(); geo.channels as usize],
             units: vec![Calendar::default(); (geo.planes / planes_per_unit) as usize],
-            unit_free: vec![SimTime::ZERO; (geo.planes / planes_per_unit) as usize],
+            unit_free: unit_times::UnitTimes::new((geo.planes / planes_per_unit) as usize),
             horizon: SimTime::ZERO,
             block_last: vec![SimTime::ZERO; geo.blocks as usize],
             host_link: Calendar::default(),
@@ -764,7 +765,8 @@ impl Device {
                 copy.pages(n, Two(u_r, u_w), Two(b_r, b_w), account)
             }
         };
-        (self.unit_free[unit_r], self.unit_free[unit_w]) = (free_r, free_w);
+        self.unit_free.set(unit_r, free_r);
+        self.unit_free.set(unit_w, free_w);
         self.block_last[src.idx()] = src_last;
         self.block_last[dst.idx()] = dst_last;
         src_last
@@ -799,7 +801,7 @@ impl Device {
     #[inline(always)]
     fn hold(&mut self, unit: usize, block: Option<BlockId>, start: SimTime, done: SimTime, cause: Cause) {
         self.units[unit].insert(start, done - start);
-        self.unit_free[unit] = self.units[unit].last_end();
+        self.unit_free.set(unit, self.units[unit].last_end());
         if let Some(b) = block {
             self.block_last[b.idx()] = done;
         }
@@ -812,7 +814,7 @@ impl Device {
     #[inline]
     fn time_unit(&mut self, unit: usize, not_before: SimTime, took: Nanos) -> SimTime {
         let start = self.units[unit].book_alone(self.horizon, not_before, took);
-        self.unit_free[unit] = start + took;
+        self.unit_free.set(unit, start + took);
         start + took
     }
 
@@ -1066,7 +1068,7 @@ impl Device {
         }
         for run in units {
             self.units[run.unit].booked_alone(run.last_start, run.last_len, run.busy);
-            self.unit_free[run.unit] = run.free;
+            self.unit_free.set(run.unit, run.free);
         }
         Ok(done)
     }
@@ -1303,7 +1305,7 @@ impl Device {
     #[inline]
     pub fn plane_free(&self, plane: PlaneId) -> SimTime {
         let unit = self.plane_unit[plane.idx()] as usize;
-        let free = self.unit_free[unit].max(self.horizon);
+        let free = self.unit_free.get(unit).max(self.horizon);
         debug_assert_eq!(free, self.units[unit].last_end().max(self.horizon), "unit {unit}'s mirror");
         free
     }
@@ -1313,7 +1315,16 @@ impl Device {
     /// later of the two).
     #[inline]
     pub fn unit_free_times(&self) -> &[SimTime] {
-        &self.unit_free
+        self.unit_free.as_slice()
+    }
+
+    /// When the array units free soonest are free (the horizon if some are
+    /// idle), calling `each` with each of them in unit order; `None` when
+    /// the drive has too few units to keep their minimum (the caller scans
+    /// [`unit_free_times`](Self::unit_free_times)).
+    #[inline]
+    pub fn units_free_soonest(&self, each: impl FnMut(usize)) -> Option<SimTime> {
+        self.unit_free.tracked().then(|| self.unit_free.free_by(self.horizon, each))
     }
 
     /// No booking starts before this time.
@@ -1331,7 +1342,7 @@ impl Device {
 
     /// When every array unit has finished what is booked on it.
     pub fn last_unit_end(&self) -> SimTime {
-        self.unit_free.iter().copied().max().unwrap_or(SimTime::ZERO).max(self.horizon)
+        self.unit_free.max().max(self.horizon)
     }
 
     /// Array units: dies, or planes with `timing.plane_parallel`.
@@ -1504,7 +1515,7 @@ mod tests {
         (
             d.units.iter().map(|c| (c.intervals(), c.busy_ns)).collect::<Vec<_>>(),
             d.channels.iter().map(|c| (c.intervals(), c.busy_ns)).collect::<Vec<_>>(),
-            (d.unit_free.clone(), d.block_last.clone(), d.counters.clone(), d.busy.clone()),
+            (d.unit_free.as_slice().to_vec(), d.block_last.clone(), d.counters.clone(), d.busy.clone()),
             (d.served_from(), d.horizon),
         )
     }

@@ -758,7 +758,19 @@ impl PageCore {
             self.soonest_by_unit(dev, |plane| plane / per_die)
         } else {
             debug_assert_eq!(self.stripe.len(), dev.units());
-            self.soonest_by_unit(dev, |plane| plane)
+            // A drive of many planes keeps their soonest free time: only the
+            // planes free then (rarely more than one) are compared.
+            let (n, mut best) = (self.stripe.len(), u64::MAX);
+            let found = dev.units_free_soonest(|plane| {
+                let pos = self.stripe_pos[plane] as usize;
+                let from_cursor = if pos >= self.cursor { pos - self.cursor } else { pos + n - self.cursor };
+                best = best.min(self.share_key(PlaneId(plane as u32)) << 32 | from_cursor as u64);
+            });
+            if found.is_none() {
+                return self.soonest_by_unit(dev, |plane| plane);
+            }
+            let at = self.cursor + (best as u32) as usize;
+            if at >= n { at - n } else { at }
         }
     }
 

@@ -139,7 +139,7 @@ impl Device {
             && !self.units_only
             && g.kind == Kind::Program
             && g.batch == self.batch
-            && g.end == self.unit_free[unit]
+            && g.end == self.unit_free.get(unit)
             && g.planes & bit == 0
             && g.offset == offset;
         joinable.then_some(g.array_start)
@@ -155,7 +155,8 @@ impl Device {
     fn joinable(&self, kind: Kind, unit: usize, block: BlockId, ppn: u32, not_before: SimTime) -> Option<u64> {
         let g = &self.groups[unit];
         let in_batch = kind != Kind::Program || (self.batch_open && g.batch == self.batch);
-        if self.units_only || g.kind != kind || !in_batch || g.end != self.unit_free[unit] || g.start < self.horizon {
+        if self.units_only || g.kind != kind || !in_batch || g.end != self.unit_free.get(unit) || g.start < self.horizon
+        {
             return None;
         }
         let array_start = if kind == Kind::Program { g.array_start } else { g.start };
@@ -258,7 +259,7 @@ impl Device {
         array_start: SimTime,
         end: SimTime,
     ) {
-        if self.units_only || end != self.unit_free[unit] {
+        if self.units_only || end != self.unit_free.get(unit) {
             return;
         }
         let geo = self.array.geometry();
@@ -296,7 +297,7 @@ impl Device {
         let g = &mut self.groups[unit];
         if end > g.end {
             self.units[unit].insert(g.end, end - g.end);
-            self.unit_free[unit] = end;
+            self.unit_free.set(unit, end);
             self.busy.units[cause as usize] += (end - g.end).0;
             g.end = end;
         }
