@@ -391,8 +391,9 @@ pub struct Device {
     /// operations booked after.
     units: Vec<Calendar>,
     /// Each unit's [`Calendar::last_end`] as of its last booking, kept
-    /// flat: dynamic allocation compares every unit's before each host
-    /// page. The unit is free at the later of this and `horizon`.
+    /// flat (with each group's soonest on big drives): dynamic allocation
+    /// looks for the soonest before each host page. The unit is free at
+    /// the later of this and `horizon`.
     unit_free: unit_times::UnitTimes,
     /// No booking starts before this (see [`advance`](Self::advance)). The
     /// calendars catch up with it when next touched, not at every advance.

@@ -667,6 +667,12 @@ impl PageCore {
         }
     }
 
+    /// `plane`'s active blocks, one a stream at most.
+    fn open_blocks(&self, plane: PlaneId) -> impl Iterator<Item = u32> + '_ {
+        let slots = &self.active[plane.idx() * self.streams..(plane.idx() + 1) * self.streams];
+        slots.iter().copied().filter(|&a| a != NO_BLOCK)
+    }
+
     /// With write streams, GC may need a new block in each stream before
     /// its victim's erase returns one; a plane out of free blocks (after a
     /// power cut, or a plane GC could not keep above its reserve) takes
@@ -675,8 +681,7 @@ impl PageCore {
     /// fit in the room its streams' blocks had plus the one block the host
     /// leaves GC.
     fn other_stream_page(&self, dev: &Device, plane: PlaneId) -> Option<Ppn> {
-        let slots = &self.active[plane.idx() * self.streams..(plane.idx() + 1) * self.streams];
-        slots.iter().filter(|&&a| a != NO_BLOCK).find_map(|&a| {
+        self.open_blocks(plane).find_map(|a| {
             let written = dev.array.written_pages(BlockId(a));
             (written < self.geo.pages_per_block).then(|| self.geo.ppn(BlockId(a), written))
         })
@@ -744,9 +749,11 @@ impl PageCore {
     /// soonest; among planes free at once, the one with the lowest
     /// [`share_key`](Self::share_key), so no plane takes more than its
     /// share of the data and GCs fuller victims; among those, the first in
-    /// stripe order from the cursor. Found in one pass over the planes in
-    /// stripe order from the cursor, keys looked up only for planes as
-    /// soon as the soonest so far, not by comparing every plane's key as
+    /// stripe order from the cursor. On a drive of many planes the device
+    /// names the planes free soonest ([`Device::units_free_soonest`]) and
+    /// only theirs are compared; otherwise one pass over the planes in
+    /// stripe order from the cursor looks keys up only for planes as soon
+    /// as the soonest so far. Neither compares every plane's key as
     /// [`soonest_in_stripe_by_scan`](Self::soonest_in_stripe_by_scan)
     /// does.
     fn soonest_in_stripe(&self, dev: &Device) -> usize {
@@ -758,28 +765,44 @@ impl PageCore {
             self.soonest_by_unit(dev, |plane| plane / per_die)
         } else {
             debug_assert_eq!(self.stripe.len(), dev.units());
-            // A drive of many planes keeps their soonest free time: only the
-            // planes free then (rarely more than one) are compared.
-            let (n, mut best) = (self.stripe.len(), u64::MAX);
+            // The planes free soonest (rarely more than one), where the
+            // device keeps them; else the scan.
+            let n = self.stripe.len();
+            let mut best = u64::MAX;
             let found = dev.units_free_soonest(|plane| {
                 let pos = self.stripe_pos[plane] as usize;
                 let from_cursor = if pos >= self.cursor { pos - self.cursor } else { pos + n - self.cursor };
-                best = best.min(self.share_key(PlaneId(plane as u32)) << 32 | from_cursor as u64);
+                best = best.min(self.tie_key(PlaneId(plane as u32), from_cursor));
             });
-            if found.is_none() {
-                return self.soonest_by_unit(dev, |plane| plane);
+            match found {
+                Some(_) => self.stripe_index(best),
+                None => self.soonest_by_unit(dev, |plane| plane),
             }
-            let at = self.cursor + (best as u32) as usize;
-            if at >= n { at - n } else { at }
         }
+    }
+
+    /// Among planes free at once, the order dynamic allocation prefers
+    /// them in, as one word: the share key, then the distance from the
+    /// cursor (both below 2^32; the distance names the plane).
+    #[inline(always)]
+    fn tie_key(&self, plane: PlaneId, from_cursor: usize) -> u64 {
+        let share = self.share_key(plane);
+        debug_assert!(share >> 32 == 0, "share key {share} takes more than 32 bits");
+        share << 32 | from_cursor as u64
+    }
+
+    /// The stripe position a [`tie_key`](Self::tie_key) names.
+    #[inline(always)]
+    fn stripe_index(&self, key: u64) -> usize {
+        let at = self.cursor + (key as u32) as usize;
+        if at >= self.stripe.len() { at - self.stripe.len() } else { at }
     }
 
     #[inline(always)]
     fn soonest_by_unit(&self, dev: &Device, unit_of: impl Fn(usize) -> usize) -> usize {
         let (free_at, horizon) = (dev.unit_free_times(), dev.horizon().0);
-        // The soonest time so far, and among its planes the share key, then
-        // the distance from the cursor, in one word (both below 2^32; the
-        // distance names the plane). Visited from the cursor, the planes
+        // The soonest time so far, and the best tie key among its planes.
+        // Visited from the cursor, the planes
         // rotation wrote last come last, busiest: the soonest is usually
         // found first and the branches on later times predicted. (From
         // plane 0, the soonest came anywhere and a fill spent a third of
@@ -793,9 +816,7 @@ impl PageCore {
             if t < soonest {
                 (soonest, best) = (t, u64::MAX);
             }
-            let share = self.share_key(plane);
-            debug_assert!(share >> 32 == 0, "share key {share} takes more than 32 bits");
-            best = best.min(share << 32 | from_cursor as u64);
+            best = best.min(self.tie_key(plane, from_cursor));
         };
         let (ahead, behind) = self.stripe.split_at(self.cursor);
         for (d, &plane) in behind.iter().enumerate() {
@@ -807,8 +828,7 @@ impl PageCore {
         if best == u64::MAX {
             return self.cursor;
         }
-        let at = self.cursor + (best as u32) as usize;
-        if at >= self.stripe.len() { at - self.stripe.len() } else { at }
+        self.stripe_index(best)
     }
 
     /// Dynamic allocation's preference among planes free at once (lower
@@ -893,11 +913,7 @@ impl PageCore {
     /// in the room GC has there: its free blocks and the rest of its open ones.
     fn select_victim(&mut self, dev: &Device, plane: PlaneId, now: SimTime) -> Option<BlockId> {
         let ppb = self.geo.pages_per_block;
-        let open: u32 = self.active[plane.idx() * self.streams..(plane.idx() + 1) * self.streams]
-            .iter()
-            .filter(|&&a| a != NO_BLOCK)
-            .map(|&a| ppb - dev.array.written_pages(BlockId(a)))
-            .sum();
+        let open: u32 = self.open_blocks(plane).map(|a| ppb - dev.array.written_pages(BlockId(a))).sum();
         let room = (self.pool.free_count(plane) * ppb + open) << self.unit_shift;
         self.pool.select_victim_fitting(plane, now, room)
     }
@@ -1572,10 +1588,10 @@ impl<M: MapTable> PageMapped<M> {
     /// in a row within one page (a buffered page's dirty runs, apart) as one
     /// page write, as a controller merges them: one read of the old page and
     /// one program, where a write a run would read and program it per run.
-    fn write_pages(
+    fn write_pages<'a>(
         &mut self,
         dev: &mut Device,
-        spans: &[(Span, Option<&[u8]>)],
+        spans: &[(Span, Option<&'a [u8]>)],
         now: SimTime,
         ready: SimTime,
     ) -> Result<SimTime> {
@@ -1586,20 +1602,26 @@ impl<M: MapTable> PageMapped<M> {
         };
         let mut done = ready;
         let mut rest = spans;
-        while let Some(&(span, data)) = rest.first() {
-            // The spans after this one within its page.
-            let lpn = one_page(span).map(|c| c.lpn);
-            let n =
-                1 + rest[1..].iter().take_while(|&&(s, _)| lpn.is_some() && one_page(s).map(|c| c.lpn) == lpn).count();
-            if n == 1 {
-                done = done.max(self.write(dev, span, now, ready, data)?);
-            } else {
-                let pieces: Vec<_> = rest[..n].iter().map(|&(s, d)| (one_page(s).expect("tested above"), d)).collect();
-                self.map.begin_request();
-                let written = self.core.write_page(&mut self.map, dev, &pieces, now, ready)?;
-                self.core.reclaim_empties(dev, now)?;
-                done = done.max(written).max(self.map.end_request());
-            }
+        while let Some((&(span, data), after)) = rest.split_first() {
+            // The next spans in a row within this one's page.
+            let page = one_page(span);
+            let same_page = |&(s, d): &(Span, Option<&'a [u8]>)| {
+                page.and_then(|c| one_page(s).filter(|p| p.lpn == c.lpn)).map(|p| (p, d))
+            };
+            let n = match page.filter(|_| after.first().and_then(same_page).is_some()) {
+                None => {
+                    done = done.max(self.write(dev, span, now, ready, data)?);
+                    1
+                }
+                Some(c) => {
+                    let pieces: Vec<_> = std::iter::once((c, data)).chain(after.iter().map_while(same_page)).collect();
+                    self.map.begin_request();
+                    let written = self.core.write_page(&mut self.map, dev, &pieces, now, ready)?;
+                    self.core.reclaim_empties(dev, now)?;
+                    done = done.max(written).max(self.map.end_request());
+                    pieces.len()
+                }
+            };
             rest = &rest[n..];
         }
         Ok(done)
