@@ -791,6 +791,11 @@ fn page_with_write_buffer() {
 }
 
 #[test]
+fn page_with_write_buffer_paying_gc_debt_in_background() {
+    check_ftl("page", &["cache.bytes=8192", "gc.debt=\"background\""]);
+}
+
+#[test]
 fn page_with_write_buffer_fifo_blocking_static() {
     check_ftl(
         "page",
@@ -1223,7 +1228,7 @@ fn random_combinations_of_the_page_familys_options_with_power_cuts() {
     random_combinations(&PAGE_FAMILY_OPTIONS, true);
 }
 
-const PAGE_FAMILY_OPTIONS: [(&str, &[&str]); 14] = [
+const PAGE_FAMILY_OPTIONS: [(&str, &[&str]); 15] = [
     ("ftl.name", &["\"page\"", "\"page\"", "\"page\"", "\"dftl\"", "\"hat\"", "\"dac\""]),
     ("geometry.page_size", &["1024", "2048", "4096", "8192"]),
     ("ftl.map_unit_bytes", &["-", "-", "512", "1024", "2048", "4096"]),
@@ -1232,6 +1237,7 @@ const PAGE_FAMILY_OPTIONS: [(&str, &[&str]); 14] = [
     ("gc.mode", &["\"preemptible\"", "\"blocking\""]),
     ("ftl.allocation", &["\"dynamic\"", "\"static\""]),
     ("gc.frontier", &["\"shared\"", "\"separate\""]),
+    ("gc.debt", &["\"background\"", "\"ahead\""]),
     ("gc.policy", &["greedy", "cost-benefit", "fifo", "random", "d-choices"]),
     ("trim.partial", &["\"ignore\"", "\"zero\""]),
     ("ftl.trim", &["true", "true", "false"]),

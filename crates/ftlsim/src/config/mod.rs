@@ -269,6 +269,10 @@ pub struct GcConfig {
     /// has no write streams of its own).
     #[serde(default = "defaults::gc_frontier")]
     pub frontier: GcFrontier,
+    /// When the copies a write owes a preemptible GC job are made
+    /// (`page`, `dftl`, `hat`, `dac` behind the write buffer).
+    #[serde(default = "defaults::gc_debt")]
+    pub debt: GcDebt,
 }
 
 /// What `gc.threshold` is a fraction of.
@@ -313,6 +317,25 @@ pub enum GcMode {
     /// ahead of the host write that found it there (ftlsim before 0.2; the
     /// seed reproductions' setting).
     Blocking,
+}
+
+/// When the copies a write owes its plane's preemptible GC job are made.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum GcDebt {
+    /// Booked back to back ahead of the write's program, when the write
+    /// is issued: a host read reaching the plane meanwhile waits for all
+    /// of them.
+    Ahead,
+    /// A destaged page goes to a plane whose GC is owed nothing, and the
+    /// copies it leaves owed are made a step at a time, each booked only
+    /// once the plane is free to start it, so a host read issued before
+    /// then goes first and waits for at most the step in progress (a
+    /// copy, or an erase), as with a controller serving reads before
+    /// queued GC work. Needs the write buffer (`cache.bytes`),
+    /// `gc.mode = "preemptible"` and `ftl.allocation = "dynamic"`. Costs
+    /// simulation speed: copies are booked one by one, not in runs.
+    Background,
 }
 
 /// Where a page-mapped FTL puts a write.
@@ -646,6 +669,9 @@ mod defaults {
     }
     pub fn gc_frontier() -> GcFrontier {
         GcFrontier::Shared
+    }
+    pub fn gc_debt() -> GcDebt {
+        GcDebt::Ahead
     }
     pub fn allocation() -> Allocation {
         Allocation::Dynamic
@@ -1007,6 +1033,7 @@ impl Config {
                 ));
             }
         }
+        self.validate_gc_debt()?;
         if self.gc.min_free_blocks < 1 {
             return Err(Error::config("gc.min_free_blocks", "GC needs at least 1 free block to copy into"));
         }
@@ -1052,6 +1079,26 @@ impl Config {
             return Err(Error::config("overprovisioning", "leaves no logical capacity"));
         }
         self.validate_hybrid()
+    }
+
+    /// `gc.debt = "background"` needs what it stands on, and an FTL whose
+    /// GC is paid for by host writes (the page family's preemptible jobs).
+    fn validate_gc_debt(&self) -> Result<()> {
+        if self.gc.debt == GcDebt::Ahead {
+            return Ok(());
+        }
+        let why = if !matches!(self.ftl.name.as_str(), "page" | "dftl" | "hat" | "dac") {
+            format!("is for page, dftl, hat and dac: ftl.name = \"{}\" has no preemptible GC jobs", self.ftl.name)
+        } else if self.cache.bytes == 0 {
+            "needs the write buffer (cache.bytes > 0): it holds writes back until a plane is owed nothing".into()
+        } else if self.gc.mode != GcMode::Preemptible {
+            "needs gc.mode = \"preemptible\"".into()
+        } else if self.ftl.allocation != Allocation::Dynamic {
+            "needs ftl.allocation = \"dynamic\": a fixed rotation cannot pass over a plane owed copies".into()
+        } else {
+            return Ok(());
+        };
+        Err(Error::config("gc.debt", format!("\"background\" {why}")))
     }
 
     fn validate_trim(&self) -> Result<()> {
@@ -1291,6 +1338,29 @@ mod tests {
             (&["cache.policy=\"heap\"", "cache.alpha=-1"], &["cache.alpha", "non-negative"]),
             (&["cache.policy=\"heap\"", "cache.alpha=nan"], &["cache.alpha", "finite"]),
             (&["cache.alpha=3"], &["cache.alpha", "\"heap\"", "\"lru\""]),
+        ] {
+            let err = load(sets).unwrap_err().to_string();
+            for w in words {
+                assert!(err.contains(w), "{sets:?}: {err}");
+            }
+        }
+    }
+
+    #[test]
+    fn gc_debt_in_background_needs_what_it_stands_on() {
+        let load = |sets: &[&str]| Config::load("modern-tlc", &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let cfg = load(&["gc.debt=\"background\""]).unwrap();
+        assert_eq!(
+            (cfg.gc.debt, Config::load("modern-tlc", &[]).unwrap().gc.debt),
+            (GcDebt::Background, GcDebt::Ahead)
+        );
+        let bg = "gc.debt=\"background\"";
+        for (sets, words) in [
+            (&[bg, "cache.bytes=0"][..], &["gc.debt", "cache.bytes"][..]),
+            (&[bg, "gc.mode=\"blocking\""], &["gc.debt", "gc.mode"]),
+            (&[bg, "ftl.allocation=\"static\""], &["gc.debt", "ftl.allocation"]),
+            (&[bg, "ftl.name=\"bast\""], &["gc.debt", "\"bast\""]),
+            (&["gc.debt=\"later\""], &["gc.debt", "background"]),
         ] {
             let err = load(sets).unwrap_err().to_string();
             for w in words {

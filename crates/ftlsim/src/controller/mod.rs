@@ -9,7 +9,12 @@
 //! host command arrives, until the FTL says it is done. Steps are run in
 //! time order across planes (a min-heap on (time, insertion order), so
 //! equal times are first come, first served). A host command arriving while
-//! a step runs waits for that step only.
+//! a step runs waits for that step only. When the FTL says a destage would
+//! have to pay GC copies first ([`Ftl::destage_must_wait`]), destagers wait
+//! idle and a background step that pays the copies off restarts one; a
+//! writer stalled on a full buffer with none in flight runs background work
+//! ahead until one starts (its admission time is found at its issue, so
+//! work booked then may precede host commands issued meanwhile).
 //!
 //! **Write buffer** (`cache.bytes` > 0). A write completes once its data has
 //! crossed the host link and sits in the buffer; if every slot is dirty or
@@ -81,6 +86,10 @@ pub struct Controller {
     /// Whole pages a destager takes at once: a die's planes with
     /// `timing.multi_plane`, else one.
     destage_pages: usize,
+    /// The FTL has held a destage back until GC copies were paid
+    /// ([`Ftl::destage_must_wait`]): background steps restart destagers.
+    #[serde(default)]
+    held_for_gc: bool,
 }
 
 impl Controller {
@@ -117,6 +126,7 @@ impl Controller {
             trim_enabled: cfg.ftl.trim,
             destagers,
             destage_pages: if cfg.timing.multi_plane { geo.planes_per_die as usize } else { 1 },
+            held_for_gc: false,
         }
     }
 
@@ -230,16 +240,42 @@ impl Controller {
                 }
                 None => self.queued[task as usize] = false,
             }
+            // A step may have paid off the last copy a plane owed, which
+            // idle destagers were waiting for (`gc.debt = "background"`).
+            if self.held_for_gc
+                && self.idle_destagers > 0
+                && self.dirty_pages() >= self.units_per_page
+                && !ftl.destage_must_wait()
+            {
+                self.idle_destagers -= 1;
+                self.push(at, DESTAGE);
+            }
         }
         Ok(last)
+    }
+
+    /// Runs background work in time order until a destager has started,
+    /// or none is left; whether one started.
+    fn run_until_a_destage(&mut self, ftl: &mut dyn Ftl, dev: &mut Device) -> Result<bool> {
+        let started = |c: &Self| c.buffer.as_ref().is_some_and(|b| b.next_retirement().is_some());
+        while !started(self) {
+            let Some(&Reverse((time, ..))) = self.schedule.peek() else { return Ok(false) };
+            self.run(ftl, dev, time + crate::units::Nanos(1))?;
+        }
+        Ok(true)
     }
 
     /// A destager's next batch: the oldest dirty page at `at`, or, with
     /// sub-page units, a page's worth of them once that many are dirty (a
     /// lone unit waits for company, a FLUSH or idle time rather than going
-    /// to flash padded). Returns when it is on flash.
+    /// to flash padded); none while the FTL would first have to make GC
+    /// copies owed by other writes. Returns when it is on flash.
     fn destage(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, at: SimTime) -> Result<Option<SimTime>> {
         if self.units_per_page > 1 && self.dirty_pages() < self.units_per_page {
+            return Ok(None);
+        }
+        if ftl.destage_must_wait() {
+            self.held_for_gc = true;
             return Ok(None);
         }
         self.drain_one(ftl, dev, at)
@@ -378,7 +414,13 @@ impl Controller {
                 match buf.next_retirement() {
                     Some(end) => t = t.max(end),
                     None => {
-                        self.drain_one(ftl, dev, t)?;
+                        // Destagers wait for planes' GC to be paid off
+                        // (`gc.debt = "background"`): run the background
+                        // work that lets one go rather than force a destage
+                        // that would pay the copies first.
+                        if !(ftl.destage_must_wait() && self.run_until_a_destage(ftl, dev)?) {
+                            self.drain_one(ftl, dev, t)?;
+                        }
                     }
                 }
             };
@@ -398,7 +440,8 @@ impl Controller {
             match self.destage(ftl, dev, ready)? {
                 Some(end) => self.push(end, DESTAGE),
                 None => {
-                    // Too few sub-page units dirty for a batch yet.
+                    // Too few sub-page units dirty for a batch yet, or no
+                    // plane free of GC debt.
                     self.idle_destagers += 1;
                     break;
                 }

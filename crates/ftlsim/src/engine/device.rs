@@ -531,6 +531,12 @@ impl Device {
         self.units_only = units_only;
     }
 
+    /// Whether only the array units keep time (a fast-forward).
+    #[inline]
+    pub fn units_only(&self) -> bool {
+        self.units_only
+    }
+
     /// Programs `pages` pages of the system area (outside the FTL's
     /// geometry: the TRIM log) on the first array unit and channel;
     /// returns when the last ends.

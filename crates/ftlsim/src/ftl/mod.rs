@@ -206,6 +206,15 @@ pub trait Ftl: Send {
         Ok(None)
     }
 
+    /// Whether a destage issued now would first have to make GC copies
+    /// other writes left owed (`gc.debt = "background"` with every plane
+    /// owing): the controller then leaves it until a
+    /// [`background`](Ftl::background) step pays some off, unless the
+    /// destage is forced (a FLUSH, a writer with nothing else to wait for).
+    fn destage_must_wait(&self) -> bool {
+        false
+    }
+
     fn stats(&self) -> FtlStats;
 
     /// Accesses to the FTL's tables in controller RAM so far (the report's

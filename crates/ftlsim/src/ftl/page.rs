@@ -36,6 +36,14 @@
 //!   write waits for a few copies or an erase, never a whole victim. Only if
 //!   the reserve is gone all the same does a host write wait for the job to
 //!   finish (and for more, as in blocking mode, if that did not restore it).
+//!   With `gc.debt = "background"` (behind the write buffer with dynamic
+//!   allocation) the order is turned round: a destaged page goes to
+//!   a plane whose job is owed nothing and leaves its copies owed, which
+//!   background steps then pay, each booked when the plane can start it;
+//!   the controller holds destages back while every plane is owed copies
+//!   ([`Ftl::destage_must_wait`]). A host read then waits for at most the
+//!   step in progress on its plane, not for copies booked ahead of a
+//!   write. A fast-forward has no background steps and pays ahead.
 //!
 //! The host never takes a plane's last free block (that only happens when GC
 //! could not restore the reserve): with one free block GC can always make
@@ -76,7 +84,7 @@
 use super::pool::{BlockPool, BlockState};
 use super::recovery::{self, RecoveryReport, TrimJournal};
 use super::{Ftl, FtlStats, PageChunk, Span, page_chunks, whole_pages};
-use crate::config::{Allocation, Config, GcFrontier, GcMode, StripeUnit, ThresholdOf, UnwrittenReads};
+use crate::config::{Allocation, Config, GcDebt, GcFrontier, GcMode, StripeUnit, ThresholdOf, UnwrittenReads};
 use crate::engine::{Cause, Device};
 use crate::error::{Error, Result};
 use crate::nand::{Geometry, Payload};
@@ -423,8 +431,15 @@ pub struct PageCore {
     live_scratch: Vec<u32>,
     gc_mode: GcMode,
     allocation: Allocation,
+    /// `gc.debt = "background"`: a host page goes to a plane owing its job
+    /// no copy, and the copies it owes are left to background steps.
+    debt_behind: bool,
     /// Preemptible GC: each plane's job.
     jobs: Vec<GcJob>,
+    /// Per plane, whether its job is owed copies ([`owes_copies`](Self::owes_copies)
+    /// as last noted), and how many are.
+    owing: Vec<bool>,
+    owing_count: u32,
     /// TRIMs not yet durable (see `recovery`).
     journal: TrimJournal,
     stats: FtlStats,
@@ -567,7 +582,13 @@ impl PageCore {
             live_scratch: Vec::new(),
             gc_mode: cfg.gc.mode,
             allocation: cfg.ftl.allocation,
+            debt_behind: cfg.gc.debt == GcDebt::Background
+                && cfg.cache.bytes > 0
+                && cfg.gc.mode == GcMode::Preemptible
+                && cfg.ftl.allocation == Allocation::Dynamic,
             jobs: (0..geo.planes).map(|_| GcJob { victim: NO_BLOCK, ..GcJob::default() }).collect(),
+            owing: vec![false; geo.planes as usize],
+            owing_count: 0,
             journal: TrimJournal::new(dev),
             stats: FtlStats::default(),
             unit_shift,
@@ -700,16 +721,29 @@ impl PageCore {
         if self.allocation == Allocation::Dynamic {
             // The fast path knows only the dies' free times, not which
             // planes could join a multi-plane group: every plane is scanned.
-            let best = if dev.grouping() {
+            let mut best = if dev.grouping() {
                 self.soonest_in_stripe_by_scan(dev)
             } else {
                 let best = self.soonest_in_stripe(dev);
                 debug_assert_eq!(best, self.soonest_in_stripe_by_scan(dev));
                 best
             };
+            // `gc.debt = "background"`: only a plane whose GC is owed
+            // nothing, and the copies this page owes are made after it, a
+            // step at a time. (A fast-forward has no background steps: it
+            // pays ahead.)
+            let mut behind = paced && self.debt_behind && !dev.units_only();
+            if behind && self.owes_copies(self.stripe[best]) {
+                match self.soonest_in_stripe_owing_nothing(dev) {
+                    Some(free_of_debt) => best = free_of_debt,
+                    None => behind = false,
+                }
+            }
             self.cursor = if best + 1 == self.stripe.len() { 0 } else { best + 1 };
             let plane = self.stripe[best];
-            if paced {
+            if behind {
+                self.accrue_gc_debt(plane);
+            } else if paced {
                 self.pay_gc_debt(map, dev, plane, now)?;
             }
             if let Some(ppn) = self.next_page(map, dev, plane, now, false)? {
@@ -800,6 +834,32 @@ impl PageCore {
 
     #[inline(always)]
     fn soonest_by_unit(&self, dev: &Device, unit_of: impl Fn(usize) -> usize) -> usize {
+        self.soonest_by_unit_where(dev, unit_of, |_| true).unwrap_or(self.cursor)
+    }
+
+    /// [`soonest_in_stripe`](Self::soonest_in_stripe) among the planes whose
+    /// GC is owed nothing; `None` if every plane's is.
+    fn soonest_in_stripe_owing_nothing(&self, dev: &Device) -> Option<usize> {
+        let eligible = |plane: PlaneId| !self.owes_copies(plane);
+        let best = if dev.grouping() {
+            self.soonest_in_stripe_where(dev, eligible)
+        } else if self.die_unit {
+            let per_die = self.geo.planes_per_die as usize;
+            self.soonest_by_unit_where(dev, |plane| plane / per_die, eligible)
+        } else {
+            self.soonest_by_unit_where(dev, |plane| plane, eligible)
+        };
+        debug_assert_eq!(best, self.soonest_in_stripe_where(dev, eligible));
+        best
+    }
+
+    #[inline(always)]
+    fn soonest_by_unit_where(
+        &self,
+        dev: &Device,
+        unit_of: impl Fn(usize) -> usize,
+        eligible: impl Fn(PlaneId) -> bool,
+    ) -> Option<usize> {
         let (free_at, horizon) = (dev.unit_free_times(), dev.horizon().0);
         // The soonest time so far, and the best tie key among its planes.
         // Visited from the cursor, the planes
@@ -809,6 +869,9 @@ impl PageCore {
         // its time here.)
         let (mut soonest, mut best) = (u64::MAX, u64::MAX);
         let mut visit = |from_cursor: usize, plane: PlaneId| {
+            if !eligible(plane) {
+                return;
+            }
             let t = free_at[unit_of(plane.idx())].0.max(horizon);
             if t > soonest {
                 return;
@@ -825,10 +888,7 @@ impl PageCore {
         for (d, &plane) in ahead.iter().enumerate() {
             visit(behind.len() + d, plane);
         }
-        if best == u64::MAX {
-            return self.cursor;
-        }
-        self.stripe_index(best)
+        (best != u64::MAX).then(|| self.stripe_index(best))
     }
 
     /// Dynamic allocation's preference among planes free at once (lower
@@ -870,19 +930,58 @@ impl PageCore {
     /// path taken while multi-plane groups may form, with the planes' times
     /// from [`plane_ready`](Self::plane_ready)).
     fn soonest_in_stripe_by_scan(&self, dev: &Device) -> usize {
+        self.soonest_in_stripe_where(dev, |_| true).expect("a stripe has planes")
+    }
+
+    /// The scan of [`soonest_in_stripe_by_scan`](Self::soonest_in_stripe_by_scan)
+    /// over the planes `eligible` accepts; `None` if it accepts none.
+    fn soonest_in_stripe_where(&self, dev: &Device, eligible: impl Fn(PlaneId) -> bool) -> Option<usize> {
         let n = self.stripe.len();
-        let key = |i: usize| {
+        let mut best: Option<(usize, (SimTime, u64))> = None;
+        for i in (self.cursor..n).chain(0..self.cursor) {
             let plane = self.stripe[i];
-            (self.plane_ready(dev, plane), self.share_key(plane))
-        };
-        let (mut best, mut soonest) = (self.cursor, key(self.cursor));
-        for i in (self.cursor + 1..n).chain(0..self.cursor) {
-            let candidate = key(i);
-            if candidate < soonest {
-                (best, soonest) = (i, candidate);
+            if !eligible(plane) {
+                continue;
+            }
+            let key = (self.plane_ready(dev, plane), self.share_key(plane));
+            if best.is_none_or(|(_, soonest)| key < soonest) {
+                best = Some((i, key));
             }
         }
-        best
+        best.map(|(i, _)| i)
+    }
+
+    /// Whether `plane`'s GC job is owed a copy (or its erase, all copies
+    /// made) by the host pages written there.
+    #[inline]
+    fn owes_copies(&self, plane: PlaneId) -> bool {
+        let job = &self.jobs[plane.idx()];
+        job.victim != NO_BLOCK && job.debt >= COPY
+    }
+
+    /// Keeps [`every_plane_owes`](Self::every_plane_owes)'s count, after
+    /// `plane`'s job or debt changed.
+    #[inline]
+    fn note_owing(&mut self, plane: PlaneId) {
+        let owes = self.owes_copies(plane);
+        if std::mem::replace(&mut self.owing[plane.idx()], owes) != owes {
+            if owes {
+                self.owing_count += 1;
+            } else {
+                self.owing_count -= 1;
+            }
+        }
+    }
+
+    /// Whether every plane's GC is owed copies: with `gc.debt =
+    /// "background"`, where a destage would have to pay them first.
+    pub(super) fn every_plane_owes(&self) -> bool {
+        debug_assert_eq!(
+            self.owing_count as usize,
+            self.stripe.iter().filter(|&&plane| self.owes_copies(plane)).count(),
+            "a change of a job's debt or victim not noted"
+        );
+        self.debt_behind && self.owing_count as usize == self.stripe.len()
     }
 
     /// Foreground GC before the host opens a block: reclaims victims until
@@ -1192,6 +1291,7 @@ impl PageCore {
         let room = ppb.saturating_sub(live).saturating_sub(1 << self.unit_shift).max(1);
         job.rate = ((COPY * live) << self.unit_shift).div_ceil(room);
         self.jobs[plane.idx()] = job;
+        self.note_owing(plane);
         dev.wake(plane);
     }
 
@@ -1250,6 +1350,7 @@ impl PageCore {
         if self.pool.free_count(plane) < self.trigger {
             self.start_job(map, dev, plane, now);
         }
+        self.note_owing(plane);
         Ok(())
     }
 
@@ -1355,17 +1456,7 @@ impl PageCore {
     /// Makes the copies the host write about to land on `plane` owes its
     /// GC job, ahead of it, as few runs as fit.
     fn pay_gc_debt<M: MapTable>(&mut self, map: &mut M, dev: &mut Device, plane: PlaneId, now: SimTime) -> Result<()> {
-        let job = &mut self.jobs[plane.idx()];
-        if job.victim == NO_BLOCK {
-            return Ok(());
-        }
-        job.debt += job.rate;
-        if job.next >= job.pages.len() {
-            // Every copy made: the erase is due now, not when the plane
-            // next idles (a busy plane would otherwise open its next block
-            // with the victim still unerased).
-            job.debt = job.debt.max(COPY);
-        }
+        self.accrue_gc_debt(plane);
         while self.jobs[plane.idx()].debt >= COPY {
             let owed = self.jobs[plane.idx()].debt / COPY;
             let steps = self.gc_steps(map, dev, plane, now, owed)?;
@@ -1376,7 +1467,43 @@ impl PageCore {
                 break;
             }
         }
+        self.note_owing(plane);
         Ok(())
+    }
+
+    /// Adds a host page's share of `plane`'s GC job to what the job is owed.
+    fn accrue_gc_debt(&mut self, plane: PlaneId) {
+        let job = &mut self.jobs[plane.idx()];
+        if job.victim == NO_BLOCK {
+            return;
+        }
+        job.debt += job.rate;
+        if job.next >= job.pages.len() {
+            // Every copy made: the erase is due now, not when the plane
+            // next idles (a busy plane would otherwise open its next block
+            // with the victim still unerased).
+            job.debt = job.debt.max(COPY);
+        }
+        self.note_owing(plane);
+    }
+
+    /// One background step of `plane`'s GC job at `at`; with `gc.debt =
+    /// "background"` it pays off what host pages owe. Returns when the
+    /// plane could take the next step, `None` when it has no job.
+    fn background_step<M: MapTable>(
+        &mut self,
+        map: &mut M,
+        dev: &mut Device,
+        plane: PlaneId,
+        at: SimTime,
+    ) -> Result<Option<SimTime>> {
+        let steps = self.gc_steps(map, dev, plane, at, 1)?;
+        if self.debt_behind {
+            let job = &mut self.jobs[plane.idx()];
+            job.debt = if job.victim == NO_BLOCK { 0 } else { job.debt.saturating_sub(steps * COPY) };
+            self.note_owing(plane);
+        }
+        Ok((steps > 0).then(|| dev.plane_free(plane)))
     }
 
     /// Runs `plane`'s GC job, and any it leads to, to the end, ahead of a
@@ -1739,7 +1866,11 @@ impl<M: MapTable> Ftl for PageMapped<M> {
     }
 
     fn background(&mut self, dev: &mut Device, plane: PlaneId, at: SimTime) -> Result<Option<SimTime>> {
-        Ok((self.core.gc_steps(&mut self.map, dev, plane, at, 1)? > 0).then(|| dev.plane_free(plane)))
+        self.core.background_step(&mut self.map, dev, plane, at)
+    }
+
+    fn destage_must_wait(&self) -> bool {
+        self.core.every_plane_owes()
     }
 
     fn stats(&self) -> FtlStats {
@@ -1845,6 +1976,8 @@ impl PageCore {
         for job in &mut self.jobs {
             *job = GcJob { victim: NO_BLOCK, ..GcJob::default() };
         }
+        self.owing.fill(false);
+        self.owing_count = 0;
         (self.stream, self.cursor) = (0, 0);
     }
 }
