@@ -582,10 +582,9 @@ impl PageCore {
             live_scratch: Vec::new(),
             gc_mode: cfg.gc.mode,
             allocation: cfg.ftl.allocation,
-            debt_behind: cfg.gc.debt == GcDebt::Background
-                && cfg.cache.bytes > 0
-                && cfg.gc.mode == GcMode::Preemptible
-                && cfg.ftl.allocation == Allocation::Dynamic,
+            // What it needs (a buffer, preemptible GC, dynamic allocation)
+            // the config's validation checked.
+            debt_behind: cfg.gc.debt == GcDebt::Background,
             jobs: (0..geo.planes).map(|_| GcJob { victim: NO_BLOCK, ..GcJob::default() }).collect(),
             owing: vec![false; geo.planes as usize],
             owing_count: 0,
@@ -960,9 +959,12 @@ impl PageCore {
     }
 
     /// Keeps [`every_plane_owes`](Self::every_plane_owes)'s count, after
-    /// `plane`'s job or debt changed.
+    /// `plane`'s job or debt changed (only where it is asked).
     #[inline]
     fn note_owing(&mut self, plane: PlaneId) {
+        if !self.debt_behind {
+            return;
+        }
         let owes = self.owes_copies(plane);
         if std::mem::replace(&mut self.owing[plane.idx()], owes) != owes {
             if owes {
@@ -976,12 +978,15 @@ impl PageCore {
     /// Whether every plane's GC is owed copies: with `gc.debt =
     /// "background"`, where a destage would have to pay them first.
     pub(super) fn every_plane_owes(&self) -> bool {
+        if !self.debt_behind {
+            return false;
+        }
         debug_assert_eq!(
             self.owing_count as usize,
             self.stripe.iter().filter(|&&plane| self.owes_copies(plane)).count(),
             "a change of a job's debt or victim not noted"
         );
-        self.debt_behind && self.owing_count as usize == self.stripe.len()
+        self.owing_count as usize == self.stripe.len()
     }
 
     /// Foreground GC before the host opens a block: reclaims victims until
