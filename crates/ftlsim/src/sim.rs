@@ -1098,13 +1098,19 @@ impl Simulation {
             sim_time_s,
         };
         r.energy_j = report::energy::energy(&self.cfg, &counts);
-        r.write_amplification =
-            (r.host_pages_written > 0).then(|| r.flash_pages_programmed as f64 / r.host_pages_written as f64);
+        // Over the host data that has left the write buffer: a run starts
+        // with the buffer clean and may end with it full, and data still
+        // there has cost no flash program yet (as a share of the bytes
+        // written, so host pages count by the share of their bytes out).
+        let (written, dirty) = (m.bytes[1], self.ctrl.dirty_sectors() * crate::units::SECTOR_BYTES);
+        let out = written.saturating_sub(dirty);
+        let pages_out = if written > 0 { r.host_pages_written as f64 * out as f64 / written as f64 } else { 0.0 };
+        r.write_amplification = (pages_out > 0.0).then(|| r.flash_pages_programmed as f64 / pages_out);
         r.n_eb = r.blocks_erased as f64 / geo.blocks as f64;
         let denom = r.n_pb as f64 * r.n_eb;
         r.e_ftl = (denom > 0.0).then(|| r.n_vb as f64 / denom);
         r.write_amplification_bytes =
-            (m.bytes[1] > 0).then(|| r.flash_pages_programmed as f64 * geo.page_size as f64 / m.bytes[1] as f64);
+            (out > 0).then(|| r.flash_pages_programmed as f64 * geo.page_size as f64 / out as f64);
         let busy = &self.dev.busy;
         // Over the time the drive worked: buffered writes' flash work may
         // outlast the host's last completion.

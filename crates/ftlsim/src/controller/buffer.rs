@@ -154,6 +154,13 @@ impl WriteBuffer {
         self.stats = stats;
     }
 
+    /// Sectors held in dirty slots: host data not yet on flash, nor on its
+    /// way (a destage writes a slot's every sector).
+    pub fn dirty_sectors(&self) -> u64 {
+        let dirty = self.slots.iter().filter(|s| s.state == SlotState::Dirty);
+        dirty.map(|s| s.mask.count_ones() as u64).sum()
+    }
+
     pub fn dirty_pages(&self) -> u32 {
         match &self.heaps {
             Some(h) => h.len(true) as u32,

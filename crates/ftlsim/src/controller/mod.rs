@@ -149,6 +149,11 @@ impl Controller {
         self.buffer.as_ref().map_or(0, WriteBuffer::dirty_pages)
     }
 
+    /// Sectors of host data in the buffer not yet on flash, nor on their way.
+    pub fn dirty_sectors(&self) -> u64 {
+        self.buffer.as_ref().map_or(0, WriteBuffer::dirty_sectors)
+    }
+
     fn push(&mut self, t: SimTime, task: u32) {
         self.inserted += 1;
         self.schedule.push(Reverse((t, self.inserted, task)));

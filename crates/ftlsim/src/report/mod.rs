@@ -165,7 +165,10 @@ pub struct Report {
     pub flash_reads_by_cause: ByCause,
     pub flash_programs_by_cause: ByCause,
     pub erases_by_cause: ByCause,
-    /// Flash programs (placement excluded) per host page written; `null` without writes.
+    /// Flash programs (placement excluded) per host page written, over the
+    /// host data that has left the write buffer (pages still dirty in it
+    /// at the end count by the share of their bytes); `null` without writes
+    /// (or with every byte written still in the buffer).
     pub write_amplification: Option<f64>,
     pub gc_invocations: u64,
     pub gc_pages_copied: u64,
@@ -226,8 +229,9 @@ pub struct Report {
     /// μ-FTL's tree, caches and bitmap figures (`mu` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mu: Option<crate::ftl::mu::MuStats>,
-    /// Flash bytes programmed (placement excluded) per host byte written,
-    /// the literature's write amplification; `write_amplification` counts
+    /// Flash bytes programmed (placement excluded) per host byte written
+    /// (less the bytes still dirty in the write buffer at the end), the
+    /// literature's write amplification; `write_amplification` counts
     /// pages. They differ when host writes are smaller than a page.
     pub write_amplification_bytes: Option<f64>,
     /// Share of the run each resource class was busy.
