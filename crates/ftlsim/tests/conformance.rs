@@ -796,6 +796,11 @@ fn page_with_write_buffer_paying_gc_debt_in_background() {
 }
 
 #[test]
+fn page_paying_gc_debt_in_background_without_a_buffer() {
+    check_ftl("page", &["gc.debt=\"background\""]);
+}
+
+#[test]
 fn page_with_write_buffer_fifo_blocking_static() {
     check_ftl(
         "page",

@@ -472,36 +472,47 @@ fn a_read_waits_for_the_gc_step_in_progress_not_for_another_writes_copies() {
     // Below the drive's bound (open loop, about a third of what QD 64
     // reaches here), so the buffer never fills and the runs see one load.
     let spec = "rw=randrw,rwmixread=70,bs=4k,ios=20000,rate=12k,seed=3";
-    let with = |debt: &str| {
-        let o = [
-            "geometry.channels=4".to_string(),
-            "geometry.blocks_per_plane=64".into(),
-            "geometry.pages_per_block=192".into(),
-            format!("gc.debt=\"{debt}\""),
-        ];
-        let cfg = Config::load("modern-tlc", &o).unwrap();
-        assert!(cfg.cache.bytes > 0, "the preset's write buffer");
-        run(cfg, spec, Precondition::new(1.0, 0.5))
-    };
-    let (ahead, background) = (with("ahead"), with("background"));
     let cfg = Config::load("modern-tlc", &[]).unwrap();
+    assert!(cfg.cache.bytes > 0, "the preset's write buffer");
     let geo = Geometry::new(&cfg.geometry);
     let t = Timing::new(&cfg.timing, geo.page_size, cfg.host.link_ns_per_byte);
     // The longest a read can wait: an erase in progress (the longest
-    // step), a destaged page's program booked on the plane before the
+    // step), a written page's program booked on the plane before the
     // read arrived, and its own sensing and transfer.
     let bound_us =
         (t.erase + t.program + t.read + t.command + t.page_transfer + t.command + t.page_transfer).0 as f64 / 1e3;
-    let (a, b) = (&ahead.latency_us.read, &background.latency_us.read);
-    eprintln!(
-        "read p99 / max: ahead {:.0} / {:.0} us, background {:.0} / {:.0} us (bound {bound_us:.0}); WA {:?} / {:?}",
-        a.p99, a.max, b.p99, b.max, ahead.write_amplification, background.write_amplification
-    );
-    assert_eq!(background.write_buffer.as_ref().unwrap().stalls, 0, "below the bound: the buffer never fills");
-    assert!(b.max <= bound_us, "background: a read waited {:.0} us", b.max);
-    assert!(a.max > 2.0 * bound_us, "ahead: reads wait for other writes' copies ({:.0} us)", a.max);
-    assert!(b.p99 * 3.0 < a.p99, "p99 {:.0} vs {:.0} us", b.p99, a.p99);
-    // The same flash work, only its order differs.
-    let wa = |r: &Report| r.write_amplification.unwrap();
-    assert!((wa(&background) / wa(&ahead) - 1.0).abs() < 0.01, "WA {} vs {}", wa(&background), wa(&ahead));
+    // Behind the preset's write buffer, and without one (each host write
+    // then goes to a plane owed nothing itself). The tail below the max:
+    // p99 3.6x lower behind the buffer, 2.8x without (more reads find a
+    // host program in progress there: the writes reach the flash at the
+    // host's pace, not the destagers').
+    for (cache, p99_ratio) in [("", 3.0), ("cache.bytes=0", 2.0)] {
+        let with = |debt: &str| {
+            let mut o = vec![
+                "geometry.channels=4".to_string(),
+                "geometry.blocks_per_plane=64".into(),
+                "geometry.pages_per_block=192".into(),
+                format!("gc.debt=\"{debt}\""),
+            ];
+            o.extend((!cache.is_empty()).then(|| cache.to_string()));
+            run(Config::load("modern-tlc", &o).unwrap(), spec, Precondition::new(1.0, 0.5))
+        };
+        let (ahead, background) = (with("ahead"), with("background"));
+        let (a, b) = (&ahead.latency_us.read, &background.latency_us.read);
+        eprintln!(
+            "{cache:?} read p99 / max: ahead {:.0} / {:.0} us, background {:.0} / {:.0} us (bound {bound_us:.0}); \
+             WA {:?} / {:?}",
+            a.p99, a.max, b.p99, b.max, ahead.write_amplification, background.write_amplification
+        );
+        if let Some(buffer) = &background.write_buffer {
+            assert_eq!(buffer.stalls, 0, "below the bound: the buffer never fills");
+        }
+        assert!(b.max <= bound_us, "{cache:?} background: a read waited {:.0} us", b.max);
+        assert!(a.max > 2.0 * bound_us, "{cache:?} ahead: reads wait for other writes' copies ({:.0} us)", a.max);
+        assert!(b.p99 * p99_ratio < a.p99, "{cache:?} p99 {:.0} vs {:.0} us", b.p99, a.p99);
+        // The same flash work, only its order differs.
+        let wa = |r: &Report| r.write_amplification.unwrap();
+        let (wa_a, wa_b) = (wa(&ahead), wa(&background));
+        assert!((wa_b / wa_a - 1.0).abs() < 0.01, "{cache:?} WA {wa_b} vs {wa_a}");
+    }
 }

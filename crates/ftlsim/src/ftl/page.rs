@@ -36,14 +36,15 @@
 //!   write waits for a few copies or an erase, never a whole victim. Only if
 //!   the reserve is gone all the same does a host write wait for the job to
 //!   finish (and for more, as in blocking mode, if that did not restore it).
-//!   With `gc.debt = "background"` (behind the write buffer with dynamic
-//!   allocation) the order is turned round: a destaged page goes to
-//!   a plane whose job is owed nothing and leaves its copies owed, which
-//!   background steps then pay, each booked when the plane can start it;
-//!   the controller holds destages back while every plane is owed copies
-//!   ([`Ftl::destage_must_wait`]). A host read then waits for at most the
-//!   step in progress on its plane, not for copies booked ahead of a
-//!   write. A fast-forward has no background steps and pays ahead.
+//!   With `gc.debt = "background"` (with dynamic allocation) the order is
+//!   turned round: a written (or destaged) page goes to a plane whose job
+//!   is owed nothing and leaves its copies owed, which background steps
+//!   then pay, each booked when the plane can start it; the controller
+//!   holds destages back while every plane is owed copies
+//!   ([`Ftl::destage_must_wait`]), and without a write buffer a host write
+//!   then pays its plane's copies ahead. A host read then waits for at
+//!   most the step in progress on its plane, not for copies booked ahead
+//!   of a write. A fast-forward has no background steps and pays ahead.
 //!
 //! The host never takes a plane's last free block (that only happens when GC
 //! could not restore the reserve): with one free block GC can always make
