@@ -437,8 +437,11 @@ pub struct PageCore {
     debt_behind: bool,
     /// Preemptible GC: each plane's job.
     jobs: Vec<GcJob>,
-    /// Per plane, whether its job is owed copies ([`owes_copies`](Self::owes_copies)
-    /// as last noted), and how many are.
+    /// With `debt_behind` behind a write buffer (whose destagers ask
+    /// [`every_plane_owes`](Self::every_plane_owes); without one nothing
+    /// does): per plane, whether its job is owed copies
+    /// ([`owes_copies`](Self::owes_copies) as last noted), and how many are.
+    count_owing: bool,
     owing: Vec<bool>,
     owing_count: u32,
     /// TRIMs not yet durable (see `recovery`).
@@ -586,6 +589,7 @@ impl PageCore {
             // What it needs (a buffer, preemptible GC, dynamic allocation)
             // the config's validation checked.
             debt_behind: cfg.gc.debt == GcDebt::Background,
+            count_owing: cfg.gc.debt == GcDebt::Background && cfg.cache.bytes > 0,
             jobs: (0..geo.planes).map(|_| GcJob { victim: NO_BLOCK, ..GcJob::default() }).collect(),
             owing: vec![false; geo.planes as usize],
             owing_count: 0,
@@ -963,7 +967,7 @@ impl PageCore {
     /// `plane`'s job or debt changed (only where it is asked).
     #[inline]
     fn note_owing(&mut self, plane: PlaneId) {
-        if !self.debt_behind {
+        if !self.count_owing {
             return;
         }
         let owes = self.owes_copies(plane);
@@ -977,9 +981,10 @@ impl PageCore {
     }
 
     /// Whether every plane's GC is owed copies: with `gc.debt =
-    /// "background"`, where a destage would have to pay them first.
+    /// "background"` behind a write buffer, where a destage would have to
+    /// pay them first.
     pub(super) fn every_plane_owes(&self) -> bool {
-        if !self.debt_behind {
+        if !self.count_owing {
             return false;
         }
         debug_assert_eq!(
