@@ -150,6 +150,46 @@ impl Intervals {
         }
     }
 
+    /// Frees `[t, end)`, booked (inside one interval).
+    fn remove(&mut self, t: u64, end: u64) {
+        match self {
+            Intervals::Flat(f) => f.remove(t, end),
+            Intervals::Chunked(c) => {
+                let mut all = c.to_vec();
+                let i = all.partition_point(|&(_, e)| e <= t);
+                remove_from(&mut all, i, t, end);
+                *self = Intervals::rebuilt(all);
+            }
+        }
+    }
+
+    /// Frees everything from `t` on; returns the time freed.
+    fn truncate(&mut self, t: u64) -> u64 {
+        match self {
+            Intervals::Flat(f) => {
+                f.memo.set(None);
+                truncate_from(&mut f.all, f.head, t)
+            }
+            Intervals::Chunked(c) => {
+                let mut all = c.to_vec();
+                let freed = truncate_from(&mut all, 0, t);
+                *self = Intervals::rebuilt(all);
+                freed
+            }
+        }
+    }
+
+    /// A chunked calendar's intervals after bookings were taken back from
+    /// them (rare: bookings taken back are few, and mostly on short
+    /// calendars): rebuilt, which also drops every search hint.
+    fn rebuilt(all: Vec<(u64, u64)>) -> Intervals {
+        if all.len() < FLAT_BELOW {
+            Intervals::Flat(Flat { all, ..Flat::default() })
+        } else {
+            Intervals::Chunked(Box::new(Chunked::from_sorted(&all)))
+        }
+    }
+
     /// Drops every interval, keeping a flat vector's allocation.
     fn clear(&mut self) {
         match self {
@@ -333,6 +373,53 @@ impl Flat {
         if reclaim_due(self.head, self.all.len()) {
             self.all.drain(..self.head);
             self.head = 0;
+        }
+    }
+
+    fn remove(&mut self, t: u64, end: u64) {
+        let i = self.first_ending_after(t);
+        self.memo.set(None);
+        remove_from(&mut self.all, i, t, end);
+    }
+}
+
+/// Frees everything from `t` on in the sorted intervals `all` (those
+/// before `head` past); returns the time freed.
+fn truncate_from(all: &mut Vec<(u64, u64)>, head: usize, t: u64) -> u64 {
+    let mut freed = 0;
+    while all.len() > head {
+        let last = all.last_mut().expect("an interval");
+        if last.0 >= t {
+            freed += last.1 - last.0;
+            all.pop();
+        } else {
+            if last.1 > t {
+                freed += last.1 - t;
+                last.1 = t;
+            }
+            break;
+        }
+    }
+    freed
+}
+
+/// Frees `[t, end)` from the sorted intervals `all`, inside the `i`-th
+/// (the first to end after `t`).
+fn remove_from(all: &mut Vec<(u64, u64)>, i: usize, t: u64, end: u64) {
+    let Some(&(s, e)) = all.get(i) else {
+        debug_assert!(false, "freeing [{t}, {end}), not booked");
+        return;
+    };
+    debug_assert!(s <= t && end <= e, "freeing [{t}, {end}) beyond the booked [{s}, {e})");
+    match (s >= t, e <= end) {
+        (true, true) => {
+            all.remove(i);
+        }
+        (true, false) => all[i].0 = end,
+        (false, true) => all[i].1 = t,
+        (false, false) => {
+            all[i].1 = t;
+            all.insert(i + 1, (end, e));
         }
     }
 }
@@ -941,6 +1028,32 @@ impl Calendar {
         self.busy.insert_before_last(t, end);
     }
 
+    /// Frees everything booked from `t` on (`t` after the horizon): the
+    /// bookings taken back are the last on this calendar.
+    /// Returns the time freed.
+    pub fn truncate(&mut self, t: SimTime) -> Nanos {
+        let t = t.0;
+        if t >= self.tail {
+            return Nanos::ZERO;
+        }
+        let freed = self.busy.truncate(t);
+        self.busy_ns -= freed;
+        self.tail = self.busy.last_end().unwrap_or(0);
+        Nanos(freed)
+    }
+
+    /// Frees `[start, start + len)`, which was booked and ends after the
+    /// horizon: a booking taken back (a GC copy a host read goes before,
+    /// booked again after it: `engine::device::preempt`).
+    pub fn remove(&mut self, start: SimTime, len: Nanos) {
+        if len.0 == 0 {
+            return;
+        }
+        self.busy.remove(start.0, start.0 + len.0);
+        self.busy_ns -= len.0;
+        self.tail = self.busy.last_end().unwrap_or(0);
+    }
+
     /// Units-only timing's booking (fast-forwarding, which books nothing
     /// into gaps): `len` from the later of `earliest`, `horizon` and
     /// everything booked, all of which is forgotten; returns the start.
@@ -1141,6 +1254,66 @@ mod tests {
                 let end = start + len as usize;
                 let next = (end..).find(|&s| busy[s..s + 10].iter().all(|b| !b)).unwrap();
                 prop_assert_eq!(c.find(SimTime(end as u64), Nanos(10)).0 as usize, next);
+            }
+        }
+
+        /// Bookings taken back (short calendars and long ones in chunks),
+        /// and everything from a time on, leave the calendar as if they had
+        /// never been made: the same busy time, the same answers to every
+        /// search, against the bitmap model.
+        #[test]
+        fn bookings_taken_back_are_as_never_made(
+            reqs in prop::collection::vec((0u64..3000, 1u64..20, any::<bool>()), 1..200),
+            horizon in 0u64..1500,
+            cut_at in 0u64..5000,
+        ) {
+            let mut c = Calendar::default();
+            let mut busy = vec![false; 8000];
+            let mut taken = Vec::new();
+            for (earliest, len, take_back) in reqs {
+                let start = c.book(SimTime(earliest), Nanos(len));
+                busy[start.0 as usize..(start.0 + len) as usize].iter_mut().for_each(|b| *b = true);
+                if take_back {
+                    taken.push((start, len));
+                }
+            }
+            c.advance(SimTime(horizon));
+            let booked_ns = c.busy_ns;
+            let mut freed = 0;
+            for (start, len) in taken.into_iter().rev() {
+                if start.0 + len <= horizon {
+                    continue; // forgotten with the past
+                }
+                // What lies before the horizon is past; only the rest is freed.
+                let from = start.0.max(horizon);
+                c.remove(SimTime(from), Nanos(start.0 + len - from));
+                busy[from as usize..(start.0 + len) as usize].iter_mut().for_each(|b| *b = false);
+                freed += start.0 + len - from;
+            }
+            prop_assert_eq!(c.busy_ns, booked_ns - freed);
+            // Everything from a time on, freed at once.
+            let cut = horizon + cut_at % 4000;
+            let in_busy = busy[cut as usize..].iter().filter(|&&b| b).count() as u64;
+            prop_assert_eq!(c.truncate(SimTime(cut)), Nanos(in_busy));
+            busy[cut as usize..].iter_mut().for_each(|b| *b = false);
+            let expected: Vec<(u64, u64)> = {
+                let mut v: Vec<(u64, u64)> = Vec::new();
+                for (t, _) in busy.iter().enumerate().skip(horizon as usize).filter(|(_, b)| **b) {
+                    match v.last_mut() {
+                        Some(last) if last.1 == t as u64 => last.1 += 1,
+                        _ => v.push((t as u64, t as u64 + 1)),
+                    }
+                }
+                v
+            };
+            let held: Vec<(u64, u64)> = c.intervals().into_iter().filter(|&(_, e)| e > horizon).collect();
+            let held: Vec<(u64, u64)> = held.into_iter().map(|(s, e)| (s.max(horizon), e)).collect();
+            prop_assert_eq!(&held, &expected);
+            prop_assert_eq!(c.last_end().max(SimTime(horizon)), SimTime(expected.last().map_or(horizon, |&(_, e)| e)));
+            for len in [1u64, 5, 17] {
+                let t = horizon as usize;
+                let gap = (t..).find(|&s| busy[s..s + len as usize].iter().all(|b| !b)).unwrap();
+                prop_assert_eq!(c.find(SimTime(horizon), Nanos(len)).0 as usize, gap);
             }
         }
 

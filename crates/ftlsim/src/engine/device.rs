@@ -26,6 +26,7 @@
 
 mod deferred;
 mod multi_plane;
+mod preempt;
 mod unit_times;
 
 use super::calendar::Calendar;
@@ -294,6 +295,7 @@ impl UnitRun {
 /// One page copy's timeline: the read holds the unit from `read_start`
 /// and the bus from `read_bus` until `read_done`; the program holds the
 /// unit from `prog_start` and the bus from `prog_bus` on, until `done`.
+#[derive(Clone, Copy, Debug)]
 struct Booked {
     read_start: SimTime,
     read_bus: SimTime,
@@ -301,6 +303,29 @@ struct Booked {
     prog_start: SimTime,
     prog_bus: SimTime,
     done: SimTime,
+}
+
+/// What a copy run's booking keeps for a host read to take back
+/// ([`preempt`]).
+#[derive(Clone, Copy)]
+enum Keep<'a> {
+    Nothing,
+    /// A new run, copying these source pages.
+    Run(&'a [u32]),
+    /// Copies taken back, booked again (already counted).
+    Again(&'a [preempt::KeptCopy]),
+}
+
+impl Keep<'_> {
+    /// The source page of the run's `i`-th copy, if kept.
+    #[inline(always)]
+    fn source(&self, i: usize) -> Option<u32> {
+        match self {
+            Keep::Nothing => None,
+            Keep::Run(src) => Some(src[i]),
+            Keep::Again(copies) => Some(copies[i].src),
+        }
+    }
 }
 
 /// A run of page copies' timing: each read (`[before, transfer]`) then its
@@ -441,6 +466,9 @@ pub struct Device {
     /// (see [`deferred`]); booked whole before a drive is saved.
     #[serde(skip)]
     deferred: deferred::Deferred,
+    /// GC copy runs a host read may still go before (see [`preempt`]).
+    #[serde(skip)]
+    preempt: preempt::Preemptible,
 }
 
 impl Device {
@@ -480,6 +508,7 @@ impl Device {
             batch_done: SimTime::ZERO,
             multi_plane: MultiPlaneCounters::default(),
             deferred: Default::default(),
+            preempt: Default::default(),
             timing,
             array,
         }
@@ -528,6 +557,7 @@ impl Device {
     /// a bus), nothing is counted as busy, and no power cut can tear it.
     /// Cheap: a bus booking searches its calendar; a unit's is one addition.
     pub fn set_units_only(&mut self, units_only: bool) {
+        self.preempt.confirm_all();
         self.units_only = units_only;
     }
 
@@ -615,6 +645,9 @@ impl Device {
     pub fn read(&mut self, ppn: Ppn, not_before: SimTime, cause: Cause) -> Result<SimTime> {
         self.array.read(ppn)?;
         self.counters.reads[cause as usize] += 1;
+        if self.preempt.any() && matches!(cause, Cause::Host | Cause::Mapping) {
+            return Ok(self.read_before_kept_copies(ppn, not_before, cause));
+        }
         Ok(self.time_page_read(ppn, not_before, cause))
     }
 
@@ -722,8 +755,10 @@ impl Device {
     /// bookings; across units (a μ-Tree block's GC, a superblock's) they
     /// were each two whole [`time_op`](Self::time_op)s. Returns when the
     /// last read's data has left the plane.
+    /// `KEEP`: whether `keep` is not [`Keep::Nothing`] (monomorphized, so
+    /// the common run, kept for no read, pays nothing for keeping).
     #[allow(clippy::too_many_arguments)]
-    fn time_copy_run(
+    fn time_copy_run<const KEEP: bool>(
         &mut self,
         (ch_r, unit_r): (usize, usize),
         (ch_w, unit_w): (usize, usize),
@@ -732,6 +767,7 @@ impl Device {
         n: usize,
         not_before: SimTime,
         cause_of: impl Fn(Lpn) -> Cause,
+        keep: Keep<'_>,
     ) -> SimTime {
         debug_assert!(src != dst, "a block's own pages would wait on each other");
         debug_assert!(n > 0, "the last read's end is the source's last operation's");
@@ -744,20 +780,38 @@ impl Device {
             last: (self.block_last[src.idx()], self.block_last[dst.idx()]),
             horizon: self.horizon,
         };
+        debug_assert_eq!(KEEP, !matches!(keep, Keep::Nothing));
+        let mut kept = match keep {
+            _ if !KEEP => None,
+            Keep::Nothing => None,
+            _ => Some(self.preempt.open(self.units.len(), unit_w, (src, dst), copy.last)),
+        };
         let (array, counters, served, busy, power) =
             (&self.array, &mut self.counters, &mut self.served, &mut self.busy, &mut self.power);
         // Per page, what `time_op` would do besides booking.
         let account = |i: u32, b: &Booked| {
             let ppn = Ppn(dst_page + i);
-            let cause = count_copy(counters, array, ppn, &cause_of);
-            // The program's start is after the read's: the read's is the
-            // one `serve` keeps.
-            served.serve(b.read_start, cause);
-            served.bus_wait(b.read_bus - (b.read_start + copy.read[0]), cause);
-            served.bus_wait(b.prog_bus - b.prog_start, cause);
+            let cause = match keep {
+                Keep::Again(copies) if KEEP => copies[i as usize].cause,
+                _ => {
+                    let cause = count_copy(counters, array, ppn, &cause_of);
+                    // The program's start is after the read's: the read's is
+                    // the one `serve` keeps.
+                    served.serve(b.read_start, cause);
+                    served.bus_wait(b.read_bus - (b.read_start + copy.read[0]), cause);
+                    served.bus_wait(b.prog_bus - b.prog_start, cause);
+                    cause
+                }
+            };
             busy.units[cause as usize] += (b.read_done - b.read_start).0 + (b.done - b.prog_start).0;
             if let Some(p) = power.as_mut() {
                 p.programmed(ppn, b.done);
+            }
+            if KEEP
+                && let Some(kept) = kept.as_mut()
+                && let Some(src) = keep.source(i as usize)
+            {
+                kept.push(preempt::KeptCopy { src, dst: ppn.0, cause, booked: *b });
             }
         };
         let (units, buses) = (&mut self.units, &mut self.channels);
@@ -807,6 +861,9 @@ impl Device {
     /// Books `unit` (and `block`) busy from `start` to `done`.
     #[inline(always)]
     fn hold(&mut self, unit: usize, block: Option<BlockId>, start: SimTime, done: SimTime, cause: Cause) {
+        if self.preempt.any() {
+            self.preempt.confirm(unit);
+        }
         self.units[unit].insert(start, done - start);
         self.unit_free.set(unit, self.units[unit].last_end());
         if let Some(b) = block {
@@ -974,16 +1031,22 @@ impl Device {
         let (src_block, dst_block) = (geo.block_of(Ppn(first)), geo.block_of(dst));
         let (ch_r, unit_r) = self.resources(src_block);
         let (ch_w, unit_w) = self.resources(dst_block);
+        let keep = if self.preempt.keeping && unit_r == unit_w { Keep::Run(src) } else { Keep::Nothing };
+        if self.preempt.any() && matches!(keep, Keep::Nothing) {
+            self.preempt.confirm(unit_r);
+            self.preempt.confirm(unit_w);
+        }
         if !self.units_only && self.groups.is_empty() && src_block != dst_block {
-            return Ok(self.time_copy_run(
-                (ch_r, unit_r),
-                (ch_w, unit_w),
-                (src_block, dst_block),
-                dst.0,
-                src.len(),
-                not_before,
-                cause_of,
-            ));
+            let ends = ((ch_r, unit_r), (ch_w, unit_w), (src_block, dst_block));
+            return Ok(match keep {
+                Keep::Nothing => {
+                    self.time_copy_run::<false>(ends.0, ends.1, ends.2, dst.0, src.len(), not_before, cause_of, keep)
+                }
+                _ => self.time_copy_run::<true>(ends.0, ends.1, ends.2, dst.0, src.len(), not_before, cause_of, keep),
+            });
+        }
+        if self.preempt.any() {
+            self.preempt.confirm(unit_r);
         }
         if self.units_only && self.groups.is_empty() && unit_r == unit_w {
             return Ok(self.time_copy_run_units_only(unit_r, dst, src.len(), not_before, cause_of));
@@ -1393,6 +1456,7 @@ impl Device {
     /// Forgets all timeline state and counters (after preconditioning), so
     /// the measured run starts at time zero on an idle drive.
     pub fn reset_time_and_counters(&mut self) {
+        self.preempt.confirm_all();
         self.channels.iter_mut().for_each(Calendar::reset);
         self.units.iter_mut().for_each(Calendar::reset);
         self.unit_free.fill(SimTime::ZERO);
@@ -1518,7 +1582,7 @@ mod tests {
     }
 
     /// Everything a copy's timing leaves behind, to compare two devices.
-    fn timing_state(d: &Device) -> impl PartialEq + std::fmt::Debug {
+    pub(super) fn timing_state(d: &Device) -> impl PartialEq + std::fmt::Debug {
         (
             d.units.iter().map(|c| (c.intervals(), c.busy_ns)).collect::<Vec<_>>(),
             d.channels.iter().map(|c| (c.intervals(), c.busy_ns)).collect::<Vec<_>>(),

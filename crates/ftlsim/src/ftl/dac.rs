@@ -104,6 +104,10 @@ impl MapTable for DacMap {
         self.inner.prefetch_mapped(lpn);
     }
 
+    fn moves_in_ram(&self) -> bool {
+        self.inner.moves_in_ram()
+    }
+
     #[inline]
     fn moved(&mut self, dev: &mut Device, x: u32, from: u32, dst: Ppn, now: SimTime) {
         self.inner.moved(dev, x, from, dst, now);

@@ -188,6 +188,11 @@ impl MapTable for DftlMap {
         self.fetched.clear();
     }
 
+    /// Translation pages a move dirties are written later, not here.
+    fn moves_in_ram(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn moved(&mut self, _: &mut Device, x: u32, _: u32, dst: Ppn, _: SimTime) {
         if x >= self.logical {

@@ -169,6 +169,15 @@ pub trait MapTable: Send + Sized + serde::Serialize + serde::de::DeserializeOwne
     /// to `dst`.
     fn moved(&mut self, dev: &mut Device, x: u32, from: u32, dst: Ppn, now: SimTime);
 
+    /// Whether [`moved`](Self::moved) only changes tables in controller
+    /// RAM (no flash or PCM operation): then a background GC step may
+    /// book many copies as one run a host read can go before
+    /// (`engine::device::preempt`), the map's work the same as copy by
+    /// copy.
+    fn moves_in_ram(&self) -> bool {
+        false
+    }
+
     /// Data of `lpn` placed on flash as if written before the run.
     fn placed(&mut self, core: &mut PageCore, dev: &mut Device, lpn: Lpn, ppn: Ppn, now: SimTime) -> Result<()>;
 
@@ -321,6 +330,10 @@ impl MapTable for DramMap {
     fn set(&mut self, lpn: Lpn, value: u32) {
         self.ram_accesses += 1;
         self.assign(lpn.idx(), value);
+    }
+
+    fn moves_in_ram(&self) -> bool {
+        true
     }
 
     /// The source's bit from `from`, not from the entry: the entry is a
@@ -487,6 +500,10 @@ struct GcJob {
     /// and copies per host page, in 1/[`COPY`] units.
     debt: u32,
     rate: u32,
+    /// The owed copies were booked as one run ([`PageCore::background_step`]),
+    /// not yet over: the plane counts as owing until its next step, so host
+    /// writes keep going elsewhere, as while it paid a copy a step.
+    run_booked: bool,
 }
 
 impl<M: MapTable> PageMapped<M> {
@@ -960,7 +977,7 @@ impl PageCore {
     #[inline]
     fn owes_copies(&self, plane: PlaneId) -> bool {
         let job = &self.jobs[plane.idx()];
-        job.victim != NO_BLOCK && job.debt >= COPY
+        job.victim != NO_BLOCK && (job.debt >= COPY || job.run_booked)
     }
 
     /// Keeps [`every_plane_owes`](Self::every_plane_owes)'s count, after
@@ -1294,6 +1311,7 @@ impl PageCore {
         job.victim = victim.0;
         job.next = 0;
         job.debt = 0;
+        job.run_booked = false;
         // Enough copies per host page that the copies are done one host page
         // before the host has filled what the victim frees, and that page
         // pays for the erase (in units: a host page is that many units).
@@ -1508,10 +1526,28 @@ impl PageCore {
         plane: PlaneId,
         at: SimTime,
     ) -> Result<Option<SimTime>> {
-        let steps = self.gc_steps(map, dev, plane, at, 1)?;
+        // With `gc.debt = "background"`, the copies host pages owe are
+        // booked as one run a host read can still go before (see
+        // `engine::device::preempt`): as a copy a step would be timed, at
+        // the cost of a run. Idle GC (nothing owed) steps a copy at a time,
+        // as a host write may come to its plane.
+        let job = &mut self.jobs[plane.idx()];
+        job.run_booked = false;
+        let owed = if self.debt_behind { job.debt / COPY } else { 0 };
+        let run = owed > 1 && self.unit_shift == 0 && map.moves_in_ram() && dev.can_keep_copy_runs();
+        let steps = if run {
+            let n = dev.copies_to_keep(plane, owed);
+            dev.begin_keeping();
+            let steps = self.gc_steps(map, dev, plane, at, n);
+            dev.end_keeping();
+            steps?
+        } else {
+            self.gc_steps(map, dev, plane, at, 1)?
+        };
         if self.debt_behind {
             let job = &mut self.jobs[plane.idx()];
             job.debt = if job.victim == NO_BLOCK { 0 } else { job.debt.saturating_sub(steps * COPY) };
+            job.run_booked = run && job.victim != NO_BLOCK;
             self.note_owing(plane);
         }
         Ok((steps > 0).then(|| dev.plane_free(plane)))

@@ -113,8 +113,11 @@ impl Device {
     }
 
     /// Books everything recorded, each page at its own time (a power cut,
-    /// a saved drive, the end of a run).
+    /// a saved drive, the end of a run), and keeps every copy run booked
+    /// as it is ([`preempt`](super::preempt)).
     pub fn book_deferred(&mut self) {
+        // Copy runs a read could still go before stay as booked too.
+        self.preempt.confirm_all();
         self.book_through(u64::MAX, None);
     }
 

@@ -1,0 +1,337 @@
+//! GC copies a host read goes before: a background GC step may book all
+//! the copies its plane owes as one run (booked together, as cheaply as
+//! copies paid ahead of a write), keeping what it booked; a host read of
+//! that array unit issued before some of those copies start takes them
+//! back off the calendars, is booked, and books them again after itself.
+//! So the read waits for the copy in progress only, as it would if each
+//! copy were a step of its own booked when the unit came free (the
+//! schedule of `gc.debt = "background"`), while a run no read interrupts
+//! costs what one run costs: booking the owed copies a step at a time was
+//! about twice the instructions of the whole simulation behind a write
+//! buffer.
+//!
+//! A read of a page whose copy has not begun by the read's issue is timed
+//! as a read of the copy's source, where the data still is (the victim is
+//! erased only after the run, by a later step), as it would be read before
+//! that copy's step.
+//!
+//! Any other operation booked on the unit (a program, an erase, a copy
+//! outside such a run, a read for GC) keeps the run as booked: it comes
+//! after the copies the plane owed, as it would after copies paid ahead.
+//! Booking again uses the same timing as the first booking.
+//!
+//! Simplifications: only runs within one array unit are kept (the page
+//! FTLs' GC); none in a fast-forward, with multi-plane groups, or on a
+//! drive that models power cuts (payloads or sequence numbers recorded:
+//! [`Device::can_keep_copy_runs`]); the FTL then steps a copy at a time,
+//! timed alike at a step's cost. A saved drive or a restarted clock
+//! forgets what runs may be taken back, keeping them booked.
+
+use super::{Booked, Cause, Device, Keep};
+use crate::units::{BlockId, Nanos, PlaneId, Ppn, SimTime};
+
+/// A copy of a run, as booked.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct KeptCopy {
+    pub(super) src: u32,
+    pub(super) dst: u32,
+    pub(super) cause: Cause,
+    pub(super) booked: Booked,
+}
+
+/// Copies of a run from one block into one (a run crosses into a new
+/// destination block, or goes on from another source, in a new segment),
+/// with the blocks' last operations' ends before them.
+#[derive(Clone, Copy, Debug)]
+struct Segment {
+    first: usize,
+    src: BlockId,
+    dst: BlockId,
+    before: (SimTime, SimTime),
+}
+
+#[derive(Clone, Debug, Default)]
+pub(super) struct Run {
+    copies: Vec<KeptCopy>,
+    segments: Vec<Segment>,
+}
+
+/// The runs a host read may still go before, per array unit.
+#[derive(Debug, Default)]
+pub(super) struct Preemptible {
+    /// A background step is booking: its copy runs are kept.
+    pub(super) keeping: bool,
+    /// Per array unit (empty until the first run is kept).
+    runs: Vec<Run>,
+    /// Units with a run kept.
+    held: usize,
+    /// An emptied run whose vectors the next [`take`](Self::take) puts in
+    /// its unit's place (a read cuts into runs often: no allocation).
+    spare: Run,
+    /// Per array unit, the copies its next kept run may book, and whether
+    /// a read cut into its runs since it was set (see
+    /// [`Device::copies_to_keep`]).
+    budget: Vec<(u32, bool)>,
+}
+
+/// Bounds of [`Preemptible::budget`].
+const FIRST_BUDGET: u32 = 16;
+const MAX_BUDGET: u32 = 1 << 12;
+
+impl Preemptible {
+    /// Whether any unit has a run kept.
+    #[inline(always)]
+    pub(super) fn any(&self) -> bool {
+        self.held > 0
+    }
+
+    /// `unit`'s run stays as booked: nothing can go before it any more.
+    #[inline]
+    pub(super) fn confirm(&mut self, unit: usize) {
+        if let Some(run) = self.runs.get_mut(unit)
+            && !run.copies.is_empty()
+        {
+            run.copies.clear();
+            run.segments.clear();
+            self.held -= 1;
+        }
+    }
+
+    /// Every run stays as booked.
+    pub(super) fn confirm_all(&mut self) {
+        for run in &mut self.runs {
+            run.copies.clear();
+            run.segments.clear();
+        }
+        self.held = 0;
+    }
+
+    /// `unit`'s run, no longer kept; `None` without one.
+    fn take(&mut self, unit: usize) -> Option<Run> {
+        let run = self.runs.get_mut(unit).filter(|run| !run.copies.is_empty())?;
+        self.held -= 1;
+        Some(std::mem::replace(run, std::mem::take(&mut self.spare)))
+    }
+
+    /// `run`, [taken](Self::take) and done with, lends its vectors to the next.
+    fn give_back(&mut self, mut run: Run) {
+        run.copies.clear();
+        run.segments.clear();
+        self.spare = run;
+    }
+
+    /// A run of copies from `src` into `dst` is about to be kept on
+    /// `unit` (of `units`), the blocks' last operations ending at
+    /// `before`; returns where its copies go.
+    pub(super) fn open(
+        &mut self,
+        units: usize,
+        unit: usize,
+        (src, dst): (BlockId, BlockId),
+        before: (SimTime, SimTime),
+    ) -> &mut Vec<KeptCopy> {
+        if self.runs.is_empty() {
+            self.runs = vec![Run::default(); units];
+        }
+        let run = &mut self.runs[unit];
+        if run.copies.is_empty() {
+            self.held += 1;
+        }
+        run.segments.push(Segment { first: run.copies.len(), src, dst, before });
+        &mut run.copies
+    }
+}
+
+impl Device {
+    /// Whether background GC may book runs a host read can go before (see
+    /// [`preempt`](self)): with full timing, no multi-plane groups, and no
+    /// power cut to model (a cut tears every program booked to end after
+    /// it, so copies booked ahead in a run would be torn where a drive
+    /// taking a copy a step had not begun them: on the conformance suite's
+    /// small drives, enough torn pages for GC to find no free page).
+    pub fn can_keep_copy_runs(&self) -> bool {
+        !self.units_only && self.groups.is_empty() && self.power.is_none()
+    }
+
+    /// How many of the `owed` copies on `plane` a background step should
+    /// book as one kept run. Any number is timed alike (a read goes before
+    /// the copies not begun either way); what differs is the cost: a run
+    /// no read cuts into costs a fraction of a step per copy, and each cut
+    /// books the rest again. So each unit's budget doubles after steps no
+    /// read cut into and halves after one that was cut (write-heavy loads
+    /// book whole debts, read-heavy ones a copy or two a step).
+    pub fn copies_to_keep(&mut self, plane: PlaneId, owed: u32) -> u32 {
+        let unit = self.plane_unit[plane.idx()] as usize;
+        let budgets = &mut self.preempt.budget;
+        if budgets.is_empty() {
+            *budgets = vec![(FIRST_BUDGET, false); self.units.len()];
+        }
+        let (budget, cut) = &mut budgets[unit];
+        *budget = if *cut { (*budget / 2).max(1) } else { (*budget * 2).min(MAX_BUDGET) };
+        *cut = false;
+        owed.min(*budget)
+    }
+
+    /// Copy runs booked from here to [`end_keeping`](Self::end_keeping),
+    /// within one array unit, may be taken back by a host read issued
+    /// before their copies start.
+    pub fn begin_keeping(&mut self) {
+        self.preempt.keeping = self.can_keep_copy_runs();
+    }
+
+    pub fn end_keeping(&mut self) {
+        self.preempt.keeping = false;
+    }
+
+    /// A host (or mapping) read of `ppn` issued at `not_before`: the copies
+    /// of its unit's run not yet begun are taken back, the read is booked,
+    /// and they are booked again after it. Returns when the read's data has
+    /// crossed the channel.
+    pub(super) fn read_before_kept_copies(&mut self, ppn: Ppn, not_before: SimTime, cause: Cause) -> SimTime {
+        let block = self.geometry().block_of(ppn);
+        let (ch, unit) = self.resources(block);
+        let Some(run) = self.preempt.take(unit) else { return self.time_page_read(ppn, not_before, cause) };
+        // Nothing starts before the horizon: a copy booked before it has begun.
+        let t = not_before.max(self.horizon);
+        let first = run.copies.partition_point(|c| c.booked.read_start < t);
+        // A page whose copy has not begun is read where it still is.
+        let at = match run.copies[first..].iter().find(|c| c.dst == ppn.0) {
+            Some(c) => Ppn(c.src),
+            None => ppn,
+        };
+        let done = if first == run.copies.len() {
+            // Every copy has begun: the read waits for the last, as booked.
+            self.time_page_read(at, not_before, cause)
+        } else {
+            self.take_back(unit, ch, &run, first);
+            let done = self.time_page_read(at, not_before, cause);
+            self.book_again(unit, ch, &run, first, t);
+            done
+        };
+        self.preempt.give_back(run);
+        done
+    }
+
+    /// Frees what the copies of `run` from `first` on hold: their time on
+    /// the unit and the bus and the busy time counted; the blocks' last
+    /// operations go back to the last copy kept. (No run is kept where
+    /// programs are tracked for power cuts.)
+    fn take_back(&mut self, unit: usize, ch: usize, run: &Run, first: usize) {
+        if let Some(b) = self.preempt.budget.get_mut(unit) {
+            b.1 = true;
+        }
+        let prog_xfer = self.timing.command + self.timing.page_transfer;
+        // The run's copies are the unit's last bookings.
+        let freed = self.units[unit].truncate(run.copies[first].booked.read_start);
+        debug_assert_eq!(
+            freed.0,
+            run.copies[first..].iter().map(|c| held(&c.booked).0).sum::<u64>(),
+            "unit {unit}: a booking after a kept run"
+        );
+        for c in &run.copies[first..] {
+            let b = c.booked;
+            self.channels[ch].remove(b.read_bus, b.read_done - b.read_bus);
+            self.channels[ch].remove(b.prog_bus, prog_xfer);
+            self.busy.units[c.cause as usize] -= held(&b).0;
+        }
+        debug_assert!(self.power.is_none(), "a run kept where power cuts are modelled");
+        for s in run.segments.iter().rev() {
+            if s.first >= first {
+                self.block_last[s.src.idx()] = s.before.0;
+                self.block_last[s.dst.idx()] = s.before.1;
+            } else {
+                let kept = run.copies[first - 1].booked;
+                self.block_last[s.src.idx()] = kept.read_done;
+                self.block_last[s.dst.idx()] = kept.done;
+                break;
+            }
+        }
+        self.unit_free.set(unit, self.units[unit].last_end());
+    }
+
+    /// Books the copies of `run` from `first` on again, from `t` on (after
+    /// the read booked since), kept as a run again.
+    fn book_again(&mut self, unit: usize, ch: usize, run: &Run, first: usize, t: SimTime) {
+        for (k, s) in run.segments.iter().enumerate() {
+            let end = run.segments.get(k + 1).map_or(run.copies.len(), |next| next.first);
+            if end <= first {
+                continue;
+            }
+            let copies = &run.copies[s.first.max(first)..end];
+            self.time_copy_run::<true>(
+                (ch, unit),
+                (ch, unit),
+                (s.src, s.dst),
+                copies[0].dst,
+                copies.len(),
+                t,
+                |_| Cause::Gc,
+                Keep::Again(copies),
+            );
+        }
+    }
+}
+
+/// The unit time a copy holds.
+fn held(b: &Booked) -> Nanos {
+    (b.read_done - b.read_start) + (b.done - b.prog_start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::device;
+    use super::*;
+    use crate::nand::Payload;
+    use crate::units::Lpn;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A kept run and a host read issued during it leave the device as
+        /// the same copies booked a step at a time (each when its unit is
+        /// free, the read first once it is issued: the controller's order)
+        /// would, the read included: when it ends, every calendar, block,
+        /// counter and busy time. The read is of another block's page, or
+        /// of a page the run copies (read from its source until its copy
+        /// begins).
+        #[test]
+        fn a_read_cuts_into_a_kept_run_as_into_copy_steps(
+            n in 1usize..=4, now in 0u64..400_000, issue in 0u64..1_500_000, of_copy in prop::option::of(0usize..4),
+        ) {
+            let (mut kept, mut steps) = (device(true), device(true));
+            for d in [&mut kept, &mut steps] {
+                // Block 0 (plane 0): the run's sources; block 2 (plane 0): another page.
+                for i in (0..4).chain([8]) {
+                    d.program(Ppn(i), Lpn(i), SimTime::ZERO, Cause::Host, Payload::None).unwrap();
+                }
+            }
+            let (now, issue) = (SimTime(now), SimTime(issue));
+            let src: Vec<u32> = (0..n as u32).collect();
+            let dst = |i: usize| 4 + i as u32;
+            let of_copy = of_copy.filter(|&k| k < n);
+            kept.begin_keeping();
+            kept.copy_run(&src, Ppn(dst(0)), now, |_| Cause::Gc).unwrap();
+            kept.end_keeping();
+            let target = of_copy.map_or(Ppn(8), |k| Ppn(dst(k)));
+            let read_kept = kept.read(target, issue, Cause::Host).unwrap();
+
+            let plane = PlaneId(0);
+            let mut read_steps = None;
+            for (i, &s) in src.iter().enumerate() {
+                let mut at = now.max(steps.plane_free(plane));
+                if read_steps.is_none() && at >= issue {
+                    // Copy `k` not yet begun: its page is still at its source.
+                    let page = of_copy.map_or(Ppn(8), |k| if k >= i { Ppn(src[k]) } else { Ppn(dst(k)) });
+                    read_steps = Some(steps.read(page, issue, Cause::Host).unwrap());
+                    at = now.max(steps.plane_free(plane));
+                }
+                steps.copy_run(&[s], Ppn(dst(i)), at, |_| Cause::Gc).unwrap();
+            }
+            let read_steps = match read_steps {
+                Some(done) => done,
+                None => steps.read(of_copy.map_or(Ppn(8), |k| Ppn(dst(k))), issue, Cause::Host).unwrap(),
+            };
+            prop_assert_eq!(read_kept, read_steps);
+            prop_assert_eq!(super::super::tests::timing_state(&kept), super::super::tests::timing_state(&steps));
+        }
+    }
+}
