@@ -326,8 +326,15 @@ impl Simulation {
     /// Power fails at `at` (between commands): background work due before
     /// it runs, then the write buffer and everything else volatile is lost
     /// and the FTL recovers its tables from flash ([`Ftl::power_cut`]).
-    /// Refused, changing nothing, by an FTL without crash recovery.
+    /// Refused, changing nothing, by an FTL without crash recovery, and on
+    /// a drive without program sequences (recovery orders copies by them).
     pub fn power_cut(&mut self, at: SimTime) -> Result<ftl::RecoveryReport> {
+        if !self.cfg.nand.records_sequence() {
+            return Err(Error::config(
+                "nand.record_sequence",
+                "a power cut needs each page's program sequence to recover: set nand.record_sequence = true",
+            ));
+        }
         let (ftl, dev, ctrl) = (self.ftl.as_mut(), &mut self.dev, &mut self.ctrl);
         ctrl.run_until(ftl, dev, at)?;
         dev.book_deferred();

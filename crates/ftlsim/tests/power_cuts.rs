@@ -191,3 +191,14 @@ fn recovery_scans_every_programmed_page_in_a_time_the_flash_allows() {
         }
     }
 }
+
+/// Without program sequences recovery cannot tell a page's copies apart:
+/// a cut is refused with the key to set, and the drive goes on unchanged.
+#[test]
+fn a_cut_without_program_sequences_is_refused_and_changes_nothing() {
+    let mut s = sim("page", &["nand.record_sequence=false"]);
+    let t = write(&mut s, 3, 7, SimTime(0));
+    let e = s.power_cut(t).unwrap_err().to_string();
+    assert!(e.contains("nand.record_sequence"), "{e}");
+    assert_eq!(read(&mut s, 3, t).0, 7, "the write survives a refused cut");
+}
