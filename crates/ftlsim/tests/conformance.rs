@@ -1212,11 +1212,8 @@ fn random_combinations(options: &[(&str, &[&str])], cuts: bool) {
         if Simulation::new(cfg.clone()).is_err() {
             continue;
         }
-        // Recovery from a cut needs program sequences.
-        if cuts && !cfg.nand.records_sequence() {
-            continue;
-        }
-        // A drive that refuses power cuts (sub-page units) says so at the first.
+        // A drive that refuses power cuts (sub-page units, no program
+        // sequences) says so at the first.
         let cut = Case { precondition: false, cmds: vec![W(0, 1, 1), P(0)] };
         if cuts && run_case(&cfg, &cut).is_err_and(|e| e.contains(": config: ")) {
             continue;

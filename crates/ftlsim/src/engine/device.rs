@@ -781,11 +781,7 @@ impl Device {
             horizon: self.horizon,
         };
         debug_assert_eq!(KEEP, !matches!(keep, Keep::Nothing));
-        let mut kept = match keep {
-            _ if !KEEP => None,
-            Keep::Nothing => None,
-            _ => Some(self.preempt.open(self.units.len(), unit_w, (src, dst), copy.last)),
-        };
+        let mut kept = KEEP.then(|| self.preempt.open(self.units.len(), unit_w, (src, dst), copy.last));
         let (array, counters, served, busy, power) =
             (&self.array, &mut self.counters, &mut self.served, &mut self.busy, &mut self.power);
         // Per page, what `time_op` would do besides booking.
@@ -1045,6 +1041,8 @@ impl Device {
                 _ => self.time_copy_run::<true>(ends.0, ends.1, ends.2, dst.0, src.len(), not_before, cause_of, keep),
             });
         }
+        // A run kept only when timed as one (keeping is off in fast-forwards
+        // and with groups): a copy of a block onto itself is not.
         if self.preempt.any() {
             self.preempt.confirm(unit_r);
         }

@@ -56,6 +56,14 @@ pub(super) struct Run {
     segments: Vec<Segment>,
 }
 
+impl Run {
+    /// Empties it, keeping the vectors' room.
+    fn clear(&mut self) {
+        self.copies.clear();
+        self.segments.clear();
+    }
+}
+
 /// The runs a host read may still go before, per array unit.
 #[derive(Debug, Default)]
 pub(super) struct Preemptible {
@@ -91,18 +99,14 @@ impl Preemptible {
         if let Some(run) = self.runs.get_mut(unit)
             && !run.copies.is_empty()
         {
-            run.copies.clear();
-            run.segments.clear();
+            run.clear();
             self.held -= 1;
         }
     }
 
     /// Every run stays as booked.
     pub(super) fn confirm_all(&mut self) {
-        for run in &mut self.runs {
-            run.copies.clear();
-            run.segments.clear();
-        }
+        self.runs.iter_mut().for_each(Run::clear);
         self.held = 0;
     }
 
@@ -115,8 +119,7 @@ impl Preemptible {
 
     /// `run`, [taken](Self::take) and done with, lends its vectors to the next.
     fn give_back(&mut self, mut run: Run) {
-        run.copies.clear();
-        run.segments.clear();
+        run.clear();
         self.spare = run;
     }
 
