@@ -740,26 +740,24 @@ impl PageCore {
         paced: bool,
     ) -> Result<Ppn> {
         if self.allocation == Allocation::Dynamic {
-            // The fast path knows only the dies' free times, not which
-            // planes could join a multi-plane group: every plane is scanned.
-            let mut best = if dev.grouping() {
-                self.soonest_in_stripe_by_scan(dev)
-            } else {
-                let best = self.soonest_in_stripe(dev);
-                debug_assert_eq!(best, self.soonest_in_stripe_by_scan(dev));
-                best
-            };
             // `gc.debt = "background"`: only a plane whose GC is owed
             // nothing, and the copies this page owes are made after it, a
-            // step at a time. (A fast-forward has no background steps: it
-            // pays ahead.)
+            // step at a time; if there is none, the soonest plane, paying
+            // ahead. (A fast-forward has no background steps: it pays ahead.)
             let mut behind = paced && self.debt_behind && !dev.units_only();
-            if behind && self.owes_copies(self.stripe[best]) {
-                match self.soonest_in_stripe_owing_nothing(dev) {
-                    Some(free_of_debt) => best = free_of_debt,
-                    None => behind = false,
+            let free_of_debt = if behind { self.soonest_in_stripe_owing_nothing(dev) } else { None };
+            behind &= free_of_debt.is_some();
+            let best = match free_of_debt {
+                Some(best) => best,
+                // The fast path knows only the dies' free times, not which
+                // planes could join a multi-plane group: every plane is scanned.
+                None if dev.grouping() => self.soonest_in_stripe_by_scan(dev),
+                None => {
+                    let best = self.soonest_in_stripe(dev);
+                    debug_assert_eq!(best, self.soonest_in_stripe_by_scan(dev));
+                    best
                 }
-            }
+            };
             self.cursor = if best + 1 == self.stripe.len() { 0 } else { best + 1 };
             let plane = self.stripe[best];
             if behind {
@@ -859,9 +857,17 @@ impl PageCore {
     }
 
     /// [`soonest_in_stripe`](Self::soonest_in_stripe) among the planes whose
-    /// GC is owed nothing; `None` if every plane's is.
+    /// GC is owed nothing and that can take host pages; `None` if none can.
     fn soonest_in_stripe_owing_nothing(&self, dev: &Device) -> Option<usize> {
-        let eligible = |plane: PlaneId| !self.owes_copies(plane);
+        // A plane below its trigger without a job has no victim worth its
+        // copies yet (it holds the most live data): host pages there would
+        // take it down to its reserve, where whole victims are collected
+        // for a page or two each. Sent there because it owed nothing, a
+        // 4-plane drive behind a buffer had WA 6.1 against 2.2 paying ahead.
+        let eligible = |plane: PlaneId| {
+            !self.owes_copies(plane)
+                && (self.jobs[plane.idx()].victim != NO_BLOCK || self.pool.free_count(plane) >= self.trigger)
+        };
         let best = if dev.grouping() {
             self.soonest_in_stripe_where(dev, eligible)
         } else if self.die_unit {
