@@ -343,7 +343,7 @@ pub enum GcDebt {
     /// a copy a step, which cost 2.1× there. On drives of few planes behind
     /// a buffer it writes more than `Ahead`: which plane is owed nothing,
     /// not which is free soonest, decides where pages go, and the planes'
-    /// live data drifts apart (4 planes: WA 2.8–2.9 against 2.2; 8: 2.3
+    /// live data drifts apart (4 planes: WA 2.8–3.1 against 2.1–2.3; 8: 2.3
     /// against 2.3; the drive of `tests/precondition.rs` with 1–2 channels).
     Background,
 }
