@@ -340,11 +340,7 @@ pub enum GcDebt {
     /// `gc.mode = "preemptible"` and `ftl.allocation = "dynamic"`. Costs
     /// simulation speed: about 1.4× the instructions of `Ahead` on a
     /// write-heavy load behind a buffer; drives that model power cuts book
-    /// a copy a step, which cost 2.1× there. On drives of few planes behind
-    /// a buffer it writes more than `Ahead`: which plane is owed nothing,
-    /// not which is free soonest, decides where pages go, and the planes'
-    /// live data drifts apart (4 planes: WA 2.8–3.1 against 2.1–2.3; 8: 2.3
-    /// against 2.3; the drive of `tests/precondition.rs` with 1–2 channels).
+    /// a copy a step, which cost 2.1× there.
     Background,
 }
 

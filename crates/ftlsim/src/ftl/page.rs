@@ -864,9 +864,22 @@ impl PageCore {
         // take it down to its reserve, where whole victims are collected
         // for a page or two each. Sent there because it owed nothing, a
         // 4-plane drive behind a buffer had WA 6.1 against 2.2 paying ahead.
+        // Where a die is the unit, its planes are free at once and the one
+        // with the least live data takes its pages (`share_key`); passing
+        // over it when it owes copies sent them to a sibling with more, and
+        // the planes' live data swung apart (286 to 466 pages of 512; WA 2.9
+        // against 2.2): a die whose plane of least live data owes copies
+        // takes none.
+        let per = self.geo.planes_per_die;
+        let leads_its_die = |plane: PlaneId| {
+            let first = plane.0 / per * per;
+            let k = self.share_key(plane);
+            (first..first + per).all(|q| self.share_key(PlaneId(q)) >= k)
+        };
         let eligible = |plane: PlaneId| {
             !self.owes_copies(plane)
                 && (self.jobs[plane.idx()].victim != NO_BLOCK || self.pool.free_count(plane) >= self.trigger)
+                && (!self.die_unit || leads_its_die(plane))
         };
         let best = if dev.grouping() {
             self.soonest_in_stripe_where(dev, eligible)
