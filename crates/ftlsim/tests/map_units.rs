@@ -108,6 +108,22 @@ fn every_programmed_unit_is_a_host_unit_a_gc_copy_or_padding() {
     assert!(r.units_padded * 100 < programs * 4, "{} padded", r.units_padded);
 }
 
+/// A GC job reads each victim page once, however its copies are stepped:
+/// all at once (blocking), a host page's share at a time (`"ahead"`), or a
+/// unit step at a time in the background. So GC reads no more pages than
+/// the victims it erased and the jobs still open hold (2 planes).
+#[test]
+fn gc_reads_each_victim_page_once_however_its_units_are_stepped() {
+    let p = Some(Precondition::new(1.0, 1.0));
+    for mode in ["gc.mode=\"blocking\"", "gc.debt=\"ahead\"", "gc.debt=\"background\""] {
+        let r = run(&["ftl.map_unit_bytes=4096", "ftl.allocation=\"dynamic\"", mode], p, 40_000);
+        let (reads, erases) = (r.flash_reads_by_cause.gc, r.erases_by_cause.gc);
+        eprintln!("{mode}: {reads} GC reads, {erases} GC erases, {} unit copies", r.gc_pages_copied);
+        assert!(erases > 50, "{mode}: GC ran ({erases} erases)");
+        assert!(reads <= (erases + 2) * 64, "{mode}: {reads} GC reads for {erases} victims of 64 pages");
+    }
+}
+
 #[test]
 fn bad_unit_sizes_and_other_ftls_are_refused_naming_the_key() {
     for (value, why) in [

@@ -1205,14 +1205,19 @@ impl Device {
     /// into consecutive pages from `dst` on (GC): each source page is read
     /// once for its run of units, and each destination page is programmed
     /// once the reads of its units are done; `cause_of` names a page's cause
-    /// from its first unit's LPN. Returns when the last read's data has
-    /// left its plane.
+    /// from its first unit's LPN. `held` is the source page whose data the
+    /// controller still holds from the job's previous copy (`u32::MAX`:
+    /// none), which is not read again: a GC job copying a few units at a
+    /// time would otherwise read a page once for each step that takes some
+    /// of its units. It is left holding the last page read. Returns when the
+    /// last read's data has left its plane.
     pub fn copy_units(
         &mut self,
         src: &[u32],
         dst: Ppn,
         not_before: SimTime,
         cause_of: impl Fn(Lpn) -> Cause,
+        held: &mut u32,
     ) -> Result<SimTime> {
         if src.is_empty() {
             return Ok(not_before);
@@ -1225,7 +1230,7 @@ impl Device {
         let shift = self.array.units_per_page().trailing_zeros();
         let dst_block = geo.block_of(dst);
         let (ch_w, unit_w) = self.resources(dst_block);
-        let (mut reads_done, mut last_read) = (not_before, u32::MAX);
+        let (mut reads_done, mut last_read) = (not_before, *held);
         for (i, units) in src.chunks(1 << shift).enumerate() {
             let cause = cause_of(Lpn(self.array.oob_unit_raw(units[0])));
             let mut ready = not_before;
@@ -1246,6 +1251,7 @@ impl Device {
             let done = self.time_program(ch_w, unit_w, Some(dst_block), dst.0 + i as u32, ready, cause, false);
             self.log_program(Ppn(dst.0 + i as u32), done);
         }
+        *held = last_read;
         Ok(reads_done)
     }
 

@@ -504,6 +504,10 @@ struct GcJob {
     /// not yet over: the plane counts as owing until its next step, so host
     /// writes keep going elsewhere, as while it paid a copy a step.
     run_booked: bool,
+    /// With sub-page units, the victim page whose data the controller holds
+    /// from the job's last copy (`u32::MAX`: none): steps of a few units
+    /// each read a page once, as one run over them all would.
+    held: u32,
 }
 
 impl<M: MapTable> PageMapped<M> {
@@ -1331,6 +1335,7 @@ impl PageCore {
         job.next = 0;
         job.debt = 0;
         job.run_booked = false;
+        job.held = u32::MAX;
         // Enough copies per host page that the copies are done one host page
         // before the host has filled what the victim frees, and that page
         // pays for the erase (in units: a host page is that many units).
@@ -1460,7 +1465,9 @@ impl PageCore {
                 }
                 run.push(src);
             }
-            self.move_live(map, dev, victim, run, dst, now)?;
+            let mut held = self.jobs[p].held;
+            self.move_live(map, dev, victim, run, dst, now, &mut held)?;
+            self.jobs[p].held = held;
             copied += run.len() as u32;
             left = left.saturating_sub(run.len());
             if runs_of_one || (carried.is_none() && (run.len() < limit || !streams)) {
@@ -1473,6 +1480,7 @@ impl PageCore {
     /// Copies `run`, live pages of `victim`, to consecutive pages from `dst`
     /// and moves their map entries and valid counts along; returns when the
     /// last page's data has left the victim.
+    #[allow(clippy::too_many_arguments)]
     fn move_live<M: MapTable>(
         &mut self,
         map: &mut M,
@@ -1481,6 +1489,7 @@ impl PageCore {
         run: &[u32],
         dst: Ppn,
         now: SimTime,
+        held: &mut u32,
     ) -> Result<SimTime> {
         let cause_of = self.copy_cause();
         let reads_done = if self.unit_shift == 0 {
@@ -1488,7 +1497,7 @@ impl PageCore {
         } else {
             let upp = 1 << self.unit_shift;
             self.stats.units_padded += (run.len().next_multiple_of(upp) - run.len()) as u64;
-            dev.copy_units(run, dst, now, cause_of)?
+            dev.copy_units(run, dst, now, cause_of, held)?
         };
         // Packed from `dst` on: the i-th unit lands at unit address
         // `dst × units per page + i` (the map's value, a PPN for page units).
@@ -1643,6 +1652,7 @@ impl PageCore {
         let next = self.pool.likely_victim(plane).map(|b| (b, dev.array.written_pages(b)));
         let per_chunk = next.map_or(0, |(_, w)| w.div_ceil(live.len().div_ceil(chunk).max(1) as u32));
         let mut prefetched = 0;
+        let mut held = u32::MAX;
         let mut rest = live;
         while !rest.is_empty() {
             let dst = self
@@ -1655,7 +1665,7 @@ impl PageCore {
                 self.prefetch_entries(map, dev, b, prefetched..end);
                 prefetched = end;
             }
-            *reads_done = (*reads_done).max(self.move_live(map, dev, victim, run, dst, now)?);
+            *reads_done = (*reads_done).max(self.move_live(map, dev, victim, run, dst, now, &mut held)?);
             rest = after;
         }
         if let Some((b, written)) = next {
