@@ -1088,7 +1088,7 @@ impl Simulation {
             sim_time_s,
             wall_time_s,
             peak_rss_bytes: report::peak_rss_bytes(),
-            resolved_config: serde_json::to_value(&self.cfg).expect("a config serializes"),
+            resolved_config: serde_json::to_value(self.cfg.resolved()).expect("a config serializes"),
             ..Report::default()
         };
         report::fill_flash(&mut r, &self.dev.counters);

@@ -175,30 +175,37 @@ fn preemptible_gc_cuts_the_write_tail_against_blocking_gc() {
     };
     let b = with(&["gc.mode=\"blocking\"", "ftl.allocation=\"static\""]);
     let p_static = with(&["ftl.allocation=\"static\""]);
+    let p_ahead = with(&["gc.debt=\"ahead\""]);
     let p = with(&[]);
     let wa = |r: &Report| r.write_amplification.unwrap();
     eprintln!(
         "p99 / p99.9 write: blocking {:.0} / {:.0} us, preemptible {:.0} / {:.0} us (static allocation), \
-         {:.0} / {:.0} us (dynamic); WA {:.3}, {:.3}, {:.3}",
+         {:.0} / {:.0} us (dynamic, debt ahead), {:.0} / {:.0} us (dynamic, debt in background); \
+         WA {:.3}, {:.3}, {:.3}, {:.3}",
         b.latency_us.write.p99,
         b.latency_us.write.p999,
         p_static.latency_us.write.p99,
         p_static.latency_us.write.p999,
+        p_ahead.latency_us.write.p99,
+        p_ahead.latency_us.write.p999,
         p.latency_us.write.p99,
         p.latency_us.write.p999,
         wa(&b),
         wa(&p_static),
+        wa(&p_ahead),
         wa(&p)
     );
     // The GC mode alone (same allocation): a 10x shorter tail, the same WA within 1%.
-    for (name, r) in [("static", &p_static), ("dynamic", &p)] {
+    for (name, r) in [("static", &p_static), ("dynamic", &p_ahead), ("dynamic, debt in background", &p)] {
         assert!(r.latency_us.write.p99 * 10.0 <= b.latency_us.write.p99, "{name}: p99 {:?}", r.latency_us.write);
         assert!(r.latency_us.write.p999 * 10.0 <= b.latency_us.write.p999, "{name}: p99.9 {:?}", r.latency_us.write);
         assert!(r.iops > b.iops, "{name}");
     }
     assert!((wa(&p_static) / wa(&b) - 1.0).abs() < 0.01, "WA {:.3} vs {:.3}", wa(&p_static), wa(&b));
-    // Dynamic allocation moves a little data between planes: within 2%.
-    assert!((wa(&p) / wa(&b) - 1.0).abs() < 0.02, "WA {:.3} vs {:.3}", wa(&p), wa(&b));
+    // Dynamic allocation moves a little data between planes: within 2%;
+    // sending pages to planes owed no copies (the default) a little more.
+    assert!((wa(&p_ahead) / wa(&b) - 1.0).abs() < 0.02, "WA {:.3} vs {:.3}", wa(&p_ahead), wa(&b));
+    assert!((wa(&p) / wa(&b) - 1.0).abs() < 0.03, "WA {:.3} vs {:.3}", wa(&p), wa(&b));
 }
 
 /// Write amplification counts the host data that has left the write

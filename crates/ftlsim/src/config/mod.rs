@@ -269,10 +269,12 @@ pub struct GcConfig {
     /// has no write streams of its own).
     #[serde(default = "defaults::gc_frontier")]
     pub frontier: GcFrontier,
-    /// When the copies a write owes a preemptible GC job are made
-    /// (`page`, `dftl`, `hat`, `dac` behind the write buffer).
-    #[serde(default = "defaults::gc_debt")]
-    pub debt: GcDebt,
+    /// When the copies a write owes a preemptible GC job are made (`page`,
+    /// `dftl`, `hat`, `dac`). Unset: `"background"` where it applies (those
+    /// FTLs with preemptible GC and dynamic allocation), else `"ahead"`; see
+    /// [`Config::gc_debt`].
+    #[serde(default)]
+    pub debt: Option<GcDebt>,
 }
 
 /// What `gc.threshold` is a fraction of.
@@ -325,7 +327,7 @@ pub enum GcMode {
 pub enum GcDebt {
     /// Booked back to back ahead of the write's program, when the write
     /// is issued: a host read reaching the plane meanwhile waits for all
-    /// of them.
+    /// of them. The default where `Background` does not apply.
     Ahead,
     /// A written page (or a page the write buffer destages) goes to a
     /// plane whose GC is owed nothing, and the copies it leaves owed are
@@ -337,10 +339,11 @@ pub enum GcDebt {
     /// `engine::device::preempt`.) While every plane is owed copies, the
     /// write buffer holds destages back; without a buffer a host write
     /// then pays its plane's copies ahead, as with `Ahead`. Needs
-    /// `gc.mode = "preemptible"` and `ftl.allocation = "dynamic"`. Costs
-    /// simulation speed: about 1.4× the instructions of `Ahead` on a
-    /// write-heavy load behind a buffer; drives that model power cuts book
-    /// a copy a step, which cost 2.1× there.
+    /// `gc.mode = "preemptible"` and `ftl.allocation = "dynamic"`, and is
+    /// the default where they hold. Costs simulation speed: about 1.4× the
+    /// instructions of `Ahead` on a write-heavy load behind a buffer;
+    /// drives that model power cuts, `hat` (whose GC moves write PCM) and
+    /// sub-page mapping units book a copy a step, which cost 2.1× there.
     Background,
 }
 
@@ -676,9 +679,6 @@ mod defaults {
     pub fn gc_frontier() -> GcFrontier {
         GcFrontier::Shared
     }
-    pub fn gc_debt() -> GcDebt {
-        GcDebt::Ahead
-    }
     pub fn allocation() -> Allocation {
         Allocation::Dynamic
     }
@@ -838,6 +838,24 @@ impl NandConfig {
 }
 
 impl Config {
+    /// When the copies a write owes a preemptible GC job are made:
+    /// `gc.debt` if set, else `"background"` where it applies (a read then
+    /// waits for at most the GC step in progress, as issue 10 asks of
+    /// preemptible GC) and `"ahead"` where it does not (blocking GC, static
+    /// allocation, FTLs without preemptible GC jobs).
+    pub fn gc_debt(&self) -> GcDebt {
+        self.gc.debt.unwrap_or(if self.gc_debt_can_be_background().is_ok() { GcDebt::Background } else { GcDebt::Ahead })
+    }
+
+    /// This config with its defaults that depend on other keys filled in
+    /// (`gc.debt`, `nand.record_sequence`): what a report shows as run.
+    pub fn resolved(&self) -> Config {
+        let mut cfg = self.clone();
+        cfg.gc.debt = Some(self.gc_debt());
+        cfg.nand.record_sequence = Some(self.nand.records_sequence());
+        cfg
+    }
+
     /// Loads a preset by name or a TOML file by path, applies `key=value`
     /// overrides, and validates the result.
     pub fn load(preset_or_path: &str, overrides: &[String]) -> Result<Config> {
@@ -1087,22 +1105,27 @@ impl Config {
         self.validate_hybrid()
     }
 
-    /// `gc.debt = "background"` needs what it stands on, and an FTL whose
-    /// GC is paid for by host writes (the page family's preemptible jobs).
+    /// `gc.debt = "background"`, when set, needs what it stands on.
     fn validate_gc_debt(&self) -> Result<()> {
-        if self.gc.debt == GcDebt::Ahead {
+        if self.gc.debt != Some(GcDebt::Background) {
             return Ok(());
         }
-        let why = if !matches!(self.ftl.name.as_str(), "page" | "dftl" | "hat" | "dac") {
-            format!("is for page, dftl, hat and dac: ftl.name = \"{}\" has no preemptible GC jobs", self.ftl.name)
+        self.gc_debt_can_be_background().map_err(|why| Error::config("gc.debt", format!("\"background\" {why}")))
+    }
+
+    /// Whether `"background"` can apply: an FTL whose GC is paid for by
+    /// host writes (the page family's preemptible jobs) and an allocation
+    /// that can pass over a plane owed copies; if not, why.
+    fn gc_debt_can_be_background(&self) -> std::result::Result<(), String> {
+        if !matches!(self.ftl.name.as_str(), "page" | "dftl" | "hat" | "dac") {
+            Err(format!("is for page, dftl, hat and dac: ftl.name = \"{}\" has no preemptible GC jobs", self.ftl.name))
         } else if self.gc.mode != GcMode::Preemptible {
-            "needs gc.mode = \"preemptible\"".into()
+            Err("needs gc.mode = \"preemptible\"".into())
         } else if self.ftl.allocation != Allocation::Dynamic {
-            "needs ftl.allocation = \"dynamic\": a fixed rotation cannot pass over a plane owed copies".into()
+            Err("needs ftl.allocation = \"dynamic\": a fixed rotation cannot pass over a plane owed copies".into())
         } else {
-            return Ok(());
-        };
-        Err(Error::config("gc.debt", format!("\"background\" {why}")))
+            Ok(())
+        }
     }
 
     fn validate_trim(&self) -> Result<()> {
@@ -1353,13 +1376,20 @@ mod tests {
     #[test]
     fn gc_debt_in_background_needs_what_it_stands_on() {
         let load = |sets: &[&str]| Config::load("modern-tlc", &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>());
-        let cfg = load(&["gc.debt=\"background\""]).unwrap();
-        assert_eq!(
-            (cfg.gc.debt, Config::load("modern-tlc", &[]).unwrap().gc.debt),
-            (GcDebt::Background, GcDebt::Ahead)
-        );
+        let debt = |sets: &[&str]| load(sets).unwrap().gc_debt();
+        assert_eq!(debt(&[]), GcDebt::Background, "the default where it applies");
+        assert_eq!(debt(&["gc.debt=\"ahead\""]), GcDebt::Ahead);
+        assert_eq!(debt(&["cache.bytes=0"]), GcDebt::Background, "without a write buffer too");
+        for (sets, why) in [
+            (&["gc.mode=\"blocking\""][..], "blocking GC"),
+            (&["ftl.allocation=\"static\""], "static allocation"),
+            (&["ftl.name=\"bast\""], "an FTL without preemptible jobs"),
+        ] {
+            assert_eq!(debt(sets), GcDebt::Ahead, "unset, with {why}, is \"ahead\"");
+        }
+        let resolved = load(&[]).unwrap().resolved();
+        assert_eq!((resolved.gc.debt, resolved.nand.record_sequence), (Some(GcDebt::Background), Some(false)));
         let bg = "gc.debt=\"background\"";
-        assert!(load(&[bg, "cache.bytes=0"]).is_ok(), "without a write buffer too");
         for (sets, words) in [
             (&[bg, "gc.mode=\"blocking\""][..], &["gc.debt", "gc.mode"][..]),
             (&[bg, "ftl.allocation=\"static\""], &["gc.debt", "ftl.allocation"]),

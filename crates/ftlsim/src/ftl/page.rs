@@ -609,8 +609,8 @@ impl PageCore {
             allocation: cfg.ftl.allocation,
             // What it needs (a buffer, preemptible GC, dynamic allocation)
             // the config's validation checked.
-            debt_behind: cfg.gc.debt == GcDebt::Background,
-            count_owing: cfg.gc.debt == GcDebt::Background && cfg.cache.bytes > 0,
+            debt_behind: cfg.gc_debt() == GcDebt::Background,
+            count_owing: cfg.gc_debt() == GcDebt::Background && cfg.cache.bytes > 0,
             jobs: (0..geo.planes).map(|_| GcJob { victim: NO_BLOCK, ..GcJob::default() }).collect(),
             owing: vec![false; geo.planes as usize],
             owing_count: 0,
