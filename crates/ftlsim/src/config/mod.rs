@@ -844,7 +844,11 @@ impl Config {
     /// preemptible GC) and `"ahead"` where it does not (blocking GC, static
     /// allocation, FTLs without preemptible GC jobs).
     pub fn gc_debt(&self) -> GcDebt {
-        self.gc.debt.unwrap_or(if self.gc_debt_can_be_background().is_ok() { GcDebt::Background } else { GcDebt::Ahead })
+        self.gc.debt.unwrap_or(if self.gc_debt_can_be_background().is_ok() {
+            GcDebt::Background
+        } else {
+            GcDebt::Ahead
+        })
     }
 
     /// This config with its defaults that depend on other keys filled in

@@ -873,17 +873,18 @@ impl PageCore {
         // over it when it owes copies sent them to a sibling with more, and
         // the planes' live data swung apart (286 to 466 pages of 512; WA 2.9
         // against 2.2): a die whose plane of least live data owes copies
-        // takes none.
+        // takes none. (Its other planes still take pages when it does not:
+        // with `timing.multi_plane` a page joins its die's group there.)
         let per = self.geo.planes_per_die;
-        let leads_its_die = |plane: PlaneId| {
+        let die_lead_owes = |plane: PlaneId| {
             let first = plane.0 / per * per;
-            let k = self.share_key(plane);
-            (first..first + per).all(|q| self.share_key(PlaneId(q)) >= k)
+            let lead = (first..first + per).min_by_key(|&q| self.share_key(PlaneId(q))).unwrap_or(first);
+            self.owes_copies(PlaneId(lead))
         };
         let eligible = |plane: PlaneId| {
             !self.owes_copies(plane)
                 && (self.jobs[plane.idx()].victim != NO_BLOCK || self.pool.free_count(plane) >= self.trigger)
-                && (!self.die_unit || leads_its_die(plane))
+                && (!self.die_unit || !die_lead_owes(plane))
         };
         let best = if dev.grouping() {
             self.soonest_in_stripe_where(dev, eligible)
