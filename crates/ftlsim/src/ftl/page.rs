@@ -875,24 +875,40 @@ impl PageCore {
         // against 2.2): a die whose plane of least live data owes copies
         // takes none. (Its other planes still take pages when it does not:
         // with `timing.multi_plane` a page joins its die's group there.)
+        let takes_pages = |plane: PlaneId| {
+            !self.owes_copies(plane)
+                && (self.jobs[plane.idx()].victim != NO_BLOCK || self.pool.free_count(plane) >= self.trigger)
+        };
+        if self.die_unit {
+            return self.soonest_die_owing_nothing(dev, takes_pages);
+        }
+        let best = if dev.grouping() {
+            self.soonest_in_stripe_where(dev, takes_pages)
+        } else {
+            self.soonest_by_unit_where(dev, |plane| plane, takes_pages)
+        };
+        debug_assert_eq!(best, self.soonest_in_stripe_where(dev, takes_pages));
+        best
+    }
+
+    /// [`soonest_in_stripe_owing_nothing`](Self::soonest_in_stripe_owing_nothing)
+    /// where a die is the unit: among the planes that `takes_pages`, those
+    /// of dies whose plane of least live data owes nothing. Apart, as inlined
+    /// the die's case cost the planes' case 3% of the hot path's
+    /// instructions where it is never taken.
+    #[inline(never)]
+    fn soonest_die_owing_nothing(&self, dev: &Device, takes_pages: impl Fn(PlaneId) -> bool) -> Option<usize> {
         let per = self.geo.planes_per_die;
         let die_lead_owes = |plane: PlaneId| {
             let first = plane.0 / per * per;
             let lead = (first..first + per).min_by_key(|&q| self.share_key(PlaneId(q))).unwrap_or(first);
             self.owes_copies(PlaneId(lead))
         };
-        let eligible = |plane: PlaneId| {
-            !self.owes_copies(plane)
-                && (self.jobs[plane.idx()].victim != NO_BLOCK || self.pool.free_count(plane) >= self.trigger)
-                && (!self.die_unit || !die_lead_owes(plane))
-        };
+        let eligible = |plane: PlaneId| takes_pages(plane) && !die_lead_owes(plane);
         let best = if dev.grouping() {
             self.soonest_in_stripe_where(dev, eligible)
-        } else if self.die_unit {
-            let per_die = self.geo.planes_per_die as usize;
-            self.soonest_by_unit_where(dev, |plane| plane / per_die, eligible)
         } else {
-            self.soonest_by_unit_where(dev, |plane| plane, eligible)
+            self.soonest_by_unit_where(dev, |plane| plane / per as usize, eligible)
         };
         debug_assert_eq!(best, self.soonest_in_stripe_where(dev, eligible));
         best
