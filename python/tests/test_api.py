@@ -94,6 +94,8 @@ def test_erase_counts_with_coordinates(result):
 
 def test_config_from_dict_and_from_toml_path_equal_the_preset(tmp_path):
     text = ftlsim.resolve_config(CONFIG, SMALL)
+    # Keys whose defaults depend on others are shown resolved, as comments.
+    assert "\n# gc.debt = " in text
     as_dict = tomllib.loads(text)
     path = tmp_path / "drive.toml"
     path.write_text(text)

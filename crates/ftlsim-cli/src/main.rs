@@ -803,7 +803,7 @@ fn config_cmd(c: ConfigCommand) -> Result<(), Error> {
                 println!("{name:<20} {}", cfg.source);
             }
         }
-        ConfigCommand::Show { config, set } => print!("{}", Config::load(&config, &set)?.to_toml()),
+        ConfigCommand::Show { config, set } => print!("{}", Config::load(&config, &set)?.to_toml_shown()),
         ConfigCommand::Validate { config, set } => {
             let cfg = Config::load(&config, &set)?;
             println!(

@@ -873,6 +873,12 @@ fn config_list_show_validate() {
     let shown = ok(["config", "show", "hat-table4", "--set", "gc.policy=fifo"]);
     assert!(shown.contains("policy = \"fifo\""), "{shown}");
     assert!(shown.contains("name = \"hat-table4\""), "{shown}");
+    // Keys whose defaults depend on others are shown resolved, as comments.
+    assert!(shown.contains("\n# gc.debt = \"background\"\n# nand.record_sequence = false\n"), "{shown}");
+    let blocking = ok(["config", "show", "hat-table4", "--set", "gc.mode=\"blocking\""]);
+    assert!(blocking.contains("\n# gc.debt = \"ahead\"\n"), "{blocking}");
+    let set = ok(["config", "show", "hat-table4", "--set", "gc.debt=\"ahead\""]);
+    assert!(set.contains("debt = \"ahead\"") && !set.contains("# gc.debt"), "{set}");
     let dir = TempDir::new().unwrap();
     let file = dir.path().join("fifo.toml");
     std::fs::write(&file, &shown).unwrap();

@@ -34,7 +34,7 @@ fn load_config(name: &str, text: Option<&str>, json: Option<&str>, overrides: &[
 #[pyfunction]
 #[pyo3(signature = (name, overrides, text=None, json=None))]
 fn resolve_config(name: &str, overrides: Vec<String>, text: Option<&str>, json: Option<&str>) -> PyResult<String> {
-    load_config(name, text, json, &overrides).map(|c| c.to_toml()).map_err(error::to_py)
+    load_config(name, text, json, &overrides).map(|c| c.to_toml_shown()).map_err(error::to_py)
 }
 
 /// Runs one job with the GIL released. Returns a dict: `summary` (the

@@ -949,9 +949,33 @@ impl Config {
         self.logical_pages() * (self.geometry.page_size / 512) as u64
     }
 
-    /// The resolved config as TOML (what `ftlsim config show` prints).
+    /// The config as TOML (snapshot keys and saved drives compare it).
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).expect("config serializes")
+    }
+
+    /// [`to_toml`](Self::to_toml), then as comments the keys left unset
+    /// whose defaults depend on other keys, with what they resolve to: what
+    /// `ftlsim config show` prints. The comments show what a run uses; the
+    /// TOML stays what was given, so a saved copy resolves them anew after
+    /// an edit.
+    pub fn to_toml_shown(&self) -> String {
+        let mut out = self.to_toml();
+        let mut resolved = Vec::new();
+        if self.gc.debt.is_none() {
+            let debt = serde_json::to_string(&self.gc_debt()).expect("an enum serializes");
+            resolved.push(format!("gc.debt = {debt}"));
+        }
+        if self.nand.record_sequence.is_none() {
+            resolved.push(format!("nand.record_sequence = {}", self.nand.records_sequence()));
+        }
+        if !resolved.is_empty() {
+            out.push_str("\n# Unset above, so resolved from other keys:\n");
+            for line in resolved {
+                out.push_str(&format!("# {line}\n"));
+            }
+        }
+        out
     }
 
     /// Checks every value for range and consistency, naming the bad key.
@@ -1458,7 +1482,7 @@ mod tests {
     #[test]
     fn shown_config_round_trips() {
         let cfg = Config::load("hat-table4", &[]).unwrap();
-        let again = Config::from_toml_str(&cfg.to_toml(), "shown", &[]).unwrap();
+        let again = Config::from_toml_str(&cfg.to_toml_shown(), "shown", &[]).unwrap();
         assert_eq!(cfg, again);
     }
 }
