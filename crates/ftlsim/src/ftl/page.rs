@@ -486,7 +486,7 @@ pub struct PageCore {
 const COPY: u32 = 256;
 
 /// A plane's preemptible GC job: one victim, emptied a copy at a time.
-#[derive(Default, Serialize, Deserialize)]
+#[derive(Serialize, Deserialize)]
 struct GcJob {
     /// The victim, or `NO_BLOCK` when the plane has no job.
     victim: u32,
@@ -508,6 +508,22 @@ struct GcJob {
     /// from the job's last copy (`u32::MAX`: none): steps of a few units
     /// each read a page once, as one run over them all would.
     held: u32,
+}
+
+impl Default for GcJob {
+    /// No job.
+    fn default() -> Self {
+        GcJob {
+            victim: NO_BLOCK,
+            pages: Vec::new(),
+            next: 0,
+            cause: None,
+            debt: 0,
+            rate: 0,
+            run_booked: false,
+            held: u32::MAX,
+        }
+    }
 }
 
 impl<M: MapTable> PageMapped<M> {
@@ -611,7 +627,7 @@ impl PageCore {
             // the config's validation checked.
             debt_behind: cfg.gc_debt() == GcDebt::Background,
             count_owing: cfg.gc_debt() == GcDebt::Background && cfg.cache.bytes > 0,
-            jobs: (0..geo.planes).map(|_| GcJob { victim: NO_BLOCK, ..GcJob::default() }).collect(),
+            jobs: (0..geo.planes).map(|_| GcJob::default()).collect(),
             owing: vec![false; geo.planes as usize],
             owing_count: 0,
             journal: TrimJournal::new(dev),
@@ -2067,7 +2083,7 @@ impl PageCore {
             }
         }
         for job in &mut self.jobs {
-            *job = GcJob { victim: NO_BLOCK, ..GcJob::default() };
+            *job = GcJob::default();
         }
         self.owing.fill(false);
         self.owing_count = 0;
