@@ -898,12 +898,25 @@ impl PageCore {
         if self.die_unit {
             return self.soonest_die_owing_nothing(dev, takes_pages);
         }
+        self.soonest_eligible(dev, |plane| plane, takes_pages)
+    }
+
+    /// The soonest plane that is `eligible`, as a stripe position: by the
+    /// free times of units (`unit_of` a plane) or, where multi-plane groups
+    /// form, by scanning the planes (which knows which could join one).
+    #[inline(always)]
+    fn soonest_eligible(
+        &self,
+        dev: &Device,
+        unit_of: impl Fn(usize) -> usize,
+        eligible: impl Fn(PlaneId) -> bool + Copy,
+    ) -> Option<usize> {
         let best = if dev.grouping() {
-            self.soonest_in_stripe_where(dev, takes_pages)
+            self.soonest_in_stripe_where(dev, eligible)
         } else {
-            self.soonest_by_unit_where(dev, |plane| plane, takes_pages)
+            self.soonest_by_unit_where(dev, unit_of, eligible)
         };
-        debug_assert_eq!(best, self.soonest_in_stripe_where(dev, takes_pages));
+        debug_assert_eq!(best, self.soonest_in_stripe_where(dev, eligible));
         best
     }
 
@@ -913,7 +926,7 @@ impl PageCore {
     /// the die's case cost the planes' case 3% of the hot path's
     /// instructions where it is never taken.
     #[inline(never)]
-    fn soonest_die_owing_nothing(&self, dev: &Device, takes_pages: impl Fn(PlaneId) -> bool) -> Option<usize> {
+    fn soonest_die_owing_nothing(&self, dev: &Device, takes_pages: impl Fn(PlaneId) -> bool + Copy) -> Option<usize> {
         let per = self.geo.planes_per_die;
         let die_lead_owes = |plane: PlaneId| {
             let first = plane.0 / per * per;
@@ -921,13 +934,7 @@ impl PageCore {
             self.owes_copies(PlaneId(lead))
         };
         let eligible = |plane: PlaneId| takes_pages(plane) && !die_lead_owes(plane);
-        let best = if dev.grouping() {
-            self.soonest_in_stripe_where(dev, eligible)
-        } else {
-            self.soonest_by_unit_where(dev, |plane| plane / per as usize, eligible)
-        };
-        debug_assert_eq!(best, self.soonest_in_stripe_where(dev, eligible));
-        best
+        self.soonest_eligible(dev, |plane| plane / per as usize, eligible)
     }
 
     #[inline(always)]
