@@ -955,23 +955,19 @@ impl Config {
     }
 
     /// [`to_toml`](Self::to_toml), then as comments the keys left unset
-    /// whose defaults depend on other keys, with what they resolve to: what
-    /// `ftlsim config show` prints. The comments show what a run uses; the
-    /// TOML stays what was given, so a saved copy resolves them anew after
-    /// an edit.
+    /// whose defaults depend on other keys, with what they resolve to (those
+    /// [`resolved`](Self::resolved) fills in): what `ftlsim config show`
+    /// prints. The comments show what a run uses; the TOML stays what was
+    /// given, so a saved copy resolves them anew after an edit.
     pub fn to_toml_shown(&self) -> String {
+        let value = |cfg: &Config| toml::Value::try_from(cfg).expect("config serializes");
+        let mut filled = Vec::new();
+        keys_filled_in(&value(self), &value(&self.resolved()), "", &mut filled);
+        filled.sort();
         let mut out = self.to_toml();
-        let mut resolved = Vec::new();
-        if self.gc.debt.is_none() {
-            let debt = serde_json::to_string(&self.gc_debt()).expect("an enum serializes");
-            resolved.push(format!("gc.debt = {debt}"));
-        }
-        if self.nand.record_sequence.is_none() {
-            resolved.push(format!("nand.record_sequence = {}", self.nand.records_sequence()));
-        }
-        if !resolved.is_empty() {
+        if !filled.is_empty() {
             out.push_str("\n# Unset above, so resolved from other keys:\n");
-            for line in resolved {
+            for line in filled {
                 out.push_str(&format!("# {line}\n"));
             }
         }
@@ -1311,6 +1307,19 @@ fn apply_override(tree: &mut toml::Table, kv: &str) -> Result<()> {
     }
     node.insert(parts[parts.len() - 1].to_string(), value);
     Ok(())
+}
+
+/// `key = value` for each key of `resolved` missing from `given` (tables
+/// walked below `prefix`, keys dotted).
+fn keys_filled_in(given: &toml::Value, resolved: &toml::Value, prefix: &str, out: &mut Vec<String>) {
+    let (Some(given), Some(resolved)) = (given.as_table(), resolved.as_table()) else { return };
+    for (name, value) in resolved {
+        let key = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
+        match given.get(name) {
+            None => out.push(format!("{key} = {value}")),
+            Some(given) => keys_filled_in(given, value, &key, out),
+        }
+    }
 }
 
 #[cfg(test)]
