@@ -715,7 +715,10 @@ impl PageCore {
                 return Ok(None);
             }
             let Some(b) = self.pool.take_free(plane) else {
-                return Ok(if for_gc { self.other_stream_page(dev, plane) } else { None });
+                if !for_gc {
+                    return Ok(None);
+                }
+                return Ok(self.other_stream_page(dev, plane).or_else(|| self.other_plane_page(dev, plane, now)));
             };
             self.active[slot] = b.0;
             // Blocking GC holds `reserve` free blocks while a block fills; a
@@ -747,6 +750,32 @@ impl PageCore {
             let written = dev.array.written_pages(BlockId(a));
             (written < self.geo.pages_per_block).then(|| self.geo.ppn(BlockId(a), written))
         })
+    }
+
+    /// GC's last resort, a page in another plane (a page-mapped FTL may map
+    /// a page anywhere; the copy is a read, transfers and a program rather
+    /// than one plane's). A power cut can leave a plane with no free page at
+    /// all: no free block, no partly written one, and some live data in
+    /// each block (drawn by the power-cut conformance tests with random
+    /// victims). The page comes from the plane with the most free blocks,
+    /// and only one with a block to spare beyond the one its own GC keeps.
+    fn other_plane_page(&mut self, dev: &Device, plane: PlaneId, now: SimTime) -> Option<Ppn> {
+        let other = (0..self.geo.planes)
+            .map(PlaneId)
+            .filter(|&q| q != plane && self.pool.free_count(q) >= 2)
+            .max_by_key(|&q| (self.pool.free_count(q), std::cmp::Reverse(q.0)))?;
+        let slot = other.idx() * self.streams + self.stream;
+        let a = self.active[slot];
+        if a != NO_BLOCK {
+            let written = dev.array.written_pages(BlockId(a));
+            if written < self.geo.pages_per_block {
+                return Some(self.geo.ppn(BlockId(a), written));
+            }
+            self.pool.close(BlockId(a), now);
+        }
+        let b = self.pool.take_free(other)?;
+        self.active[slot] = b.0;
+        Some(self.geo.ppn(b, 0))
     }
 
     /// A page for host data (`paced`: a timed write, which pays its share
