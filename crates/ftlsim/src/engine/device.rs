@@ -328,6 +328,63 @@ impl Keep<'_> {
     }
 }
 
+/// When a block's booked programs end, enough to bound when any page's
+/// did: programs on a block run in page order, each at least `tPROG` and
+/// its command and transfer long (`min`), so page `p`'s ended at least
+/// `(q - p) × min` before page `q`'s. Kept: the latest program's page and
+/// end, and the same for the page before the latest idle gap between two
+/// programs (a program booked far ahead, waiting for its data, would
+/// otherwise bound every older page by its own end).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(super) struct ProgTail {
+    last: u32,
+    run_first: u32,
+    end: SimTime,
+    before_run: SimTime,
+}
+
+impl ProgTail {
+    /// Page `page` programmed from `start` to `done`: the page after the
+    /// last, or page 0 of an erased block.
+    #[inline(always)]
+    fn programmed(&mut self, page: u32, start: SimTime, done: SimTime) {
+        if page == 0 {
+            *self = ProgTail { last: 0, run_first: 0, end: done, before_run: SimTime::ZERO };
+        } else if page <= self.last {
+            // Not expected; still a bound: every older page ended before the
+            // latest end.
+            *self = ProgTail { last: page, run_first: page, end: done.max(self.end), before_run: self.end };
+        } else {
+            if start > self.end {
+                (self.run_first, self.before_run) = (page, self.end);
+            }
+            (self.last, self.end) = (page, self.end.max(done));
+        }
+    }
+
+    /// The latest program, page `page`, now ends at `done` (it joined a
+    /// multi-plane group that grew).
+    #[inline(always)]
+    fn moved_later(&mut self, page: u32, done: SimTime) {
+        if page == self.last {
+            self.end = self.end.max(done);
+        }
+    }
+
+    /// No earlier than when page `page`'s program ended; `None` if it is
+    /// not among the programs booked (placed, or booked before the clock
+    /// was reset).
+    #[inline(always)]
+    fn done_by(&self, page: u32, min: Nanos) -> Option<SimTime> {
+        if page > self.last {
+            return None;
+        }
+        let (end, last) =
+            if page >= self.run_first { (self.end, self.last) } else { (self.before_run, self.run_first - 1) };
+        Some(SimTime(end.0.saturating_sub((last - page) as u64 * min.0)))
+    }
+}
+
 /// A run of page copies' timing: each read (`[before, transfer]`) then its
 /// program (`[transfer, after]`), after `not_before` and the source's and
 /// the destination block's last operations (`last`); no booking before
@@ -423,10 +480,13 @@ pub struct Device {
     /// No booking starts before this (see [`advance`](Self::advance)). The
     /// calendars catch up with it when next touched, not at every advance.
     horizon: SimTime,
-    /// When the latest operation booked on each block ends: operations on
-    /// one block keep their booking order (programs in page order, a read
-    /// after its page's program, an erase after the block's copies).
+    /// When the latest operation booked on each block ends: programs,
+    /// erases and copy runs keep their booking order on a block (programs
+    /// in page order, an erase after the block's copies).
     block_last: Vec<SimTime>,
+    /// Where each block's booked programs end, for a read, which waits for
+    /// its own page's program only, not for programs booked after it.
+    prog_tail: Vec<ProgTail>,
     /// The host link's booked transfers: like a bus, a transfer takes the
     /// first idle gap, so a read's data waiting for a busy plane does not
     /// hold the link from the commands behind it.
@@ -481,6 +541,7 @@ impl Device {
             unit_free: unit_times::UnitTimes::new((geo.planes / planes_per_unit) as usize),
             horizon: SimTime::ZERO,
             block_last: vec![SimTime::ZERO; geo.blocks as usize],
+            prog_tail: vec![ProgTail::default(); geo.blocks as usize],
             host_link: Calendar::default(),
             plane_channel: (0..geo.planes).map(|p| geo.channel_of(PlaneId(p))).collect(),
             plane_unit: (0..geo.planes).map(|p| p / planes_per_unit).collect(),
@@ -674,6 +735,14 @@ impl Device {
         cause: Cause,
     ) -> SimTime {
         let t = self.timing;
+        // Work deferred on the block is booked first: it may program the page.
+        let not_before = match block {
+            Some(b) => {
+                self.book_work_on(b, not_before);
+                self.programmed_by(b, ppn).max(not_before)
+            }
+            None => not_before,
+        };
         if !self.groups.is_empty()
             && let Some(block) = block
         {
@@ -684,6 +753,7 @@ impl Device {
                 ch,
                 unit,
                 Some(block),
+                false,
                 not_before,
                 cause,
                 [t.command + t.read, t.page_transfer, Nanos::ZERO],
@@ -691,19 +761,37 @@ impl Device {
             self.opened(multi_plane::Kind::Read, unit, block, ppn, start, start, done);
             return done;
         }
-        self.time_op(ch, unit, block, not_before, cause, [t.command + t.read, t.page_transfer, Nanos::ZERO]).1
+        self.time_op(ch, unit, block, false, not_before, cause, [t.command + t.read, t.page_transfer, Nanos::ZERO]).1
+    }
+
+    /// No earlier than when page `ppn` of `block` was programmed: a read
+    /// waits for that, not for programs booked on its block after it (a
+    /// program booked far ahead, its data waiting for a read elsewhere,
+    /// would hold every read of its block until then). Pages no program
+    /// was booked for since the clock was reset (placed, or written before)
+    /// wait for the block's last operation, as everything did before.
+    #[inline(always)]
+    fn programmed_by(&self, block: BlockId, ppn: u32) -> SimTime {
+        let t = self.timing;
+        let page = self.geometry().page_in_block(Ppn(ppn));
+        self.prog_tail[block.idx()]
+            .done_by(page, t.command + t.page_transfer + t.program)
+            .unwrap_or(self.block_last[block.idx()])
     }
 
     /// The timeline of an operation holding `unit` for `phases`: its own
     /// work before the transfer, the transfer on `ch`'s bus (waiting for a
     /// slot), its own work after. Returns when the unit's hold starts and
-    /// when it is free again.
+    /// when it is free again. `ordered`: after `block`'s last operation (a
+    /// read waits for its page's program only, in `not_before`).
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn time_op(
         &mut self,
         ch: usize,
         unit: usize,
         block: Option<BlockId>,
+        ordered: bool,
         not_before: SimTime,
         cause: Cause,
         phases: [Nanos; 3],
@@ -717,25 +805,28 @@ impl Device {
             let done = self.time_unit(unit, not_before, took);
             return (SimTime(done.0 - took.0), done);
         }
-        self.time_op_booked(ch, unit, block, not_before, cause, phases)
+        self.time_op_booked(ch, unit, block, ordered, not_before, cause, phases)
     }
 
     /// [`time_op`](Self::time_op) with full timing: out of line, so the
     /// units-only path (every operation of a fast-forwarded
     /// preconditioning) does not pay this one's register saves.
     #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
     fn time_op_booked(
         &mut self,
         ch: usize,
         unit: usize,
         block: Option<BlockId>,
+        ordered: bool,
         not_before: SimTime,
         cause: Cause,
         [before, transfer, after]: [Nanos; 3],
     ) -> (SimTime, SimTime) {
         self.catch_up(unit);
         self.channels[ch].advance(self.horizon);
-        let (start, on_bus) = self.unit_slot(unit, block, not_before, before + transfer + after, |d, start| {
+        let order = if ordered { block } else { None };
+        let (start, on_bus) = self.unit_slot(unit, order, not_before, before + transfer + after, |d, start| {
             let on_bus = d.channels[ch].find(start + before, transfer);
             (on_bus, on_bus + transfer + after)
         });
@@ -781,12 +872,16 @@ impl Device {
             horizon: self.horizon,
         };
         debug_assert_eq!(KEEP, !matches!(keep, Keep::Nothing));
-        let mut kept = KEEP.then(|| self.preempt.open(self.units.len(), unit_w, (src, dst), copy.last));
+        let mut kept =
+            KEEP.then(|| self.preempt.open(self.units.len(), unit_w, (src, dst), copy.last, self.prog_tail[dst.idx()]));
         let (array, counters, served, busy, power) =
             (&self.array, &mut self.counters, &mut self.served, &mut self.busy, &mut self.power);
+        let dst_tail = &mut self.prog_tail[dst.idx()];
+        let first_page = array.geometry().page_in_block(Ppn(dst_page));
         // Per page, what `time_op` would do besides booking.
         let account = |i: u32, b: &Booked| {
             let ppn = Ppn(dst_page + i);
+            dst_tail.programmed(first_page + i, b.prog_start, b.done);
             let cause = match keep {
                 Keep::Again(copies) if KEEP => copies[i as usize].cause,
                 _ => {
@@ -863,7 +958,10 @@ impl Device {
         self.units[unit].insert(start, done - start);
         self.unit_free.set(unit, self.units[unit].last_end());
         if let Some(b) = block {
-            self.block_last[b.idx()] = done;
+            // A read need not be after the block's last operation (see
+            // `programmed_by`), nor move it earlier.
+            let last = &mut self.block_last[b.idx()];
+            *last = (*last).max(done);
         }
         self.busy.units[cause as usize] += (done - start).0;
     }
@@ -903,11 +1001,18 @@ impl Device {
             if let Some(done) = self.join_program(ch, unit, block, ppn, not_before, cause) {
                 return done;
             }
-            let (start, done) = self.time_op(ch, unit, Some(block), not_before, cause, phases);
+            let (start, done) = self.time_op(ch, unit, Some(block), true, not_before, cause, phases);
+            let page = self.geometry().page_in_block(Ppn(ppn));
+            self.prog_tail[block.idx()].programmed(page, start, done);
             self.opened(multi_plane::Kind::Program, unit, block, ppn, start, SimTime(done.0 - t.program.0), done);
             return done;
         }
-        self.time_op(ch, unit, block, not_before, cause, phases).1
+        let (start, done) = self.time_op(ch, unit, block, true, not_before, cause, phases);
+        if let Some(block) = block {
+            let page = self.geometry().page_in_block(Ppn(ppn));
+            self.prog_tail[block.idx()].programmed(page, start, done);
+        }
+        done
     }
 
     /// Programs a page with `lpn` in OOB; returns when the program finishes.
@@ -1466,6 +1571,7 @@ impl Device {
         self.unit_free.fill(SimTime::ZERO);
         self.horizon = SimTime::ZERO;
         self.block_last.fill(SimTime::ZERO);
+        self.prog_tail.fill(ProgTail::default());
         self.host_link.reset();
         self.counters = FlashCounters::default();
         self.busy = BusyTime::default();
@@ -1486,6 +1592,50 @@ mod tests {
     use super::*;
     use crate::config::{GeometryConfig, TimingConfig};
     use proptest::prelude::*;
+
+    /// A read waits for its own page's program, not for one booked later
+    /// on its block (a program far ahead, its data not yet in the
+    /// controller); a program there still waits for it.
+    #[test]
+    fn a_read_waits_for_its_pages_program_not_for_later_ones() {
+        let mut d = device(false);
+        for i in 0..2 {
+            d.program(Ppn(i), Lpn(i), SimTime::ZERO, Cause::Host, Payload::None).unwrap();
+        }
+        let far = SimTime(1_000_000_000);
+        let late = d.program(Ppn(2), Lpn(2), far, Cause::Mapping, Payload::None).unwrap();
+        assert!(late > far);
+        let old = d.read(Ppn(1), SimTime::ZERO, Cause::Host).unwrap();
+        assert!(old < SimTime(2_000_000), "{old:?}");
+        let new = d.read(Ppn(2), SimTime::ZERO, Cause::Host).unwrap();
+        assert!(new > late, "{new:?}: before its program's end {late:?}");
+        let next = d.program(Ppn(3), Lpn(3), SimTime::ZERO, Cause::Host, Payload::None).unwrap();
+        assert!(next > late, "{next:?}: before the page before it, {late:?}");
+    }
+
+    proptest! {
+        /// However a block's programs are spread out in time (back to back,
+        /// after idle gaps, longer than the least they take), the time a
+        /// read of a page waits for is never before its program ended, and
+        /// is that end for the latest page.
+        #[test]
+        fn a_blocks_program_tail_bounds_every_pages_end(steps in prop::collection::vec((0u8..3, 0u64..5_000), 1..40)) {
+            let min = Nanos(1_000);
+            let (mut tail, mut ends, mut end) = (ProgTail::default(), Vec::new(), SimTime::ZERO);
+            for (page, &(kind, extra)) in steps.iter().enumerate() {
+                let start = if kind == 1 { SimTime(end.0 + extra) } else { end };
+                let done = SimTime(start.0 + min.0 + if kind == 2 { extra } else { 0 });
+                tail.programmed(page as u32, start, done);
+                (end, _) = (done, ends.push(done));
+                for (p, &e) in ends.iter().enumerate() {
+                    let bound = tail.done_by(p as u32, min).unwrap();
+                    prop_assert!(bound >= e, "page {}: {:?} before its end {:?}", p, bound, e);
+                }
+                prop_assert_eq!(tail.done_by(page as u32, min), Some(done));
+                prop_assert_eq!(tail.done_by(page as u32 + 1, min), None);
+            }
+        }
+    }
 
     pub(super) fn device(plane_parallel: bool) -> Device {
         device_with(plane_parallel, false)

@@ -70,6 +70,7 @@ impl Dftl {
             logical,
             epp,
             gtd: vec![NEVER; pages as usize],
+            in_flight: vec![(SimTime::ZERO, SimTime::ZERO); pages as usize],
             pending: Vec::new(),
             is_pending: vec![false; pages as usize],
             fetched: Vec::new(),
@@ -86,6 +87,10 @@ pub struct DftlMap {
     epp: u32,
     /// Global translation directory: where each translation page is.
     gtd: Vec<u32>,
+    /// When each translation page's latest rewrite was assembled in the
+    /// controller and when its program ends: until then the controller
+    /// still holds the page, and a read of it is served from there.
+    in_flight: Vec<(SimTime, SimTime)>,
     /// Translation pages GC updated in the image but has not rewritten yet.
     pending: Vec<u32>,
     is_pending: Vec<bool>,
@@ -101,8 +106,7 @@ impl DftlMap {
     /// reads the old page (if any), programs the new one. Returns the
     /// program's end.
     fn write_back(&mut self, core: &mut PageCore, dev: &mut Device, t: u32, now: SimTime) -> Result<SimTime> {
-        let old = self.gtd[t as usize];
-        let start = if is_mapped(old) { dev.read(Ppn(old), now, Cause::Mapping)? } else { now };
+        let start = self.fetch(dev, t, now)?;
         let ppn = core.alloc_stream_page(self, dev, now, true, TRANSLATION_STREAM)?;
         // Only now: GC during the allocation may have dirtied more entries
         // of this page, moved its old copy, or rewritten it.
@@ -114,7 +118,21 @@ impl DftlMap {
         }
         core.pool.add_valid(geo.block_of(ppn), now);
         self.gtd[t as usize] = ppn.0;
-        dev.program(ppn, Lpn(self.logical + t), start, Cause::Mapping, Payload::None)
+        let done = dev.program(ppn, Lpn(self.logical + t), start, Cause::Mapping, Payload::None)?;
+        self.in_flight[t as usize] = (start, done);
+        Ok(done)
+    }
+
+    /// Translation page `t` in the controller, from `now`: read from flash,
+    /// or, while its latest rewrite is still being programmed, where the
+    /// controller holds it (nothing, if it was never written). Returns when.
+    fn fetch(&self, dev: &mut Device, t: u32, now: SimTime) -> Result<SimTime> {
+        let page = self.gtd[t as usize];
+        if !is_mapped(page) {
+            return Ok(now);
+        }
+        let (assembled, programmed) = self.in_flight[t as usize];
+        if programmed > now { Ok(now.max(assembled)) } else { dev.read(Ppn(page), now, Cause::Mapping) }
     }
 }
 
@@ -156,10 +174,7 @@ impl MapTable for DftlMap {
         if let Some(&(_, fetched)) = self.fetched.iter().find(|&&(p, _)| p == tpage) {
             t = t.max(fetched);
         } else {
-            let page = self.gtd[tpage as usize];
-            if is_mapped(page) {
-                t = dev.read(Ppn(page), t, Cause::Mapping)?;
-            }
+            t = self.fetch(dev, tpage, t)?;
             self.fetched.push((tpage, t));
         }
         Ok((self.m.load("dftl", lpn)?, t))
@@ -223,8 +238,11 @@ impl MapTable for DftlMap {
         self.m.stats(stats);
     }
 
+    /// After preconditioning the clock starts again at zero: every
+    /// rewrite made before is on flash.
     fn reset_stats(&mut self) {
         self.m.reset_stats();
+        self.in_flight.fill((SimTime::ZERO, SimTime::ZERO));
     }
 
     fn ram_bytes(&self, geo: &Geometry) -> u64 {
@@ -238,6 +256,8 @@ impl MapTable for DftlMap {
     fn recover(&mut self, _: &mut PageCore, _: &mut Device, values: &[u32], now: SimTime) -> Result<SimTime> {
         let (data, tables) = values.split_at(self.logical as usize);
         self.gtd.copy_from_slice(tables);
+        // The controller's copies of pages being rewritten went with the power.
+        self.in_flight.fill((SimTime::ZERO, SimTime::ZERO));
         self.pending.clear();
         self.is_pending.fill(false);
         self.fetched.clear();
@@ -275,10 +295,12 @@ impl MapTable for DftlMap {
 #[cfg(test)]
 mod tests {
     use crate::config::Config;
+    use crate::engine::Cause;
     use crate::job::{Input, Job};
     use crate::nand::NO_LPN;
     use crate::sim::{Precondition, Simulation};
-    use crate::units::BlockId;
+    use crate::trace::{HostCmd, Op};
+    use crate::units::{BlockId, Sector, SimTime};
 
     /// Translation pages go to translation blocks, data to data blocks: no
     /// block is ever written with both, through write-backs, GC's copies of
@@ -316,5 +338,40 @@ mod tests {
         }
         assert!(table_blocks > 0);
         assert_eq!(mixed, 0, "{mixed} blocks hold data and translation pages ({table_blocks} hold translation pages)");
+    }
+
+    /// A translation page still being programmed after its rewrite is in
+    /// the controller: a miss on it then reads nothing from flash. With one
+    /// cached entry, a read of another translation page's entry evicts the
+    /// write's dirty one (page 0 is rewritten), and a read beside it misses
+    /// on page 0 while that is programmed.
+    #[test]
+    fn a_translation_page_being_rewritten_is_read_from_the_controller() {
+        let o = ["ftl.name=\"dftl\"", "ftl.cache_bytes=8", "cache.bytes=0"];
+        let config = Config::load("hat-table4", &o.map(String::from)).unwrap();
+        let spp = (config.geometry.page_size / 512) as u64;
+        let epp = (config.geometry.page_size / 4) as u64;
+        let mut sim = Simulation::new(config).unwrap();
+        let cmd = |op, lpn: u64| HostCmd {
+            time: SimTime::ZERO,
+            op,
+            start: Sector(lpn * spp),
+            sectors: spp,
+            continued: false,
+        };
+        let mapping = |sim: &Simulation| {
+            let c = &sim.device().counters;
+            (c.reads[Cause::Mapping as usize], c.programs[Cause::Mapping as usize])
+        };
+        let written = sim.submit(&cmd(Op::Write, 0), SimTime::ZERO, None, None).unwrap();
+        sim.submit(&cmd(Op::Read, epp), written, None, None).unwrap();
+        assert_eq!(mapping(&sim), (0, 1), "page 0 rewritten; page 1 placed with the unwritten data read");
+        sim.submit(&cmd(Op::Read, 0), written, None, None).unwrap();
+        assert_eq!(mapping(&sim), (0, 1), "page 0 read from flash while the controller held it");
+        // Long after, both pages are on flash and read from there.
+        let later = SimTime(written.0 + 1_000_000_000);
+        sim.submit(&cmd(Op::Read, epp), later, None, None).unwrap();
+        sim.submit(&cmd(Op::Read, 0), later, None, None).unwrap();
+        assert_eq!(mapping(&sim), (2, 1));
     }
 }

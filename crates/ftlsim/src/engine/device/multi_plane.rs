@@ -160,7 +160,9 @@ impl Device {
             return None;
         }
         let array_start = if kind == Kind::Program { g.array_start } else { g.start };
-        if not_before.max(self.block_last[block.idx()]) > array_start {
+        // A read's `not_before` holds its page's program already.
+        let last = if kind == Kind::Read { not_before } else { self.block_last[block.idx()] };
+        if not_before.max(last) > array_start {
             return None;
         }
         let geo = self.array.geometry();
@@ -189,7 +191,8 @@ impl Device {
         self.take_bus(ch, on_bus, transfer, sensed, start, cause);
         let done = on_bus + transfer;
         self.extend(unit, done, cause);
-        self.block_last[block.idx()] = done;
+        let last = &mut self.block_last[block.idx()];
+        *last = (*last).max(done);
         self.grew(unit, bit);
         Some(done)
     }
@@ -219,14 +222,18 @@ impl Device {
         self.take_bus(ch, on_bus, transfer, array_start, on_bus, cause);
         let done = on_bus + transfer + t.program;
         self.extend(unit, done, cause);
-        let Device { groups, batch_log, block_last, array, .. } = self;
+        let Device { groups, batch_log, block_last, prog_tail, array, .. } = self;
+        let geo = array.geometry();
+        prog_tail[block.idx()].programmed(geo.page_in_block(Ppn(ppn)), on_bus, done);
         let g = &mut groups[unit];
         g.array_start = on_bus + transfer;
         g.members.push((batch_log.len() - 1) as u32);
         for &m in &g.members {
             let entry = &mut batch_log[m as usize];
             entry.1 = done;
-            block_last[array.geometry().block_of(entry.0).idx()] = done;
+            let b = geo.block_of(entry.0).idx();
+            block_last[b] = done;
+            prog_tail[b].moved_later(geo.page_in_block(entry.0), done);
         }
         self.grew(unit, bit);
         Some(done)

@@ -27,7 +27,7 @@
 //! timed alike at a step's cost. A saved drive or a restarted clock
 //! forgets what runs may be taken back, keeping them booked.
 
-use super::{Booked, Cause, Device, Keep};
+use super::{Booked, Cause, Device, Keep, ProgTail};
 use crate::units::{BlockId, Nanos, PlaneId, Ppn, SimTime};
 
 /// A copy of a run, as booked.
@@ -48,6 +48,8 @@ struct Segment {
     src: BlockId,
     dst: BlockId,
     before: (SimTime, SimTime),
+    /// The destination's programs before the segment's.
+    tail: ProgTail,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -132,6 +134,7 @@ impl Preemptible {
         unit: usize,
         (src, dst): (BlockId, BlockId),
         before: (SimTime, SimTime),
+        tail: ProgTail,
     ) -> &mut Vec<KeptCopy> {
         if self.runs.is_empty() {
             self.runs = vec![Run::default(); units];
@@ -140,7 +143,7 @@ impl Preemptible {
         if run.copies.is_empty() {
             self.held += 1;
         }
-        run.segments.push(Segment { first: run.copies.len(), src, dst, before });
+        run.segments.push(Segment { first: run.copies.len(), src, dst, before, tail });
         &mut run.copies
     }
 }
@@ -242,10 +245,20 @@ impl Device {
             if s.first >= first {
                 self.block_last[s.src.idx()] = s.before.0;
                 self.block_last[s.dst.idx()] = s.before.1;
+                self.prog_tail[s.dst.idx()] = s.tail;
             } else {
                 let kept = run.copies[first - 1].booked;
                 self.block_last[s.src.idx()] = kept.read_done;
                 self.block_last[s.dst.idx()] = kept.done;
+                let mut tail = s.tail;
+                for c in &run.copies[s.first..first] {
+                    tail.programmed(
+                        self.array.geometry().page_in_block(Ppn(c.dst)),
+                        c.booked.prog_start,
+                        c.booked.done,
+                    );
+                }
+                self.prog_tail[s.dst.idx()] = tail;
                 break;
             }
         }
