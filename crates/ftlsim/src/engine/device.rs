@@ -350,11 +350,10 @@ impl ProgTail {
     fn programmed(&mut self, page: u32, start: SimTime, done: SimTime) {
         if page == 0 {
             *self = ProgTail { last: 0, run_first: 0, end: done, before_run: SimTime::ZERO };
-        } else if page <= self.last {
-            // Not expected; still a bound: every older page ended before the
-            // latest end.
-            *self = ProgTail { last: page, run_first: page, end: done.max(self.end), before_run: self.end };
         } else {
+            // A kept GC run taken back restores the tail before its pages
+            // are booked again.
+            debug_assert!(page > self.last, "page {page} programmed again after page {}", self.last);
             if start > self.end {
                 (self.run_first, self.before_run) = (page, self.end);
             }
@@ -414,6 +413,7 @@ impl CopyRun {
         n: usize,
         mut units: U,
         mut buses: B,
+        (tail, first_page): (&mut ProgTail, u32),
         mut account: impl FnMut(u32, &Booked),
     ) -> ((SimTime, SimTime), (SimTime, SimTime)) {
         units.advance(self.horizon);
@@ -447,6 +447,7 @@ impl CopyRun {
             let done = prog_bus + prog_xfer + prog_after;
             buses.book((read_bus, read_done), (prog_bus, prog_bus + prog_xfer));
             units.book((read_start, read_done), (prog_start, done));
+            tail.programmed(first_page + i, prog_start, done);
             account(i, &Booked { read_start, read_bus, read_done, prog_start, prog_bus, done });
             (src_last, dst_last) = (read_done, done);
             read_from = if U::ONE && prog_start == read_done { done } else { read_done };
@@ -876,12 +877,10 @@ impl Device {
             KEEP.then(|| self.preempt.open(self.units.len(), unit_w, (src, dst), copy.last, self.prog_tail[dst.idx()]));
         let (array, counters, served, busy, power) =
             (&self.array, &mut self.counters, &mut self.served, &mut self.busy, &mut self.power);
-        let dst_tail = &mut self.prog_tail[dst.idx()];
-        let first_page = array.geometry().page_in_block(Ppn(dst_page));
+        let tail = (&mut self.prog_tail[dst.idx()], array.geometry().page_in_block(Ppn(dst_page)));
         // Per page, what `time_op` would do besides booking.
         let account = |i: u32, b: &Booked| {
             let ppn = Ppn(dst_page + i);
-            dst_tail.programmed(first_page + i, b.prog_start, b.done);
             let cause = match keep {
                 Keep::Again(copies) if KEEP => copies[i as usize].cause,
                 _ => {
@@ -907,14 +906,14 @@ impl Device {
         };
         let (units, buses) = (&mut self.units, &mut self.channels);
         let ((src_last, dst_last), (free_r, free_w)) = if unit_r == unit_w {
-            copy.pages(n, One(&mut units[unit_r]), One(&mut buses[ch_r]), account)
+            copy.pages(n, One(&mut units[unit_r]), One(&mut buses[ch_r]), tail, account)
         } else {
             let (u_r, u_w) = crate::mem::two_mut(units, unit_r, unit_w);
             if ch_r == ch_w {
-                copy.pages(n, Two(u_r, u_w), One(&mut buses[ch_r]), account)
+                copy.pages(n, Two(u_r, u_w), One(&mut buses[ch_r]), tail, account)
             } else {
                 let (b_r, b_w) = crate::mem::two_mut(buses, ch_r, ch_w);
-                copy.pages(n, Two(u_r, u_w), Two(b_r, b_w), account)
+                copy.pages(n, Two(u_r, u_w), Two(b_r, b_w), tail, account)
             }
         };
         self.unit_free.set(unit_r, free_r);
@@ -994,23 +993,20 @@ impl Device {
     ) -> SimTime {
         let t = self.timing;
         let phases = [Nanos::ZERO, t.command + t.page_transfer, t.program];
-        if batched
-            && !self.groups.is_empty()
+        let grouping = batched && !self.groups.is_empty();
+        if grouping
             && let Some(block) = block
+            && let Some(done) = self.join_program(ch, unit, block, ppn, not_before, cause)
         {
-            if let Some(done) = self.join_program(ch, unit, block, ppn, not_before, cause) {
-                return done;
-            }
-            let (start, done) = self.time_op(ch, unit, Some(block), true, not_before, cause, phases);
-            let page = self.geometry().page_in_block(Ppn(ppn));
-            self.prog_tail[block.idx()].programmed(page, start, done);
-            self.opened(multi_plane::Kind::Program, unit, block, ppn, start, SimTime(done.0 - t.program.0), done);
             return done;
         }
         let (start, done) = self.time_op(ch, unit, block, true, not_before, cause, phases);
         if let Some(block) = block {
             let page = self.geometry().page_in_block(Ppn(ppn));
             self.prog_tail[block.idx()].programmed(page, start, done);
+            if grouping {
+                self.opened(multi_plane::Kind::Program, unit, block, ppn, start, SimTime(done.0 - t.program.0), done);
+            }
         }
         done
     }
@@ -1390,6 +1386,8 @@ impl Device {
 
     fn time_erase(&mut self, block: BlockId, not_before: SimTime, cause: Cause) -> SimTime {
         self.book_work_on(block, not_before);
+        // The block's next program may skip its first pages.
+        self.prog_tail[block.idx()] = ProgTail::default();
         let (_, unit) = self.resources(block);
         if self.units_only {
             return self.time_unit(unit, not_before, self.timing.command + self.timing.erase);

@@ -666,24 +666,18 @@ impl PageCore {
         }
         let slot = plane.idx() * self.streams + self.stream;
         loop {
-            let a = self.active[slot];
-            if a != NO_BLOCK {
-                let written = dev.array.written_pages(BlockId(a));
-                if written < self.geo.pages_per_block {
-                    let left = self.geo.pages_per_block - written;
-                    if !for_gc
-                        && left <= EARLY_PREFETCH
-                        && self.pool.free_count(plane) <= self.trigger
-                        && self.jobs[plane.idx()].victim == NO_BLOCK
-                    {
-                        // GC runs on this plane once this block is full: load
-                        // its first victim's entries over the last few host pages.
-                        self.prefetch_victim_share(map, dev, plane, EARLY_PREFETCH - left);
-                    }
-                    return Ok(Some(self.geo.ppn(BlockId(a), written)));
+            if let Some((ppn, after)) = self.active_page(dev, slot, now) {
+                let left = after + 1;
+                if !for_gc
+                    && left <= EARLY_PREFETCH
+                    && self.pool.free_count(plane) <= self.trigger
+                    && self.jobs[plane.idx()].victim == NO_BLOCK
+                {
+                    // GC runs on this plane once this block is full: load
+                    // its first victim's entries over the last few host pages.
+                    self.prefetch_victim_share(map, dev, plane, EARLY_PREFETCH - left);
                 }
-                self.pool.close(BlockId(a), now);
-                self.active[slot] = NO_BLOCK;
+                return Ok(Some(ppn));
             }
             if !collected {
                 collected = true;
@@ -732,6 +726,29 @@ impl PageCore {
         }
     }
 
+    /// The next page of block `a`, if it has room, and the pages left
+    /// after it.
+    fn room_in(&self, dev: &Device, a: u32) -> Option<(Ppn, u32)> {
+        let written = dev.array.written_pages(BlockId(a));
+        (written < self.geo.pages_per_block)
+            .then(|| (self.geo.ppn(BlockId(a), written), self.geo.pages_per_block - written - 1))
+    }
+
+    /// The next page of stream slot `slot`'s active block, and the pages
+    /// left after it; a full one is closed (the slot then has none).
+    fn active_page(&mut self, dev: &Device, slot: usize, now: SimTime) -> Option<(Ppn, u32)> {
+        let a = self.active[slot];
+        if a == NO_BLOCK {
+            return None;
+        }
+        let page = self.room_in(dev, a);
+        if page.is_none() {
+            self.pool.close(BlockId(a), now);
+            self.active[slot] = NO_BLOCK;
+        }
+        page
+    }
+
     /// `plane`'s active blocks, one a stream at most.
     fn open_blocks(&self, plane: PlaneId) -> impl Iterator<Item = u32> + '_ {
         let slots = &self.active[plane.idx() * self.streams..(plane.idx() + 1) * self.streams];
@@ -746,10 +763,7 @@ impl PageCore {
     /// fit in the room its streams' blocks had plus the one block the host
     /// leaves GC.
     fn other_stream_page(&self, dev: &Device, plane: PlaneId) -> Option<Ppn> {
-        self.open_blocks(plane).find_map(|a| {
-            let written = dev.array.written_pages(BlockId(a));
-            (written < self.geo.pages_per_block).then(|| self.geo.ppn(BlockId(a), written))
-        })
+        self.open_blocks(plane).find_map(|a| self.room_in(dev, a).map(|(ppn, _)| ppn))
     }
 
     /// GC's last resort, a page in another plane (a page-mapped FTL may map
@@ -765,13 +779,8 @@ impl PageCore {
             .filter(|&q| q != plane && self.pool.free_count(q) >= 2)
             .max_by_key(|&q| (self.pool.free_count(q), std::cmp::Reverse(q.0)))?;
         let slot = other.idx() * self.streams + self.stream;
-        let a = self.active[slot];
-        if a != NO_BLOCK {
-            let written = dev.array.written_pages(BlockId(a));
-            if written < self.geo.pages_per_block {
-                return Some(self.geo.ppn(BlockId(a), written));
-            }
-            self.pool.close(BlockId(a), now);
+        if let Some((ppn, _)) = self.active_page(dev, slot, now) {
+            return Some(ppn);
         }
         let b = self.pool.take_free(other)?;
         self.active[slot] = b.0;
