@@ -1072,6 +1072,7 @@ impl Simulation {
             host_pages_trimmed: m.host_pages[2],
             gc_invocations: stats.gc_invocations,
             gc_pages_copied: stats.gc_pages_copied,
+            gc_jobs_waited_out: stats.gc_jobs_waited_out,
             placed_reads: stats.placed_reads,
             trimmed_pages: stats.trimmed_pages,
             rmw_reads: stats.rmw_reads,

@@ -18,11 +18,15 @@
 //!   of consecutive pages costs one translation read, not one per page;
 //! - GC moving a data page updates its cached entry, or, when it is not
 //!   cached, its translation page, rewritten once however many of its
-//!   entries moved (batched) — at the next translation, in the background,
-//!   into the translation blocks. Rewriting during GC itself would
-//!   spend the collected plane's reserve on pages GC did not reclaim, and with
-//!   small blocks a victim's copies plus its translation rewrites can exceed
-//!   the block it frees;
+//!   entries moved (batched) — at the first translation after a victim is
+//!   done, in the background, into the translation blocks. Rewriting
+//!   during GC itself would spend the collected plane's reserve on pages GC
+//!   did not reclaim, and with small blocks a victim's copies plus its
+//!   translation rewrites can exceed the block it frees. Waiting for a
+//!   victim to be done keeps the batching of blocking GC (a victim's
+//!   moves, then their rewrites) under preemptible GC, whose jobs copy a
+//!   few pages at a time between host writes: between two victims done,
+//!   the planes' jobs together copy about one victim's live pages;
 //! - translation pages live in translation blocks of their own (Gupta et
 //!   al. §3.1: a write stream apart from data, with its own active block
 //!   per plane), garbage-collected by the same greedy GC as data blocks
@@ -73,6 +77,7 @@ impl Dftl {
             in_flight: vec![(SimTime::ZERO, SimTime::ZERO); pages as usize],
             pending: Vec::new(),
             is_pending: vec![false; pages as usize],
+            pending_due: false,
             fetched: Vec::new(),
         };
         PageMapped::with_map(cfg, dev, map)
@@ -94,6 +99,9 @@ pub struct DftlMap {
     /// Translation pages GC updated in the image but has not rewritten yet.
     pending: Vec<u32>,
     is_pending: Vec<bool>,
+    /// A victim was done since `pending` was last written: write it at the
+    /// next translation.
+    pending_due: bool,
     /// Translation pages the current request has read, with when each was
     /// in the controller: the request's other misses on them are served
     /// from that read ("one extra read operation can fetch 512 mapping
@@ -157,8 +165,10 @@ impl MapTable for DftlMap {
         if let Some(v) = self.m.hit(lpn) {
             return Ok((v, now));
         }
-        // Rewrites GC could not afford: background work, off this request's path.
-        for _ in 0..self.pending.len() {
+        // Rewrites GC could not afford: background work, off this request's
+        // path. (Each may collect a victim more, due at the next miss.)
+        let due = if std::mem::take(&mut self.pending_due) { self.pending.len() } else { 0 };
+        for _ in 0..due {
             let Some(t) = self.pending.pop() else { break };
             self.is_pending[t as usize] = false;
             self.write_back(core, dev, t, now)?;
@@ -206,6 +216,10 @@ impl MapTable for DftlMap {
     /// Translation pages a move dirties are written later, not here.
     fn moves_in_ram(&self) -> bool {
         true
+    }
+
+    fn victim_done(&mut self) {
+        self.pending_due = true;
     }
 
     #[inline]
@@ -260,6 +274,7 @@ impl MapTable for DftlMap {
         self.in_flight.fill((SimTime::ZERO, SimTime::ZERO));
         self.pending.clear();
         self.is_pending.fill(false);
+        self.pending_due = true;
         self.fetched.clear();
         for x in self.m.recover(data) {
             let t = x / self.epp;

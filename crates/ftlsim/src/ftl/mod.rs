@@ -69,6 +69,9 @@ pub fn describe(name: &str) -> &'static str {
 pub struct FtlStats {
     pub gc_invocations: u64,
     pub gc_pages_copied: u64,
+    /// Preemptible GC: host allocations that waited for a plane's whole GC
+    /// job because it had fallen behind (its free blocks below the reserve).
+    pub gc_jobs_waited_out: u64,
     /// Mapping-table accesses in controller RAM (energy model).
     pub ram_accesses: u64,
     /// Demand-cached maps: host translations, and those the cache served.

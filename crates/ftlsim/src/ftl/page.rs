@@ -178,6 +178,10 @@ pub trait MapTable: Send + Sized + serde::Serialize + serde::de::DeserializeOwne
         false
     }
 
+    /// GC has copied every live page of a victim and booked its erase
+    /// (blocking GC's whole victim, or a preemptible job's last step).
+    fn victim_done(&mut self) {}
+
     /// Data of `lpn` placed on flash as if written before the run.
     fn placed(&mut self, core: &mut PageCore, dev: &mut Device, lpn: Lpn, ppn: Ppn, now: SimTime) -> Result<()>;
 
@@ -1209,6 +1213,7 @@ impl PageCore {
         result?;
         let journalled = self.journal.before_erase(dev, now);
         dev.erase(victim, reads_done.max(journalled), cause)?;
+        map.victim_done();
         self.pool.release(victim)
     }
 
@@ -1477,6 +1482,7 @@ impl PageCore {
         job.victim = NO_BLOCK;
         let journalled = self.journal.before_erase(dev, now);
         dev.erase(victim, journalled, cause)?;
+        map.victim_done();
         self.pool.release(victim)?;
         if self.pool.free_count(plane) < self.trigger {
             self.start_job(map, dev, plane, now);

@@ -172,6 +172,10 @@ pub struct Report {
     pub write_amplification: Option<f64>,
     pub gc_invocations: u64,
     pub gc_pages_copied: u64,
+    /// Preemptible GC: host allocations that waited out a plane's whole GC
+    /// job (it fell behind); 0 under blocking GC, whose every GC is waited out.
+    #[serde(default)]
+    pub gc_jobs_waited_out: u64,
     pub placed_reads: u64,
     pub trimmed_pages: u64,
     pub rmw_reads: u64,

@@ -132,6 +132,7 @@ fn rows(r: &Report, brief: bool) -> Vec<(&'static str, String)> {
             ),
         ),
         ("GC invocations / pages copied", format!("{} / {}", r.gc_invocations, r.gc_pages_copied)),
+        ("GC jobs the host waited out", r.gc_jobs_waited_out.to_string()),
         ("placed reads of unwritten pages", r.placed_reads.to_string()),
         ("merges switch / partial / full", format!("{} / {} / {}", r.merges.switch, r.merges.partial, r.merges.full)),
         (
