@@ -784,7 +784,8 @@ impl Device {
     /// work before the transfer, the transfer on `ch`'s bus (waiting for a
     /// slot), its own work after. Returns when the unit's hold starts and
     /// when it is free again. `ordered`: after `block`'s last operation (a
-    /// read waits for its page's program only, in `not_before`).
+    /// read waits for its page's program only, in `not_before`). The caller
+    /// has booked the work deferred on `block` ([`Self::book_work_on`]).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn time_op(
@@ -797,9 +798,6 @@ impl Device {
         cause: Cause,
         phases: [Nanos; 3],
     ) -> (SimTime, SimTime) {
-        if let Some(block) = block {
-            self.book_work_on(block, not_before);
-        }
         if self.units_only {
             let [before, transfer, after] = phases;
             let took = before + transfer + after;
@@ -999,6 +997,9 @@ impl Device {
             && let Some(done) = self.join_program(ch, unit, block, ppn, not_before, cause)
         {
             return done;
+        }
+        if let Some(block) = block {
+            self.book_work_on(block, not_before);
         }
         let (start, done) = self.time_op(ch, unit, block, true, not_before, cause, phases);
         if let Some(block) = block {

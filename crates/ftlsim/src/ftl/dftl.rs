@@ -131,6 +131,15 @@ impl DftlMap {
         Ok(done)
     }
 
+    /// Translation page `t` is to be rewritten (once, however many of its
+    /// entries changed).
+    fn mark_pending(&mut self, t: u32) {
+        if !self.is_pending[t as usize] {
+            self.is_pending[t as usize] = true;
+            self.pending.push(t);
+        }
+    }
+
     /// Translation page `t` in the controller, from `now`: read from flash,
     /// or, while its latest rewrite is still being programmed, where the
     /// controller holds it (nothing, if it was never written). Returns when.
@@ -227,11 +236,7 @@ impl MapTable for DftlMap {
         if x >= self.logical {
             self.gtd[(x - self.logical) as usize] = dst.0;
         } else if !self.m.moved(x, dst.0) {
-            let t = x / self.epp;
-            if !self.is_pending[t as usize] {
-                self.is_pending[t as usize] = true;
-                self.pending.push(t);
-            }
+            self.mark_pending(x / self.epp);
         }
     }
 
@@ -277,11 +282,7 @@ impl MapTable for DftlMap {
         self.pending_due = true;
         self.fetched.clear();
         for x in self.m.recover(data) {
-            let t = x / self.epp;
-            if !self.is_pending[t as usize] {
-                self.is_pending[t as usize] = true;
-                self.pending.push(t);
-            }
+            self.mark_pending(x / self.epp);
         }
         Ok(now)
     }

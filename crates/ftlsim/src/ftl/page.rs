@@ -670,8 +670,7 @@ impl PageCore {
         }
         let slot = plane.idx() * self.streams + self.stream;
         loop {
-            if let Some((ppn, after)) = self.active_page(dev, slot, now) {
-                let left = after + 1;
+            if let Some((ppn, left)) = self.active_page(dev, slot, now) {
                 if !for_gc
                     && left <= EARLY_PREFETCH
                     && self.pool.free_count(plane) <= self.trigger
@@ -730,16 +729,16 @@ impl PageCore {
         }
     }
 
-    /// The next page of block `a`, if it has room, and the pages left
-    /// after it.
+    /// The next page of block `a`, if it has room, and the pages left in
+    /// it (that one included).
     fn room_in(&self, dev: &Device, a: u32) -> Option<(Ppn, u32)> {
         let written = dev.array.written_pages(BlockId(a));
         (written < self.geo.pages_per_block)
-            .then(|| (self.geo.ppn(BlockId(a), written), self.geo.pages_per_block - written - 1))
+            .then(|| (self.geo.ppn(BlockId(a), written), self.geo.pages_per_block - written))
     }
 
     /// The next page of stream slot `slot`'s active block, and the pages
-    /// left after it; a full one is closed (the slot then has none).
+    /// left in it; a full one is closed (the slot then has none).
     fn active_page(&mut self, dev: &Device, slot: usize, now: SimTime) -> Option<(Ppn, u32)> {
         let a = self.active[slot];
         if a == NO_BLOCK {
@@ -1211,6 +1210,21 @@ impl PageCore {
         };
         self.live_scratch = live;
         result?;
+        self.erase_victim(map, dev, victim, now, reads_done, cause)
+    }
+
+    /// Erases GC's `victim`, every live page copied (its last read done by
+    /// `reads_done`), once the TRIMs pending at `now` are journalled; the
+    /// map hears that the victim is done.
+    fn erase_victim<M: MapTable>(
+        &mut self,
+        map: &mut M,
+        dev: &mut Device,
+        victim: BlockId,
+        now: SimTime,
+        reads_done: SimTime,
+        cause: Cause,
+    ) -> Result<()> {
         let journalled = self.journal.before_erase(dev, now);
         dev.erase(victim, reads_done.max(journalled), cause)?;
         map.victim_done();
@@ -1480,10 +1494,8 @@ impl PageCore {
         let victim = BlockId(job.victim);
         let cause = job.cause.take().unwrap_or(Cause::Gc);
         job.victim = NO_BLOCK;
-        let journalled = self.journal.before_erase(dev, now);
-        dev.erase(victim, journalled, cause)?;
-        map.victim_done();
-        self.pool.release(victim)?;
+        // The job's reads are booked before its erase, in block order.
+        self.erase_victim(map, dev, victim, now, now, cause)?;
         if self.pool.free_count(plane) < self.trigger {
             self.start_job(map, dev, plane, now);
         }

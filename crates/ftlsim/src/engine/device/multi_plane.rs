@@ -161,8 +161,8 @@ impl Device {
         }
         let array_start = if kind == Kind::Program { g.array_start } else { g.start };
         // A read's `not_before` holds its page's program already.
-        let last = if kind == Kind::Read { not_before } else { self.block_last[block.idx()] };
-        if not_before.max(last) > array_start {
+        let earliest = if kind == Kind::Read { not_before } else { not_before.max(self.block_last[block.idx()]) };
+        if earliest > array_start {
             return None;
         }
         let geo = self.array.geometry();
