@@ -563,8 +563,12 @@ impl Mu {
         let mut budget = self.geo.blocks;
         while self.space.free_blocks() < self.gc_until && budget > 0 {
             budget -= 1;
-            self.tree.release_dead(&mut self.space, dev, now)?;
+            // In this order: erasing a wholly invalid block drops its
+            // bitmap entries from the tree, which may free a node and leave
+            // a tree page dead; released after, it is not a victim's live
+            // page (tree GC refuses dead pages still listed).
             self.erase_wholly_invalid(dev, now)?;
+            self.tree.release_dead(&mut self.space, dev, now)?;
             let Some(victim) = self.space.victim(now) else { break };
             if self.space.pool.valid(victim) >= self.geo.pages_per_block {
                 break;
