@@ -1082,6 +1082,7 @@ impl Config {
             }
         }
         self.validate_gc_debt()?;
+        self.validate_gc_frontier()?;
         if self.gc.min_free_blocks < 1 {
             return Err(Error::config("gc.min_free_blocks", "GC needs at least 1 free block to copy into"));
         }
@@ -1150,6 +1151,33 @@ impl Config {
         } else {
             Ok(())
         }
+    }
+
+    /// `gc.frontier = "separate"` where it would change nothing is refused:
+    /// a run with it would report exactly what one without it does.
+    fn validate_gc_frontier(&self) -> Result<()> {
+        if self.gc.frontier != GcFrontier::Separate {
+            return Ok(());
+        }
+        let name = self.ftl.name.as_str();
+        let why = if name == "dftl" {
+            "is not for dftl: GC's copies go back to its two write streams (data and translation pages)".into()
+        } else if !matches!(name, "page" | "hat" | "dac") {
+            format!(
+                "is for page, hat and dac: ftl.name = \"{name}\" has no preemptible GC job to give a block of its own"
+            )
+        } else if self.gc.mode != GcMode::Preemptible {
+            "needs gc.mode = \"preemptible\": blocking GC copies a whole victim at once, a run of its own already"
+                .into()
+        } else if name == "dac" && self.ftl.dac_regions != 1 {
+            format!(
+                "needs one write stream: ftl.dac_regions = {} gives DAC as many, and their copies go back to them",
+                self.ftl.dac_regions
+            )
+        } else {
+            return Ok(());
+        };
+        Err(Error::config("gc.frontier", format!("\"separate\" {why}")))
     }
 
     fn validate_trim(&self) -> Result<()> {
@@ -1406,6 +1434,30 @@ mod tests {
             let err = load(sets).unwrap_err().to_string();
             for w in words {
                 assert!(err.contains(w), "{sets:?}: {err}");
+            }
+        }
+    }
+
+    /// A run with `gc.frontier = "separate"` where it applies to nothing
+    /// would report what one without it does: refused, naming why.
+    #[test]
+    fn a_separate_gc_frontier_where_it_changes_nothing_is_refused() {
+        let load = |sets: &[&str]| Config::load("modern-tlc", &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let sep = "gc.frontier=\"separate\"";
+        for ftl in ["page", "hat"] {
+            assert!(load(&[sep, &format!("ftl.name=\"{ftl}\"")]).is_ok(), "{ftl}");
+        }
+        assert!(load(&[sep, "ftl.name=\"dac\"", "ftl.dac_regions=1"]).is_ok());
+        for (sets, words) in [
+            (&["ftl.name=\"dftl\""][..], &["gc.frontier", "dftl", "two write streams"][..]),
+            (&["ftl.name=\"bast\""], &["gc.frontier", "\"bast\""]),
+            (&["gc.mode=\"blocking\""], &["gc.frontier", "gc.mode"]),
+            (&["ftl.name=\"dac\"", "ftl.dac_regions=2"], &["gc.frontier", "ftl.dac_regions = 2"]),
+        ] {
+            let all: Vec<&str> = sets.iter().copied().chain([sep]).collect();
+            let err = load(&all).unwrap_err().to_string();
+            for w in words {
+                assert!(err.contains(w), "{all:?}: {err}");
             }
         }
     }
