@@ -1678,9 +1678,13 @@ impl PageCore {
     }
 
     /// Runs `plane`'s GC job, and any it leads to, to the end, ahead of a
-    /// host write that found the reserve gone.
+    /// host write that found the reserve gone (counted when there was one).
     fn finish_jobs<M: MapTable>(&mut self, map: &mut M, dev: &mut Device, plane: PlaneId, now: SimTime) -> Result<()> {
-        while self.gc_steps(map, dev, plane, now, u32::MAX)? > 0 {}
+        let mut waited = false;
+        while self.gc_steps(map, dev, plane, now, u32::MAX)? > 0 {
+            waited = true;
+        }
+        self.stats.gc_jobs_waited_out += waited as u64;
         Ok(())
     }
 
