@@ -1208,12 +1208,12 @@ fn mu_power_cut_then_tree_gc() {
 /// queues the translation pages it found stale for rewriting at the next
 /// translations, and each rewrite's page may make blocking GC collect FIFO
 /// victims that free nothing (all live) while their moves dirty
-/// translation pages again. A page queued for rewriting takes every later
-/// update along (one rewrite); a rule rewriting it once per victim
-/// instead (each victim's batch its own, tried in session 40) let the
-/// queue grow with every victim until a block wore out: a CI failure of
-/// `random_combinations_of_the_page_familys_options_with_power_cuts`
-/// (seed 16099990068662798832), here up to the cut.
+/// translation pages again. Rewriting a page once per victim without a
+/// bound on the queue let it grow with every victim until a block wore
+/// out (a CI failure of
+/// `random_combinations_of_the_page_familys_options_with_power_cuts`,
+/// seed 16099990068662798832, here up to the cut); past the bound a page
+/// already queued takes later victims' updates along.
 #[test]
 fn dftl_fifo_rewrites_after_a_power_cut_stay_bounded() {
     replay(

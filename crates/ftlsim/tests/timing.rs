@@ -559,43 +559,66 @@ fn a_read_waits_for_the_gc_step_in_progress_not_for_another_writes_copies() {
     }
 }
 
-/// DFTL under preemptible GC: the translation pages GC's moves dirty are
-/// rewritten once a victim is done, as blocking GC rewrites them after
-/// each victim, not after each step of a few copies (which took 6.8x the
-/// mapping programs of blocking GC and 25% more write amplification). The
-/// host waits out whole jobs only where one fell behind, not every victim
-/// as under blocking GC.
+/// DFTL rewrites, for each victim GC collects, the translation pages its
+/// moves dirtied, once each (Gupta et al.'s batch update), whenever that
+/// batch is written: under preemptible GC the rewrites a victim costs do
+/// not depend on queue depth or on when GC's debt is paid. (A batch shared
+/// by every victim done before the next translation gave 26 to 78
+/// rewrites a victim here, and WA 9.7 to 11.4, by scheduling alone.)
+/// Blocking GC collects victims inside the rewrites' own allocations, so
+/// its queue of rewrites grows past the bound where a page listed takes
+/// later victims' updates along: fewer rewrites a victim, and no longer
+/// the few huge batches that held its planes idle (13% of the plane bound
+/// with the shared batch). The host waits out whole preemptible jobs only
+/// where one fell behind, not every victim as under blocking GC.
 #[test]
-fn preemptible_gc_batches_dftls_translation_rewrites_as_blocking_gc_does() {
-    let spec = "rw=randwrite,bs=4k,ios=10000,iodepth=64,seed=3";
-    let with = |mode: &str| {
-        let o = [
-            "ftl.name=\"dftl\"",
-            "geometry.channels=1",
-            "geometry.chips_per_channel=1",
-            "ftl.allocation=\"static\"",
-            &format!("gc.mode=\"{mode}\""),
-        ];
-        run(preset("modern-tlc", &o), spec, Precondition::new(1.0, 0.5))
+fn dftls_translation_rewrites_per_victim_do_not_depend_on_scheduling() {
+    let snapshots = tempfile::tempdir().unwrap();
+    let o = ["ftl.name=\"dftl\"", "geometry.channels=2", "geometry.chips_per_channel=1"];
+    let with = |qd: u32, gc: &str| {
+        let spec = format!("rw=randwrite,bs=4k,ios=20000,iodepth={qd},seed=3");
+        let cfg = preset("modern-tlc", &[&o[..], &[gc]].concat());
+        let pre = Precondition::new(1.0, 0.5);
+        let r = run_with_snapshots(cfg.clone(), &spec, Some(pre), Some(snapshots.path()));
+        let per_victim = r.flash_programs_by_cause.mapping as f64 / r.gc_invocations as f64;
+        let of_bound = r.iops / bound_iops(&cfg, &r);
+        eprintln!(
+            "QD {qd} {gc}: {per_victim:.1} translation rewrites a victim ({} victims), WA {:.3}, \
+             {} jobs waited out, {:.0} IOPS ({:.0}% of the bound)",
+            r.gc_invocations,
+            r.write_amplification.unwrap(),
+            r.gc_jobs_waited_out,
+            r.iops,
+            of_bound * 100.0
+        );
+        assert!(r.gc_invocations > 200, "GC must run");
+        (per_victim, of_bound, r)
     };
-    let (b, p) = (with("blocking"), with("preemptible"));
-    let (wa_b, wa_p) = (b.write_amplification.unwrap(), p.write_amplification.unwrap());
-    let (map_b, map_p) = (b.flash_programs_by_cause.mapping, p.flash_programs_by_cause.mapping);
-    eprintln!(
-        "WA blocking {wa_b:.3}, preemptible {wa_p:.3}; mapping programs {map_b} / {map_p}; \
-         jobs waited out {} (blocking GC invocations {}, preemptible {}); IOPS {:.0} / {:.0}",
-        p.gc_jobs_waited_out, b.gc_invocations, p.gc_invocations, b.iops, p.iops
-    );
-    assert!(b.gc_invocations > 100 && map_b > 0, "GC and translation rewrites must run");
-    assert!(map_p < 3 * map_b, "mapping programs: {map_p} preemptible against {map_b} blocking");
-    assert!(wa_p < wa_b * 1.06, "WA {wa_p:.3} preemptible against {wa_b:.3} blocking");
+    let (mut preemptible, mut blocking) = (Vec::new(), Vec::new());
+    for qd in [16, 256] {
+        for debt in ["background", "ahead"] {
+            preemptible.push(with(qd, &format!("gc.debt=\"{debt}\"")));
+        }
+        blocking.push(with(qd, "gc.mode=\"blocking\""));
+    }
+    let rewrites: Vec<f64> = preemptible.iter().map(|c| c.0).collect();
+    let (least, most) =
+        (rewrites.iter().cloned().fold(f64::MAX, f64::min), rewrites.iter().cloned().fold(0.0, f64::max));
+    assert!(most < least * 1.05, "rewrites a victim {rewrites:?} across preemptible schedules");
+    let wa: Vec<f64> = preemptible.iter().map(|c| c.2.write_amplification.unwrap()).collect();
+    let (least_wa, most_wa) = (wa.iter().cloned().fold(f64::MAX, f64::min), wa.iter().cloned().fold(0.0, f64::max));
+    assert!(most_wa < least_wa * 1.03, "WA {wa:?} across preemptible schedules");
+    for (per_victim, of_bound, _) in &blocking {
+        assert!(*per_victim > least * 0.75 && *per_victim <= most, "blocking GC: {per_victim:.1} rewrites a victim");
+        assert!(*of_bound > 0.4, "blocking GC reaches {:.0}% of the plane bound", of_bound * 100.0);
+    }
     // Blocking GC makes the host wait out every victim; preemptible jobs
-    // only where one fell behind (36 of 273 on this one-die drive).
+    // only where one fell behind (45 of 614 at QD 16).
+    let p = &preemptible[0].2;
     assert!(
         p.gc_jobs_waited_out > 0 && p.gc_jobs_waited_out * 5 < p.gc_invocations,
         "{} of {} jobs waited out",
         p.gc_jobs_waited_out,
         p.gc_invocations
     );
-    assert!(p.iops > b.iops);
 }

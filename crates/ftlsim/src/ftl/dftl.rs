@@ -17,16 +17,22 @@
 //!   extra read operation can fetch 512 mapping entries"), so a 32 KiB read
 //!   of consecutive pages costs one translation read, not one per page;
 //! - GC moving a data page updates its cached entry, or, when it is not
-//!   cached, its translation page, rewritten once however many of its
-//!   entries moved (batched) — at the first translation after a victim is
-//!   done, in the background, into the translation blocks. Rewriting
-//!   during GC itself would spend the collected plane's reserve on pages GC
-//!   did not reclaim, and with small blocks a victim's copies plus its
-//!   translation rewrites can exceed the block it frees. Waiting for a
-//!   victim to be done keeps the batching of blocking GC (a victim's
-//!   moves, then their rewrites) under preemptible GC, whose jobs copy a
-//!   few pages at a time between host writes: between two victims done,
-//!   the planes' jobs together copy about one victim's live pages;
+//!   cached, its translation page, rewritten once per victim however many
+//!   of its entries the victim's moves changed (Gupta et al.'s batch
+//!   update) — after the victim is done, at the next translation, in the
+//!   background, into the translation blocks. Rewriting during GC itself
+//!   would spend the collected plane's reserve on pages GC did not
+//!   reclaim, and with small blocks a victim's copies plus its translation
+//!   rewrites can exceed the block it frees. Each victim's batch is its
+//!   own, however late it is written and however many planes' GC jobs
+//!   move pages meanwhile: a page two victims dirtied is rewritten for
+//!   each, so the count does not depend on scheduling (queue depth, GC
+//!   mode, debt mode), only on the victims' moves — until the queue of
+//!   rewrites passes its bound (a block a plane, or the table's pages if
+//!   more), where a page already queued takes later victims' updates
+//!   along: victims that free less than their rewrites take (all live,
+//!   under FIFO) would otherwise queue rewrites without end. Blocking GC,
+//!   collecting victims inside the rewrites' own allocations, reaches it;
 //! - translation pages live in translation blocks of their own (Gupta et
 //!   al. §3.1: a write stream apart from data, with its own active block
 //!   per plane), garbage-collected by the same greedy GC as data blocks
@@ -41,7 +47,9 @@
 //! The data side is `page`'s ([`PageMapped`]). With a CMT as large as the
 //! table no entry is ever evicted and DFTL behaves exactly as `page`.
 //!
-//! Simplifications: a translation page never written holds
+//! Simplifications: the updates of victims being collected (one a plane
+//! under preemptible GC) and of batches not yet written are held in
+//! controller RAM not charged to the CMT; a translation page never written holds
 //! no data worth reading, so a miss on it costs nothing (it exists once an
 //! entry of it is written back, or data is placed under it); SRAM lookups
 //! take no time; TRIM translates like a write.
@@ -53,7 +61,7 @@ use crate::config::Config;
 use crate::engine::{Cause, Device};
 use crate::error::{Error, Result};
 use crate::nand::{Geometry, Payload};
-use crate::units::{Lpn, Ppn, SimTime};
+use crate::units::{BlockId, Lpn, Ppn, SimTime};
 use serde::{Deserialize, Serialize};
 
 pub type Dftl = PageMapped<DftlMap>;
@@ -69,15 +77,18 @@ impl Dftl {
         let logical = cfg.logical_pages() as u32;
         let epp = dev.geometry().page_size / 4;
         let pages = logical.div_ceil(epp);
+        let geo = dev.geometry();
         let map = DftlMap {
             m: CachedMap::new(logical, &cfg.ftl, epp, NEVER),
             logical,
             epp,
             gtd: vec![NEVER; pages as usize],
             in_flight: vec![(SimTime::ZERO, SimTime::ZERO); pages as usize],
-            pending: Vec::new(),
-            is_pending: vec![false; pages as usize],
-            pending_due: false,
+            open: vec![Vec::new(); geo.planes as usize],
+            unit_shift: cfg.units_per_page().trailing_zeros(),
+            due: Vec::new(),
+            queued: vec![0; pages as usize],
+            queue_bound: (pages as usize).max((geo.pages_per_block * geo.planes) as usize),
             fetched: Vec::new(),
         };
         PageMapped::with_map(cfg, dev, map)
@@ -96,12 +107,26 @@ pub struct DftlMap {
     /// controller and when its program ends: until then the controller
     /// still holds the page, and a read of it is served from there.
     in_flight: Vec<(SimTime, SimTime)>,
-    /// Translation pages GC updated in the image but has not rewritten yet.
-    pending: Vec<u32>,
-    is_pending: Vec<bool>,
-    /// A victim was done since `pending` was last written: write it at the
-    /// next translation.
-    pending_due: bool,
+    /// Per plane, the translation pages the moves of the victim GC is
+    /// collecting there updated in the image (its batch, open; a page
+    /// listed once per move).
+    open: Vec<Vec<u32>>,
+    /// Mapping units per page, as a shift: a move's source unit address
+    /// names its victim's plane once shifted to a page.
+    unit_shift: u32,
+    /// The batches of victims done, to be rewritten at the next
+    /// translation: a page appears once per victim that dirtied it, until
+    /// the list holds [`queue_bound`](Self::queue_bound) rewrites; from
+    /// then on a page already listed takes later victims' updates along.
+    /// Without that bound, where victims free less than their rewrites
+    /// take (victims all live, few translation pages), each rewrite's GC
+    /// would list more rewrites without end.
+    due: Vec<u32>,
+    /// How many times each translation page is listed in `due`.
+    queued: Vec<u32>,
+    /// Rewrites `due` holds before a page listed takes later victims'
+    /// updates along: a block a plane, or the table's pages if more.
+    queue_bound: usize,
     /// Translation pages the current request has read, with when each was
     /// in the controller: the request's other misses on them are served
     /// from that read ("one extra read operation can fetch 512 mapping
@@ -129,15 +154,6 @@ impl DftlMap {
         let done = dev.program(ppn, Lpn(self.logical + t), start, Cause::Mapping, Payload::None)?;
         self.in_flight[t as usize] = (start, done);
         Ok(done)
-    }
-
-    /// Translation page `t` is to be rewritten (once, however many of its
-    /// entries changed).
-    fn mark_pending(&mut self, t: u32) {
-        if !self.is_pending[t as usize] {
-            self.is_pending[t as usize] = true;
-            self.pending.push(t);
-        }
     }
 
     /// Translation page `t` in the controller, from `now`: read from flash,
@@ -175,12 +191,18 @@ impl MapTable for DftlMap {
             return Ok((v, now));
         }
         // Rewrites GC could not afford: background work, off this request's
-        // path. (Each may collect a victim more, due at the next miss.)
-        let due = if std::mem::take(&mut self.pending_due) { self.pending.len() } else { 0 };
-        for _ in 0..due {
-            let Some(t) = self.pending.pop() else { break };
-            self.is_pending[t as usize] = false;
+        // path. (Each may finish a victim more, whose batch is due at the
+        // next miss.)
+        let batches = std::mem::take(&mut self.due);
+        for &t in &batches {
             self.write_back(core, dev, t, now)?;
+            // Not before: a victim GC finished while allocating its page
+            // may have had its update of it taken along.
+            self.queued[t as usize] -= 1;
+        }
+        if self.due.is_empty() {
+            self.due = batches;
+            self.due.clear();
         }
         let mut t = now;
         if self.m.cache.is_full() {
@@ -206,10 +228,13 @@ impl MapTable for DftlMap {
 
     fn flush(&mut self, core: &mut PageCore, dev: &mut Device, now: SimTime) -> Result<SimTime> {
         let mut pages: Vec<u32> = self.m.cache.dirty_entries().iter().map(|x| x / self.epp).collect();
-        pages.append(&mut self.pending);
+        for batch in &mut self.open {
+            pages.append(batch);
+        }
+        pages.append(&mut self.due);
+        self.queued.fill(0);
         pages.sort_unstable();
         pages.dedup();
-        self.is_pending.fill(false);
         let mut done = now;
         for t in pages {
             done = done.max(self.write_back(core, dev, t, now)?);
@@ -227,16 +252,30 @@ impl MapTable for DftlMap {
         true
     }
 
-    fn victim_done(&mut self) {
-        self.pending_due = true;
+    /// The victim's batch is closed, each page once: due at the next
+    /// translation.
+    fn victim_done(&mut self, dev: &Device, victim: BlockId) {
+        let batch = &mut self.open[dev.geometry().plane_of(victim).idx()];
+        batch.sort_unstable();
+        batch.dedup();
+        for &t in batch.iter() {
+            let queued = &mut self.queued[t as usize];
+            if *queued == 0 || self.due.len() < self.queue_bound {
+                *queued += 1;
+                self.due.push(t);
+            }
+        }
+        batch.clear();
     }
 
     #[inline]
-    fn moved(&mut self, _: &mut Device, x: u32, _: u32, dst: Ppn, _: SimTime) {
+    fn moved(&mut self, dev: &mut Device, x: u32, from: u32, dst: Ppn, _: SimTime) {
         if x >= self.logical {
             self.gtd[(x - self.logical) as usize] = dst.0;
         } else if !self.m.moved(x, dst.0) {
-            self.mark_pending(x / self.epp);
+            let geo = dev.geometry();
+            let plane = geo.plane_of(geo.block_of(Ppn(from >> self.unit_shift)));
+            self.open[plane.idx()].push(x / self.epp);
         }
     }
 
@@ -277,12 +316,14 @@ impl MapTable for DftlMap {
         self.gtd.copy_from_slice(tables);
         // The controller's copies of pages being rewritten went with the power.
         self.in_flight.fill((SimTime::ZERO, SimTime::ZERO));
-        self.pending.clear();
-        self.is_pending.fill(false);
-        self.pending_due = true;
+        self.open.iter_mut().for_each(Vec::clear);
         self.fetched.clear();
-        for x in self.m.recover(data) {
-            self.mark_pending(x / self.epp);
+        self.due = self.m.recover(data).into_iter().map(|x| x / self.epp).collect();
+        self.due.sort_unstable();
+        self.due.dedup();
+        self.queued.fill(0);
+        for &t in &self.due {
+            self.queued[t as usize] = 1;
         }
         Ok(now)
     }
@@ -297,12 +338,13 @@ impl MapTable for DftlMap {
     }
 
     fn check(&self, _dev: &Device) -> Result<()> {
-        let flagged = self.is_pending.iter().filter(|&&p| p).count();
-        if flagged != self.pending.len() {
-            return Err(Error::invariant(
-                "dftl",
-                format!("{flagged} pages flagged pending, {} listed", self.pending.len()),
-            ));
+        let pages = self.gtd.len() as u32;
+        if let Some(t) = self.open.iter().flatten().chain(&self.due).find(|&&t| t >= pages) {
+            return Err(Error::invariant("dftl", format!("translation page {t} to rewrite; there are {pages}")));
+        }
+        let listed = self.queued.iter().map(|&n| n as usize).sum::<usize>();
+        if listed != self.due.len() {
+            return Err(Error::invariant("dftl", format!("{listed} rewrites counted, {} listed", self.due.len())));
         }
         self.m.check("dftl")
     }
