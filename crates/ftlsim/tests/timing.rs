@@ -601,12 +601,12 @@ fn dftls_translation_rewrites_per_victim_do_not_depend_on_scheduling() {
         }
         blocking.push(with(qd, "gc.mode=\"blocking\""));
     }
+    let least_and_most = |v: &[f64]| v.iter().fold((f64::MAX, 0.0_f64), |(l, m), &x| (l.min(x), m.max(x)));
     let rewrites: Vec<f64> = preemptible.iter().map(|c| c.0).collect();
-    let (least, most) =
-        (rewrites.iter().cloned().fold(f64::MAX, f64::min), rewrites.iter().cloned().fold(0.0, f64::max));
+    let (least, most) = least_and_most(&rewrites);
     assert!(most < least * 1.05, "rewrites a victim {rewrites:?} across preemptible schedules");
     let wa: Vec<f64> = preemptible.iter().map(|c| c.2.write_amplification.unwrap()).collect();
-    let (least_wa, most_wa) = (wa.iter().cloned().fold(f64::MAX, f64::min), wa.iter().cloned().fold(0.0, f64::max));
+    let (least_wa, most_wa) = least_and_most(&wa);
     assert!(most_wa < least_wa * 1.03, "WA {wa:?} across preemptible schedules");
     for (per_victim, of_bound, _) in &blocking {
         assert!(*per_victim > least * 0.75 && *per_victim <= most, "blocking GC: {per_victim:.1} rewrites a victim");

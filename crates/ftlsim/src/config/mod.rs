@@ -1141,8 +1141,14 @@ impl Config {
     /// Whether `"background"` can apply: an FTL whose GC is paid for by
     /// host writes (the page family's preemptible jobs) and an allocation
     /// that can pass over a plane owed copies; if not, why.
+    /// Whether the FTL runs the page core's GC, whose preemptible jobs
+    /// `gc.debt` paces and `gc.frontier` gives a block of their own.
+    fn has_gc_jobs(&self) -> bool {
+        matches!(self.ftl.name.as_str(), "page" | "dftl" | "hat" | "dac")
+    }
+
     fn gc_debt_can_be_background(&self) -> std::result::Result<(), String> {
-        if !matches!(self.ftl.name.as_str(), "page" | "dftl" | "hat" | "dac") {
+        if !self.has_gc_jobs() {
             Err(format!("is for page, dftl, hat and dac: ftl.name = \"{}\" has no preemptible GC jobs", self.ftl.name))
         } else if self.gc.mode != GcMode::Preemptible {
             Err("needs gc.mode = \"preemptible\"".into())
@@ -1162,7 +1168,7 @@ impl Config {
         let name = self.ftl.name.as_str();
         let why = if name == "dftl" {
             "is not for dftl: GC's copies go back to its two write streams (data and translation pages)".into()
-        } else if !matches!(name, "page" | "hat" | "dac") {
+        } else if !self.has_gc_jobs() {
             format!(
                 "is for page, hat and dac: ftl.name = \"{name}\" has no preemptible GC job to give a block of its own"
             )
@@ -1354,6 +1360,11 @@ fn keys_filled_in(given: &toml::Value, resolved: &toml::Value, prefix: &str, out
 mod tests {
     use super::*;
 
+    /// Preset `preset` with `key=value` overrides `sets`.
+    fn load(preset: &str, sets: &[&str]) -> Result<Config> {
+        Config::load(preset, &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
     #[test]
     fn a_power_cut_past_the_clock_is_refused_not_clamped() {
         let e = "at=99999999999s".parse::<PowerCutAt>().unwrap_err().to_string();
@@ -1421,7 +1432,7 @@ mod tests {
 
     #[test]
     fn write_buffer_policy_and_alpha_are_checked() {
-        let load = |sets: &[&str]| Config::load("hat-table4", &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let load = |sets: &[&str]| load("hat-table4", sets);
         let cfg = load(&["cache.bytes=65536", "cache.policy=\"heap\""]).unwrap();
         assert_eq!((cfg.cache.policy, cfg.cache.alpha), (CachePolicy::Heap, 0.0));
         assert_eq!(load(&["cache.policy=\"heap\"", "cache.alpha=2.5"]).unwrap().cache.alpha, 2.5);
@@ -1442,7 +1453,7 @@ mod tests {
     /// would report what one without it does: refused, naming why.
     #[test]
     fn a_separate_gc_frontier_where_it_changes_nothing_is_refused() {
-        let load = |sets: &[&str]| Config::load("modern-tlc", &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let load = |sets: &[&str]| load("modern-tlc", sets);
         let sep = "gc.frontier=\"separate\"";
         for ftl in ["page", "hat"] {
             assert!(load(&[sep, &format!("ftl.name=\"{ftl}\"")]).is_ok(), "{ftl}");
@@ -1464,7 +1475,7 @@ mod tests {
 
     #[test]
     fn gc_debt_in_background_needs_what_it_stands_on() {
-        let load = |sets: &[&str]| Config::load("modern-tlc", &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let load = |sets: &[&str]| load("modern-tlc", sets);
         let debt = |sets: &[&str]| load(sets).unwrap().gc_debt();
         assert_eq!(debt(&[]), GcDebt::Background, "the default where it applies");
         assert_eq!(debt(&["gc.debt=\"ahead\""]), GcDebt::Ahead);

@@ -61,7 +61,7 @@ use crate::config::Config;
 use crate::engine::{Cause, Device};
 use crate::error::{Error, Result};
 use crate::nand::{Geometry, Payload};
-use crate::units::{BlockId, Lpn, Ppn, SimTime};
+use crate::units::{Lpn, PlaneId, Ppn, SimTime};
 use serde::{Deserialize, Serialize};
 
 pub type Dftl = PageMapped<DftlMap>;
@@ -254,8 +254,8 @@ impl MapTable for DftlMap {
 
     /// The victim's batch is closed, each page once: due at the next
     /// translation.
-    fn victim_done(&mut self, dev: &Device, victim: BlockId) {
-        let batch = &mut self.open[dev.geometry().plane_of(victim).idx()];
+    fn victim_done(&mut self, plane: PlaneId) {
+        let batch = &mut self.open[plane.idx()];
         batch.sort_unstable();
         batch.dedup();
         for &t in batch.iter() {

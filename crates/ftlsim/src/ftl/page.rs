@@ -180,7 +180,7 @@ pub trait MapTable: Send + Sized + serde::Serialize + serde::de::DeserializeOwne
 
     /// GC has copied every live page of a victim and booked its erase
     /// (blocking GC's whole victim, or a preemptible job's last step).
-    fn victim_done(&mut self, _dev: &Device, _victim: BlockId) {}
+    fn victim_done(&mut self, _plane: PlaneId) {}
 
     /// Data of `lpn` placed on flash as if written before the run.
     fn placed(&mut self, core: &mut PageCore, dev: &mut Device, lpn: Lpn, ppn: Ppn, now: SimTime) -> Result<()>;
@@ -1227,7 +1227,7 @@ impl PageCore {
     ) -> Result<()> {
         let journalled = self.journal.before_erase(dev, now);
         dev.erase(victim, reads_done.max(journalled), cause)?;
-        map.victim_done(dev, victim);
+        map.victim_done(self.geo.plane_of(victim));
         self.pool.release(victim)
     }
 
