@@ -1138,15 +1138,15 @@ impl Config {
         self.gc_debt_can_be_background().map_err(|why| Error::config("gc.debt", format!("\"background\" {why}")))
     }
 
-    /// Whether `"background"` can apply: an FTL whose GC is paid for by
-    /// host writes (the page family's preemptible jobs) and an allocation
-    /// that can pass over a plane owed copies; if not, why.
     /// Whether the FTL runs the page core's GC, whose preemptible jobs
     /// `gc.debt` paces and `gc.frontier` gives a block of their own.
     fn has_gc_jobs(&self) -> bool {
         matches!(self.ftl.name.as_str(), "page" | "dftl" | "hat" | "dac")
     }
 
+    /// Whether `"background"` can apply: an FTL whose GC is paid for by
+    /// host writes (the page family's preemptible jobs) and an allocation
+    /// that can pass over a plane owed copies; if not, why.
     fn gc_debt_can_be_background(&self) -> std::result::Result<(), String> {
         if !self.has_gc_jobs() {
             Err(format!("is for page, dftl, hat and dac: ftl.name = \"{}\" has no preemptible GC jobs", self.ftl.name))

@@ -231,8 +231,10 @@ impl MapTable for DftlMap {
         for batch in &mut self.open {
             pages.append(batch);
         }
+        for &t in &self.due {
+            self.queued[t as usize] = 0;
+        }
         pages.append(&mut self.due);
-        self.queued.fill(0);
         pages.sort_unstable();
         pages.dedup();
         let mut done = now;
