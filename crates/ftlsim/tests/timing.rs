@@ -98,6 +98,58 @@ fn deep_queues_reach_the_resource_bound_on_four_presets() {
     }
 }
 
+/// DAC's regions are write streams, each filling a block of its own per
+/// plane: a plane may open its next block long before the GC job paced by
+/// one block is done. The host waited for whole victims there (49% of the
+/// array units busy, write p99 0.65 s); it now takes the blocks the
+/// reserve held for each stream and reaches the bound as `page` does.
+#[test]
+fn several_write_streams_reach_the_plane_bound_as_one_does() {
+    let o = ["geometry.channels=2", "geometry.blocks_per_plane=256", "geometry.pages_per_block=96", "ftl.name=\"dac\""];
+    let qd = 4 * Geometry::new(&preset("modern-tlc", &o).geometry).planes;
+    let spec = format!("rw=randwrite,bs=4k,ios=20000,iodepth={qd},seed=3");
+    let mut p99 = Vec::new();
+    for regions in ["ftl.dac_regions=4", "ftl.dac_regions=1"] {
+        let cfg = preset("modern-tlc", &[&o[..], &[regions]].concat());
+        let r = run(cfg.clone(), &spec, Precondition::new(1.0, 0.5));
+        let ratio = r.iops / bound_iops(&cfg, &r);
+        eprintln!(
+            "{regions}: {:.0} IOPS, {:.1}% of the bound, WA {:.3}, write p99 {:.1} ms, {} of {} jobs waited out",
+            r.iops,
+            ratio * 100.0,
+            r.write_amplification.unwrap(),
+            r.latency_us.write.p99 / 1e3,
+            r.gc_jobs_waited_out,
+            r.gc_invocations
+        );
+        assert!(r.gc_invocations > 1000, "{regions}: GC must run");
+        assert!(ratio > 0.85, "{regions}: {:.0} IOPS is {:.1}% of the plane bound", r.iops, ratio * 100.0);
+        p99.push(r.latency_us.write.p99);
+    }
+    assert!(p99[0] < 3.0 * p99[1], "write p99 {:.1} ms with 4 regions, {:.1} ms with 1", p99[0] / 1e3, p99[1] / 1e3);
+}
+
+/// DFTL writes its translation pages in blocks of their own: two streams,
+/// a reserve no larger than the host's floor, so a job started at the
+/// reserve made the next block either stream opened wait for it, and the
+/// translation reads of other writes queued behind those planes (60% of
+/// the array units busy). Jobs start a block earlier now.
+#[test]
+fn dftl_keeps_its_planes_busy_at_a_deep_queue() {
+    let cfg = preset("coftl-mt29f64g08", &["ftl.name=\"dftl\"", "geometry.blocks_per_plane=512"]);
+    let r = run(cfg.clone(), "rw=randwrite,bs=4k,ios=20000,iodepth=256,seed=3", Precondition::new(1.0, 0.5));
+    let ratio = r.iops / bound_iops(&cfg, &r);
+    eprintln!(
+        "{:.0} IOPS, {:.1}% of the bound, units {:.1}% busy, WA {:.3}",
+        r.iops,
+        ratio * 100.0,
+        r.utilization.units * 100.0,
+        r.write_amplification.unwrap()
+    );
+    assert!(r.gc_invocations > 500, "GC must run");
+    assert!(ratio > 0.8, "{:.0} IOPS is {:.1}% of the plane bound", r.iops, ratio * 100.0);
+}
+
 #[test]
 fn a_burst_smaller_than_the_buffer_completes_at_link_speed_and_flush_waits_for_flash() {
     let cfg =
@@ -613,10 +665,12 @@ fn dftls_translation_rewrites_per_victim_do_not_depend_on_scheduling() {
         assert!(*of_bound > 0.4, "blocking GC reaches {:.0}% of the plane bound", of_bound * 100.0);
     }
     // Blocking GC makes the host wait out every victim; preemptible jobs
-    // only where one fell behind (45 of 614 at QD 16).
+    // only where one fell behind: none at QD 16 since a job starts while
+    // the host can still open a block in either stream (45 of 614 when it
+    // started at the reserve).
     let p = &preemptible[0].2;
     assert!(
-        p.gc_jobs_waited_out > 0 && p.gc_jobs_waited_out * 5 < p.gc_invocations,
+        p.gc_jobs_waited_out * 20 < p.gc_invocations,
         "{} of {} jobs waited out",
         p.gc_jobs_waited_out,
         p.gc_invocations
