@@ -437,8 +437,8 @@ pub struct PageCore {
     /// Free blocks per plane GC keeps in hand.
     reserve: u32,
     /// With preemptible GC, the free blocks below which a host page waits
-    /// for the plane's job: the reserve less its block per map stream
-    /// beyond the first. Each stream (DAC's regions, DFTL's translation
+    /// for the plane's job (at least 2: never the last): the reserve less
+    /// its block per map stream beyond the first. Each stream (DAC's regions, DFTL's translation
     /// blocks) fills a block of its own and may open the next long before
     /// the job, paced by the block the host writes into, is done: held to
     /// the whole reserve, the host waited for whole victims (DAC with 4
@@ -597,28 +597,26 @@ impl PageCore {
         let logical = cfg.logical_pages() as usize;
         let data_blocks_per_plane = (logical as u64).div_ceil(geo.pages_per_block as u64 * geo.planes as u64);
         let spare = (geo.blocks_per_plane as u64).saturating_sub(data_blocks_per_plane);
-        // GC may open a block in every stream.
-        let floor = cfg.gc.min_free_blocks.max(streams as u32);
         let units_per_block = geo.pages_per_block << unit_shift;
-        let (reserve, trigger, worth_valid) = match cfg.gc.threshold_of {
-            ThresholdOf::SpareBlocks => {
-                let reserve = ((cfg.gc.threshold * spare as f64).ceil() as u32).max(floor);
-                (reserve, reserve, units_per_block)
-            }
+        // The free blocks `gc.threshold` keeps per plane.
+        let kept = match cfg.gc.threshold_of {
+            ThresholdOf::SpareBlocks => ((cfg.gc.threshold * spare as f64).ceil() as u32).max(cfg.gc.min_free_blocks),
+            ThresholdOf::FreeSpace => cfg.gc.min_free_blocks,
+        };
+        // GC may open a block in every stream.
+        let reserve = kept.max(streams as u32);
+        let (trigger, worth_valid) = match cfg.gc.threshold_of {
+            ThresholdOf::SpareBlocks => (reserve, units_per_block),
             ThresholdOf::FreeSpace => {
                 let free_space = (cfg.gc.threshold * geo.blocks_per_plane as f64).ceil() as u32;
                 let worth = ((1.0 - cfg.gc.threshold) * units_per_block as f64).floor() as u32;
-                (floor, free_space.max(floor), worth)
+                (free_space.max(reserve), worth)
             }
         };
-        // The reserve without the block per stream: a running job's copies
-        // go where they fit on the plane (another stream's open block at
-        // worst), so the host may open blocks down to this.
-        let host_floor = match cfg.gc.threshold_of {
-            ThresholdOf::SpareBlocks => ((cfg.gc.threshold * spare as f64).ceil() as u32).max(cfg.gc.min_free_blocks),
-            ThresholdOf::FreeSpace => cfg.gc.min_free_blocks,
-        }
-        .min(reserve);
+        // Without the reserve's block per stream: a running job's copies go
+        // where they fit on the plane (another stream's open block at
+        // worst). Never the last free block: with one, GC can go on.
+        let host_floor = kept.max(2);
         // A job is paced to end before the block the host writes into is
         // full, the next block it opens with one stream. With several, any
         // may open its next block long before: the job starts while the
@@ -627,7 +625,7 @@ impl PageCore {
         // its array units busy, translation reads queued behind planes
         // finishing jobs; 98% now, at 9% more write amplification).
         let trigger = match cfg.gc.mode {
-            GcMode::Preemptible if map_streams > 1 => trigger.max(host_floor.max(2) + 1),
+            GcMode::Preemptible if map_streams > 1 => trigger.max(host_floor + 1),
             _ => trigger,
         };
         // The host needs one block beyond GC's reserve to write into.
@@ -724,15 +722,14 @@ impl PageCore {
                     GcMode::Blocking if free <= self.reserve || free < self.trigger => {
                         self.collect(map, dev, plane, now)?
                     }
-                    GcMode::Preemptible if free < self.host_floor || free <= 1 => {
+                    GcMode::Preemptible if free < self.host_floor => {
                         // The job fell behind the host: the host waits for it
                         // (one GC process per plane at a time), then for more.
-                        self.finish_jobs(map, dev, plane, now, self.host_floor.max(2))?;
+                        self.finish_jobs(map, dev, plane, now, self.host_floor)?;
                         // Only if finishing it did not restore the reserve:
                         // a whole blocking victim more would be seconds of GC
                         // the job's pace did not call for.
-                        let free = self.pool.free_count(plane);
-                        if free < self.host_floor || free <= 1 {
+                        if self.pool.free_count(plane) < self.host_floor {
                             self.collect(map, dev, plane, now)?;
                         }
                     }
