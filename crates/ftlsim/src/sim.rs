@@ -1127,11 +1127,12 @@ impl Simulation {
         let units: u64 = busy.units.iter().sum();
         // Each unit's calendar keeps its own total, which by cause sums to
         // the same: the busiest and idlest units come from those.
-        let (busiest, idlest, total) = self
-            .dev
-            .unit_busy_ns()
-            .fold((0, u64::MAX, 0), |(most, least, sum), ns| (most.max(ns), least.min(ns), sum + ns));
+        let extremes = |each: &mut dyn Iterator<Item = u64>| {
+            each.fold((0, u64::MAX, 0), |(most, least, sum), ns| (most.max(ns), least.min(ns), sum + ns))
+        };
+        let (busiest, idlest, total) = extremes(&mut self.dev.unit_busy_ns());
         debug_assert_eq!(total, units, "the units' calendars and their busy time by cause disagree");
+        let (busiest_channel, idlest_channel, _) = extremes(&mut self.dev.channel_busy_ns());
         r.utilization = report::Utilization {
             channels: share(self.dev.bus_busy_ns(), geo.channels as usize),
             units: share(units, self.dev.units()),
@@ -1142,6 +1143,8 @@ impl Simulation {
             },
             units_busiest: share(busiest, 1),
             units_idlest: share(idlest, 1),
+            channels_busiest: share(busiest_channel, 1),
+            channels_idlest: share(idlest_channel, 1),
             host_link: share(busy.host_link, 1),
             pcm: share(busy.pcm, 1),
         };

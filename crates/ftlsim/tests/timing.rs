@@ -447,29 +447,35 @@ fn a_read_waiting_for_its_plane_does_not_hold_the_host_link() {
     assert_eq!(fast - issue, alone, "read on an idle plane, done at {fast:?}; the slow read's data at {slow:?}");
 }
 
-/// The busiest and the idlest array unit bracket the units' mean, and tell
-/// a drive all of whose units work from one where a few do: random writes
-/// keep the units alike; reads of one page all go to one unit.
+/// The busiest and the idlest array unit (and channel) bracket the mean,
+/// and tell a drive all of whose units work from one where a few do:
+/// random writes keep the units and channels alike; reads of one page all
+/// go to one unit on one channel.
 #[test]
 fn the_busiest_and_idlest_units_show_a_hot_unit() {
     let cfg = preset("k9lag08u0m-4ch", &["geometry.blocks_per_plane=64"]);
     let units = |r: &Report| (r.utilization.units_idlest, r.utilization.units, r.utilization.units_busiest);
+    let channels = |r: &Report| (r.utilization.channels_idlest, r.utilization.channels, r.utilization.channels_busiest);
 
     let spread = run(cfg.clone(), "rw=randwrite,bs=4k,ios=20000,iodepth=32", STEADY);
-    let (idlest, mean, busiest) = units(&spread);
-    assert!(idlest <= mean && mean <= busiest, "{:?}", spread.utilization);
-    assert!(idlest > 0.8 * busiest, "random writes use every unit alike: {:?}", spread.utilization);
+    for (what, (idlest, mean, busiest)) in [("unit", units(&spread)), ("channel", channels(&spread))] {
+        assert!(idlest <= mean && mean <= busiest, "{what}: {:?}", spread.utilization);
+        assert!(idlest > 0.8 * busiest, "random writes use every {what} alike: {:?}", spread.utilization);
+    }
 
     let hot =
         run_with_snapshots(cfg, "rw=read,bs=2k,ios=2000,range=2k,iodepth=8", Some(Precondition::new(1.0, 0.0)), None);
-    let (idlest, mean, busiest) = units(&hot);
-    assert_eq!(idlest, 0.0, "{:?}", hot.utilization);
-    // The drive's four units are its dies: one did all the work.
-    assert!(
-        busiest > 0.9 && (4.0 * mean - busiest).abs() < 1e-9,
-        "one page's reads keep one unit busy: {:?}",
-        hot.utilization
-    );
+    // The drive's four units are its dies, one on each of its four
+    // channels: one unit and one channel did all the work.
+    for (what, (idlest, mean, busiest)) in [("unit", units(&hot)), ("channel", channels(&hot))] {
+        assert_eq!(idlest, 0.0, "{what}: {:?}", hot.utilization);
+        assert!(
+            busiest > 0.4 && (4.0 * mean - busiest).abs() < 1e-9,
+            "one page's reads keep one {what} busy: {:?}",
+            hot.utilization
+        );
+    }
+    assert!(hot.utilization.units_busiest > 0.9, "{:?}", hot.utilization);
 }
 
 /// A buffered page whose dirty sectors are apart (two writes, a gap

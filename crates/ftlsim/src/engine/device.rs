@@ -1556,9 +1556,14 @@ impl Device {
         self.units.iter().map(|c| c.busy_ns)
     }
 
-    /// The bus time booked per channel (utilization).
+    /// The bus time booked on all channels (utilization).
     pub fn bus_busy_ns(&self) -> u64 {
-        self.channels.iter().map(|c| c.busy_ns).sum()
+        self.channel_busy_ns().sum()
+    }
+
+    /// Each channel's booked bus time, by channel.
+    pub fn channel_busy_ns(&self) -> impl Iterator<Item = u64> + '_ {
+        self.channels.iter().map(|c| c.busy_ns)
     }
 
     /// Forgets all timeline state and counters (after preconditioning), so

@@ -271,6 +271,13 @@ pub struct Utilization {
     pub units_busiest: f64,
     #[serde(default)]
     pub units_idlest: f64,
+    /// The busiest and the idlest channel's bus time over the same span:
+    /// far apart, a few channels bound the drive (where the FTL put the
+    /// pages every request reads, such as DFTL's translation pages).
+    #[serde(default)]
+    pub channels_busiest: f64,
+    #[serde(default)]
+    pub channels_idlest: f64,
     pub host_link: f64,
     pub pcm: f64,
 }

@@ -115,6 +115,10 @@ fn rows(r: &Report, brief: bool) -> Vec<(&'static str, String)> {
             format!("{:.1}% / {:.1}%", r.utilization.units_busiest * 100.0, r.utilization.units_idlest * 100.0),
         ),
         (
+            "busiest / idlest channel",
+            format!("{:.1}% / {:.1}%", r.utilization.channels_busiest * 100.0, r.utilization.channels_idlest * 100.0),
+        ),
+        (
             "write buffer hits W/R, destaged, stalls",
             r.write_buffer.as_ref().map_or_else(
                 || "off".to_string(),
