@@ -348,6 +348,44 @@ fn every_real_trace_runs_with_a_detected_format() {
     }
 }
 
+/// A trace whose clock jumps ahead and comes back (a glitch) replays as
+/// written, and the report says its times cannot be taken at face value.
+#[test]
+fn a_trace_clock_glitch_is_named_in_the_warnings() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("glitch.csv");
+    let mut csv = String::from("time_ns,op,sector,sectors\n");
+    for i in 0..1500u64 {
+        csv += &format!("{},W,{},8\n", i * 1_000_000, i * 8);
+    }
+    // One write a day later, then three back at the trace's own time.
+    csv += "86400000000000,W,0,8\n";
+    for i in 0..3u64 {
+        csv += &format!("{},W,{},8\n", 1_500_000_000 + i, i * 8);
+    }
+    std::fs::write(&path, csv).unwrap();
+    let r = report(&["--trace", path.to_str().unwrap()]);
+    let warnings: Vec<&str> = r["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+    let clock = warnings.iter().find(|w| w.starts_with("trace clock:")).unwrap_or_else(|| panic!("{warnings:?}"));
+    for part in ["3 of 1504 arrivals were earlier", "before request 1501 (counting from 1)", "a clock glitch?"] {
+        assert!(clock.contains(part), "{part:?} missing: {clock}");
+    }
+    assert_eq!(int(&r, "input.clamped_timestamps"), 3);
+    // The same trace in closed loop ignores its times: no warning.
+    let closed = report(&["--trace", path.to_str().unwrap(), "--mode", "closed"]);
+    assert_eq!(closed["warnings"], serde_json::json!([]), "{}", closed["warnings"]);
+}
+
+/// The real YCSB blkparse trace has one D event stamped 1,266,874,889.7 s
+/// (its last request); the replay says so.
+#[test]
+fn the_real_ycsb_traces_clock_glitch_is_named() {
+    let Some(path) = real("blkparse/msclaudz-ycsb-ext4-blkparse.txt") else { return };
+    let r = report(&["--trace", path.to_str().unwrap(), "--out-of-range", "wrap"]);
+    let warnings = r["warnings"].to_string();
+    assert!(warnings.contains("before request 9887 (counting from 1), is 100.0% of their span"), "{warnings}");
+}
+
 #[test]
 fn a_trace_beyond_the_device_fails_by_default_and_suggests_a_policy() {
     let path = sample("mqsim_ascii/mqsim-sample.trace");

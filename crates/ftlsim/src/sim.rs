@@ -867,6 +867,7 @@ impl Simulation {
         let mut r = self.report(&metrics, wall.elapsed().as_secs_f64());
         r.input = input;
         r.timeseries = windows.rows;
+        r.warnings.extend(clock_warning(opts.mode, &arrivals_span, r.input.clamped_timestamps));
         r.warnings.extend(saturation_warning(opts.mode, &arrivals_span, metrics.last_completion));
         Ok(r)
     }
@@ -1183,16 +1184,26 @@ struct Overwrites {
 /// Preconditioning commands between progress reports.
 pub const PRECONDITION_PROGRESS: u64 = 4096;
 
-/// The first and last arrival of a run, and how many arrived.
-#[derive(Default)]
+/// The first and last arrival of a run, how many arrived, and the longest
+/// wait between two.
+#[derive(Clone, Default)]
 struct ArrivalSpan {
     first: Option<SimTime>,
     last: SimTime,
     count: u64,
+    /// The longest time between two consecutive arrivals, and the index
+    /// of the request that ended it.
+    longest_gap: (Nanos, u64),
 }
 
 impl ArrivalSpan {
     fn add(&mut self, issue: SimTime) {
+        if self.first.is_some() {
+            let gap = issue.0.saturating_sub(self.last.0);
+            if gap > self.longest_gap.0.0 {
+                self.longest_gap = (Nanos(gap), self.count);
+            }
+        }
         self.first.get_or_insert(issue);
         self.last = self.last.max(issue);
         self.count += 1;
@@ -1206,6 +1217,56 @@ const SATURATION_BACKLOG: f64 = 0.1;
 
 /// How a saturation warning begins (what readers of `Report::warnings` match).
 pub const SATURATED: &str = "saturated:";
+
+/// How a warning about the trace's clock begins.
+pub const CLOCK: &str = "trace clock:";
+
+/// Of the arrival span, the share one gap may take before the span is
+/// called that gap's rather than the workload's.
+const CLOCK_GAP_SHARE: f64 = 0.9;
+
+/// A warning when an open-loop replay's times cannot be taken at face
+/// value: arrivals earlier than one before them (`clamped`: issued at the
+/// latest arrival's time so far, so the drive's work keeps its order), or one gap
+/// between arrivals that is most of the replay (over at least
+/// [`SATURATION_MIN_REQUESTS`] requests). A trace whose clock jumped ahead
+/// and came back (a glitch) shows both: IOPS, bandwidth and the simulated
+/// time then measure the jump, and the requests after it arrive at once.
+fn clock_warning(mode: HostMode, span: &ArrivalSpan, clamped: u64) -> Option<String> {
+    let first = span.first?;
+    if mode != HostMode::Open {
+        return None;
+    }
+    let span_ns = (span.last - first).0;
+    let (gap, at) = span.longest_gap;
+    let dominant = span.count >= SATURATION_MIN_REQUESTS && gap.0 as f64 > CLOCK_GAP_SHARE * span_ns as f64;
+    let mut why = Vec::new();
+    if clamped > 0 {
+        why.push(format!(
+            "{clamped} of {} arrivals were earlier than one before them and were issued at the latest arrival's time so far",
+            span.count
+        ));
+    }
+    if dominant {
+        why.push(format!(
+            "one gap between arrivals, {:.3} s before request {} (counting from 1), is {:.1}% of their span of {:.3} s, \
+             so IOPS, bandwidth and the simulated time measure that gap",
+            gap.0 as f64 * 1e-9,
+            at + 1,
+            100.0 * gap.0 as f64 / span_ns as f64,
+            span_ns as f64 * 1e-9
+        ));
+    }
+    if why.is_empty() {
+        return None;
+    }
+    let fix = if dominant && clamped > 0 {
+        " (a clock glitch? fix the trace's times, cut it before the gap, or replay it with --mode closed)"
+    } else {
+        " (replay it with --mode closed if its times do not matter)"
+    };
+    Some(format!("{CLOCK} {}{fix}", why.join("; ")))
+}
 
 /// A warning when an open-loop run saturated the drive.
 ///
@@ -1305,7 +1366,7 @@ mod tests {
 
     fn span(count: u64, first_s: f64, last_s: f64) -> ArrivalSpan {
         let t = |s: f64| SimTime((s * 1e9) as u64);
-        ArrivalSpan { first: Some(t(first_s)), last: t(last_s), count }
+        ArrivalSpan { first: Some(t(first_s)), last: t(last_s), count, longest_gap: (Nanos::ZERO, 0) }
     }
 
     #[test]
@@ -1332,6 +1393,32 @@ mod tests {
         }
         let err = "fill=1,mode=slow".parse::<Precondition>().unwrap_err().to_string();
         assert!(err.contains("precondition.mode: 'slow' is not a mode; expected fast or timed"), "{err}");
+    }
+
+    #[test]
+    fn a_trace_clock_that_went_back_or_one_gap_that_is_the_run_is_named() {
+        let mut spread = ArrivalSpan::default();
+        for i in 0..2000 {
+            spread.add(SimTime(i * 1_000_000));
+        }
+        assert_eq!(clock_warning(HostMode::Open, &spread, 0), None);
+        let w = clock_warning(HostMode::Open, &spread, 7).unwrap();
+        assert!(w.starts_with("trace clock: 7 of 2000 arrivals were earlier"), "{w}");
+        assert!(!w.contains("gap"), "{w}");
+        // A jump of an hour before the 2001st arrival: the span is the jump's.
+        let mut jumped = spread.clone();
+        jumped.add(SimTime(3_600_000_000_000));
+        let w = clock_warning(HostMode::Open, &jumped, 0).unwrap();
+        assert!(w.contains("3598.001 s before request 2001 (counting from 1), is 99.9% of their span"), "{w}");
+        let w = clock_warning(HostMode::Open, &jumped, 5).unwrap();
+        assert!(w.contains("5 of 2001 arrivals") && w.contains("a clock glitch?"), "{w}");
+        // Closed loop ignores the trace's times; a few requests say nothing of a gap.
+        assert_eq!(clock_warning(HostMode::Closed, &jumped, 5), None);
+        let mut few = ArrivalSpan::default();
+        for t in [0, 1, 1_000_000_000] {
+            few.add(SimTime(t));
+        }
+        assert_eq!(clock_warning(HostMode::Open, &few, 0), None);
     }
 
     #[test]
