@@ -16,7 +16,7 @@
 
 use crate::config::{Config, HostMode, OutOfRange, PowerCutAt};
 use crate::controller::Controller;
-use crate::engine::host::{Arrivals, RangePolicy, fit_range};
+use crate::engine::host::{Arrivals, RangePolicy, TimeOrdered, fit_range};
 use crate::engine::{Device, FlashCounters};
 use crate::error::{Error, Result};
 use crate::ftl::{self, Ftl, Span};
@@ -774,6 +774,13 @@ impl Simulation {
         on_progress: &mut dyn FnMut(Progress, u64) -> bool,
     ) -> Result<Report> {
         let wall = Instant::now();
+        // Open loop replays the source's times: in time order (closed loop
+        // issues commands in the source's order whatever their times).
+        let mut ordered = None;
+        let src: &mut dyn CmdSource = match opts.mode {
+            HostMode::Open => ordered.insert(TimeOrdered::new(src)),
+            HostMode::Closed => src,
+        };
         let mut metrics = Metrics::default();
         let mut arrivals = Arrivals::new(opts.mode, opts.queue_depth, opts.time_scale);
         let mut adjusted = 0;
@@ -857,6 +864,7 @@ impl Simulation {
         input.skipped_lines = src.skipped_lines();
         input.clamped_timestamps = arrivals.clamped + src.clamped_timestamps();
         input.zero_length_requests = src.zero_length();
+        input.reordered_arrivals = ordered.map_or(0, |o| o.reordered);
         input.out_of_range_adjusted = adjusted;
         input.host_mode = match opts.mode {
             HostMode::Open => "open".into(),
@@ -1226,8 +1234,9 @@ pub const CLOCK: &str = "trace clock:";
 const CLOCK_GAP_SHARE: f64 = 0.9;
 
 /// A warning when an open-loop replay's times cannot be taken at face
-/// value: arrivals earlier than one before them (`clamped`: issued at the
-/// latest arrival's time so far, so the drive's work keeps its order), or one gap
+/// value: arrivals earlier than one before them that the time-order window
+/// ([`TimeOrdered`]) could not move (`clamped`: issued at the latest
+/// arrival's time so far, so the drive's work keeps its order), or one gap
 /// between arrivals that is most of the replay (over at least
 /// [`SATURATION_MIN_REQUESTS`] requests). A trace whose clock jumped ahead
 /// and came back (a glitch) shows both: IOPS, bandwidth and the simulated
@@ -1260,7 +1269,7 @@ fn clock_warning(mode: HostMode, span: &ArrivalSpan, clamped: u64) -> Option<Str
     if why.is_empty() {
         return None;
     }
-    let fix = if dominant && clamped > 0 {
+    let fix = if dominant {
         " (a clock glitch? fix the trace's times, cut it before the gap, or replay it with --mode closed)"
     } else {
         " (replay it with --mode closed if its times do not matter)"

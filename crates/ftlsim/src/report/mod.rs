@@ -98,8 +98,15 @@ pub struct InputReport {
     /// True when the format was auto-detected.
     pub format_detected: bool,
     pub skipped_lines: u64,
-    /// Arrivals earlier than their predecessor, replayed at the predecessor's time.
+    /// Arrivals earlier than one before them, replayed at the latest
+    /// arrival's time so far (open loop; disorder the time-order window
+    /// could not undo).
     pub clamped_timestamps: u64,
+    /// Open loop: commands replayed before ones the source gave earlier
+    /// (their times were earlier, within `engine::host::REORDER_WINDOW`
+    /// commands).
+    #[serde(default)]
+    pub reordered_arrivals: u64,
     /// Reads, writes and trims of no sectors (and blkparse events without a
     /// sector range), not replayed.
     pub zero_length_requests: u64,
