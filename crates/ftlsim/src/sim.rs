@@ -1233,6 +1233,12 @@ pub const CLOCK: &str = "trace clock:";
 /// called that gap's rather than the workload's.
 const CLOCK_GAP_SHARE: f64 = 0.9;
 
+/// Whether one gap of `gap_ns` between arrivals is most of their span of
+/// `span_ns`, over enough requests to say so (`trace stats` asks too).
+pub(crate) fn one_gap_is_the_span(gap_ns: u64, span_ns: u64, requests: u64) -> bool {
+    requests >= SATURATION_MIN_REQUESTS && gap_ns as f64 > CLOCK_GAP_SHARE * span_ns as f64
+}
+
 /// A warning when an open-loop replay's times cannot be taken at face
 /// value: arrivals earlier than one before them that the time-order window
 /// ([`TimeOrdered`]) could not move (`clamped`: issued at the latest
@@ -1248,7 +1254,7 @@ fn clock_warning(mode: HostMode, span: &ArrivalSpan, clamped: u64) -> Option<Str
     }
     let span_ns = (span.last - first).0;
     let (gap, at) = span.longest_gap;
-    let dominant = span.count >= SATURATION_MIN_REQUESTS && gap.0 as f64 > CLOCK_GAP_SHARE * span_ns as f64;
+    let dominant = one_gap_is_the_span(gap.0, span_ns, span.count);
     let mut why = Vec::new();
     if clamped > 0 {
         why.push(format!(

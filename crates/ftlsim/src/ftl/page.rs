@@ -444,6 +444,13 @@ pub struct PageCore {
     /// the whole reserve, the host waited for whole victims (DAC with 4
     /// regions on modern-tlc: 37% of the array units busy, write p99 1.3 s).
     host_floor: u32,
+    /// A host write that waits for GC waits for every job its plane has
+    /// (one map stream), or only until it may take a block (several: a
+    /// plane whose victims freed a tenth of a block each made one write
+    /// wait for a dozen). With one map stream and GC's own frontier, a
+    /// job left mid-victim after a power cut found no free page for its
+    /// copies (the conformance grid: `gc.frontier = "separate"`).
+    waits_for_all_jobs: bool,
     /// GC runs on a plane with fewer free blocks than this (the reserve,
     /// unless `gc.threshold_of = "free-space"`; with preemptible GC and
     /// several map streams, at least a block above `host_floor`).
@@ -650,6 +657,7 @@ impl PageCore {
             cursor: 0,
             reserve,
             host_floor,
+            waits_for_all_jobs: map_streams == 1,
             trigger,
             worth_valid,
             reclaim_empty: cfg.gc.reclaim_empty,
@@ -1711,9 +1719,10 @@ impl PageCore {
 
     /// Runs `plane`'s GC job, and any it leads to, to the end until the
     /// plane has `until_free` free blocks, ahead of a host write that found
-    /// them gone (counted when there was a job). The jobs after that are
-    /// left to their pace: run to the end, a plane whose victims free a
-    /// tenth of a block each made one write wait for a dozen of them.
+    /// them gone (counted when there was a job). With several map streams
+    /// the jobs after that are left to their pace: run to the end, a plane
+    /// whose victims free a tenth of a block each made one write wait for a
+    /// dozen of them. With one, all run ([`waits_for_all_jobs`](Self::waits_for_all_jobs)).
     fn finish_jobs<M: MapTable>(
         &mut self,
         map: &mut M,
@@ -1722,6 +1731,7 @@ impl PageCore {
         now: SimTime,
         until_free: u32,
     ) -> Result<()> {
+        let until_free = if self.waits_for_all_jobs { u32::MAX } else { until_free };
         let mut waited = false;
         while self.pool.free_count(plane) < until_free && self.gc_steps(map, dev, plane, now, u32::MAX)? > 0 {
             waited = true;

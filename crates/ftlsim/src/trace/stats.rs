@@ -17,12 +17,14 @@
 //!   (`working_set_exact: false`, shown as "≥").
 
 use super::{CmdSource, Op};
+use crate::engine::host::REORDER_WINDOW;
 use crate::error::Result;
+use crate::sim::one_gap_is_the_span;
 use crate::units::SECTOR_BYTES;
 use hdrhistogram::Histogram;
 use serde::Serialize;
-use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write;
 
 /// Working-set page: 4 KiB, in sectors.
@@ -58,6 +60,10 @@ pub struct TraceStats {
     pub span_ns: u64,
     /// Commands arriving earlier than their predecessor.
     pub backwards_timestamps: u64,
+    /// The most commands before one that arrived later than it (looked for
+    /// among the last `REORDER_WINDOW` + 1): an open-loop replay puts up to
+    /// `REORDER_WINDOW` in time order, and issues the rest late.
+    pub backwards_reach: u64,
     /// Mean size of reads, writes and trims, in bytes (0 if none).
     pub mean_request_bytes: f64,
     /// Request sizes of reads, writes and trims in power-of-two buckets,
@@ -121,6 +127,8 @@ pub fn stats_capped(src: &mut dyn CmdSource, max_chunks: usize) -> Result<TraceS
     let mut gaps = Histogram::<u64>::new_with_bounds(1, i64::MAX as u64, 3).expect("valid histogram bounds");
     let (mut gap_sum, mut gap_max) = (0u128, 0u64);
     let mut prev: Option<u64> = None;
+    // The last arrivals, for how far back a backwards timestamp reaches.
+    let mut recent: VecDeque<u64> = VecDeque::with_capacity(REORDER_WINDOW + 2);
     while let Some(c) = src.next_cmd()? {
         // A multi-range TRIM is one request, counted at its last range.
         let ends_command = !(c.op == Op::Trim && c.continued);
@@ -152,6 +160,8 @@ pub fn stats_capped(src: &mut dyn CmdSource, max_chunks: usize) -> Result<TraceS
         if let Some(p) = prev {
             if c.time.0 < p {
                 s.backwards_timestamps += 1;
+                let reach = recent.iter().filter(|&&t| t > c.time.0).count() as u64;
+                s.backwards_reach = s.backwards_reach.max(reach);
             }
             let gap = c.time.0.saturating_sub(p);
             gaps.saturating_record(gap);
@@ -159,6 +169,10 @@ pub fn stats_capped(src: &mut dyn CmdSource, max_chunks: usize) -> Result<TraceS
             gap_max = gap_max.max(gap);
         }
         prev = Some(c.time.0);
+        if recent.len() > REORDER_WINDOW {
+            recent.pop_front();
+        }
+        recent.push_back(c.time.0);
         s.span_ns = s.span_ns.max(c.time.0);
     }
     let data = s.reads + s.writes + s.trims;
@@ -362,8 +376,29 @@ pub fn render_table(s: &TraceStats, format: &str) -> String {
         }
         None => t.push_str("inter-arrival  - (fewer than two requests)\n"),
     }
-    let _ =
-        writeln!(t, "time span      {} ({} backwards timestamps)", human_ns(s.span_ns as f64), s.backwards_timestamps);
+    let reach = match s.backwards_reach {
+        0 => String::new(),
+        r if r as usize > REORDER_WINDOW => {
+            format!(", reaching more than {REORDER_WINDOW} commands back: an open-loop replay issues those late")
+        }
+        r => format!(", reaching {r} commands back: an open-loop replay puts them in time order"),
+    };
+    let glitch = match s.interarrival_ns.as_ref() {
+        Some(g) if one_gap_is_the_span(g.max, s.span_ns, s.requests) => {
+            format!(
+                "; one gap, {}, is {:.1}% of it: a clock glitch?",
+                human_ns(g.max as f64),
+                100.0 * g.max as f64 / s.span_ns as f64
+            )
+        }
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        t,
+        "time span      {} ({} backwards timestamps{reach}){glitch}",
+        human_ns(s.span_ns as f64),
+        s.backwards_timestamps
+    );
     let _ = writeln!(t, "skipped lines  {} (zero-length requests: {})", s.skipped_lines, s.zero_length);
     if !s.size_histogram.is_empty() {
         let _ = writeln!(t, "{:<20}{:>10} {:>10} {:>10}", "request sizes", "reads", "writes", "trims");
@@ -491,6 +526,27 @@ mod tests {
         ]);
         assert_eq!((s.sequential_reads, s.sequential_writes, s.sequential_trims), (1, 1, 0));
         assert!((s.sequential_share - 2.0 / 6.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn how_far_back_timestamps_reach_and_a_gap_that_is_the_span_are_told() {
+        // 1,200 reads 1 ms apart, one stamped before the last three, then
+        // one a day later: reach 3, and the day is the span.
+        let mut cmds: Vec<HostCmd> = (0..1200).map(|i| cmd(i * 1_000_000, Op::Read, 0, 8)).collect();
+        cmds.push(cmd(1_196_500_000, Op::Read, 0, 8));
+        cmds.push(cmd(86_400_000_000_000, Op::Read, 0, 8));
+        let s = of(cmds.clone());
+        assert_eq!((s.backwards_timestamps, s.backwards_reach), (1, 3));
+        let table = render_table(&s, "csv");
+        assert!(table.contains("(1 backwards timestamps, reaching 3 commands back: an open-loop replay puts them in time order); one gap"), "{table}");
+        assert!(table.contains("a clock glitch?"), "{table}");
+        // Further back than the replay's window; a trace without a jump.
+        cmds.pop();
+        cmds.push(cmd(0, Op::Read, 0, 8));
+        let s = of(cmds);
+        assert_eq!(s.backwards_reach as usize, REORDER_WINDOW + 1);
+        let table = render_table(&s, "csv");
+        assert!(table.contains("more than 1024 commands back: an open-loop replay issues those late)\n"), "{table}");
     }
 
     #[test]
