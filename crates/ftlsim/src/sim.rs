@@ -1136,12 +1136,9 @@ impl Simulation {
         let units: u64 = busy.units.iter().sum();
         // Each unit's calendar keeps its own total, which by cause sums to
         // the same: the busiest and idlest units come from those.
-        let extremes = |each: &mut dyn Iterator<Item = u64>| {
-            each.fold((0, u64::MAX, 0), |(most, least, sum), ns| (most.max(ns), least.min(ns), sum + ns))
-        };
-        let (busiest, idlest, total) = extremes(&mut self.dev.unit_busy_ns());
+        let (busiest, idlest, total) = busiest_idlest_total(self.dev.unit_busy_ns());
         debug_assert_eq!(total, units, "the units' calendars and their busy time by cause disagree");
-        let (busiest_channel, idlest_channel, _) = extremes(&mut self.dev.channel_busy_ns());
+        let (busiest_channel, idlest_channel, _) = busiest_idlest_total(self.dev.channel_busy_ns());
         r.utilization = report::Utilization {
             channels: share(self.dev.bus_busy_ns(), geo.channels as usize),
             units: share(units, self.dev.units()),
@@ -1187,6 +1184,11 @@ struct Overwrites {
     count: u64,
     write_sectors: u64,
     progress_pages: (u64, u64),
+}
+
+/// The most, the least and the sum of resources' busy times.
+fn busiest_idlest_total(busy_ns: impl Iterator<Item = u64>) -> (u64, u64, u64) {
+    busy_ns.fold((0, u64::MAX, 0), |(most, least, sum), ns| (most.max(ns), least.min(ns), sum + ns))
 }
 
 /// Preconditioning commands between progress reports.

@@ -55,10 +55,11 @@ impl<'a> TimeOrdered<'a> {
         }
     }
 
-    fn read(&mut self) -> Result<bool> {
+    /// Reads the source's next command into the window, or notes its end.
+    fn read(&mut self) -> Result<()> {
         let Some(cmd) = self.src.next_cmd()? else {
             self.done = true;
-            return Ok(false);
+            return Ok(());
         };
         let at = match self.open_chain {
             // The next range of the TRIM just read goes right after it.
@@ -78,7 +79,7 @@ impl<'a> TimeOrdered<'a> {
             }
         };
         self.open_chain = cmd.continued.then_some(at);
-        Ok(true)
+        Ok(())
     }
 }
 

@@ -444,13 +444,6 @@ pub struct PageCore {
     /// the whole reserve, the host waited for whole victims (DAC with 4
     /// regions on modern-tlc: 37% of the array units busy, write p99 1.3 s).
     host_floor: u32,
-    /// A host write that waits for GC waits for every job its plane has
-    /// (one map stream), or only until it may take a block (several: a
-    /// plane whose victims freed a tenth of a block each made one write
-    /// wait for a dozen). With one map stream and GC's own frontier, a
-    /// job left mid-victim after a power cut found no free page for its
-    /// copies (the conformance grid: `gc.frontier = "separate"`).
-    waits_for_all_jobs: bool,
     /// GC runs on a plane with fewer free blocks than this (the reserve,
     /// unless `gc.threshold_of = "free-space"`; with preemptible GC and
     /// several map streams, at least a block above `host_floor`).
@@ -657,7 +650,6 @@ impl PageCore {
             cursor: 0,
             reserve,
             host_floor,
-            waits_for_all_jobs: map_streams == 1,
             trigger,
             worth_valid,
             reclaim_empty: cfg.gc.reclaim_empty,
@@ -1722,7 +1714,9 @@ impl PageCore {
     /// them gone (counted when there was a job). With several map streams
     /// the jobs after that are left to their pace: run to the end, a plane
     /// whose victims free a tenth of a block each made one write wait for a
-    /// dozen of them. With one, all run ([`waits_for_all_jobs`](Self::waits_for_all_jobs)).
+    /// dozen of them. With one, all run: with GC's own frontier, a job left
+    /// mid-victim after a power cut found no free page for its copies (the
+    /// conformance grid, `gc.frontier = "separate"`).
     fn finish_jobs<M: MapTable>(
         &mut self,
         map: &mut M,
@@ -1731,7 +1725,7 @@ impl PageCore {
         now: SimTime,
         until_free: u32,
     ) -> Result<()> {
-        let until_free = if self.waits_for_all_jobs { u32::MAX } else { until_free };
+        let until_free = if map.streams() > 1 { until_free } else { u32::MAX };
         let mut waited = false;
         while self.pool.free_count(plane) < until_free && self.gc_steps(map, dev, plane, now, u32::MAX)? > 0 {
             waited = true;
