@@ -9,6 +9,7 @@
 //! | input | limit |
 //! |---|---|
 //! | `host.queue_depth`, `--qd`, a workload's `iodepth=` | [`MAX_QUEUE_DEPTH`] |
+//! | `controller.cores` | [`MAX_CONTROLLER_CORES`] |
 //! | `--precondition overwrite=` | [`MAX_OVERWRITE`] × the filled space |
 //! | one trace line (after gzip decompression) | [`MAX_LINE_BYTES`] |
 //! | `cache.bytes` | the drive's logical capacity |
@@ -24,6 +25,11 @@ use crate::error::{Error, Result};
 /// Commands a host keeps outstanding at most: NVMe's largest queue (64 Ki
 /// entries). Closed-loop replay keeps one completion time per slot.
 pub const MAX_QUEUE_DEPTH: u32 = 65_536;
+
+/// Firmware cores of a controller at most: each keeps one free time, and a
+/// command takes the earliest (a scan), so a few dozen are meant; real
+/// controllers have 2 to 16.
+pub const MAX_CONTROLLER_CORES: u32 = 1024;
 
 /// Preconditioning writes at most this many times the filled space: enough
 /// for any steady state (a few overwrites reach it), finite so a typo cannot

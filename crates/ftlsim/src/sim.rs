@@ -396,10 +396,11 @@ impl Simulation {
         if cmd.op == Op::Trim && cmd.sectors > 0 {
             return self.submit_trim(&[span], issue);
         }
-        // A non-queued TRIM before it may hold the command (queueing, from
-        // its arrival).
+        // A non-queued TRIM before it may hold the command, and it may wait
+        // for a firmware core (queueing, from its arrival); the core's
+        // time is service.
         let arrival = issue;
-        let issue = self.trim.admit(cmd.op, issue);
+        let issue = self.ctrl.cores.command(self.trim.admit(cmd.op, issue));
         // Background work due before this command runs first, in time order.
         let (ftl, dev, ctrl) = (self.ftl.as_mut(), &mut self.dev, &mut self.ctrl);
         ctrl.run_until(ftl, dev, issue)?;
@@ -420,17 +421,18 @@ impl Simulation {
             _ => issue,
         };
         self.trim.complete(cmd.op, done);
-        self.note_queueing(arrival, done, stalled);
+        self.note_queueing(arrival, issue, self.ctrl.cores.command_time(), done, stalled);
         Ok(done)
     }
 
     /// Work the drive did for others before the command's own began, waits
-    /// for a bus within it and for buffer space are queueing; the rest is
-    /// service.
-    fn note_queueing(&mut self, issue: SimTime, done: SimTime, stalled: Nanos) {
+    /// for a bus within it and for buffer space are queueing; the rest
+    /// (`core` of firmware time just before `began` among it) is service.
+    fn note_queueing(&mut self, arrival: SimTime, began: SimTime, core: Nanos, done: SimTime, stalled: Nanos) {
         let (served, bus_waited) = self.dev.served_from();
-        let served = served.min(done).max(issue);
-        self.last_queueing = ((served - issue) + bus_waited + stalled).min(done - issue);
+        let served = served.min(done).max(began);
+        let waited = Nanos((served - arrival).0.saturating_sub(core.0));
+        self.last_queueing = (waited + bus_waited + stalled).min(done - arrival);
     }
 
     /// How long the last [`submit`](Self::submit)ted command waited before
@@ -463,7 +465,7 @@ impl Simulation {
         dev.begin_command();
         let done = self.trim.serve(ctrl, ftl, dev, ranges, issue)?;
         self.trim.complete(Op::Trim, done);
-        self.note_queueing(arrival, done, Nanos::ZERO);
+        self.note_queueing(arrival, issue, Nanos::ZERO, done, Nanos::ZERO);
         Ok(done)
     }
 
@@ -1153,6 +1155,7 @@ impl Simulation {
             channels_idlest: share(idlest_channel, 1),
             host_link: share(busy.host_link, 1),
             pcm: share(busy.pcm, 1),
+            controller: share(self.ctrl.cores.busy().0, self.ctrl.cores.count()),
         };
         r.multi_plane = self.cfg.timing.multi_plane.then(|| self.dev.multi_plane.clone());
         r.coftl = stats.coftl.clone();

@@ -10,9 +10,10 @@
 //! - **DSM payload**: the range list crosses the host link, 8 B per range
 //!   in 512 B blocks (ATA DSM's layout);
 //! - **controller time**: `trim.command_us` per command, `trim.range_us` per
-//!   range and per partial-page fragment a misaligned range leaves, on one
-//!   controller core that does TRIM work in order (other commands take no
-//!   core time in this model, so only TRIMs queue on it);
+//!   range and per partial-page fragment a misaligned range leaves, on the
+//!   controller's firmware core free soonest ([`crate::controller::cores`]:
+//!   one by default, where other commands take no core time unless
+//!   `controller.command_us` gives them some, so TRIMs queue behind TRIMs);
 //! - **mapping work**, each FTL's own, on the engine's resources: the FTL's
 //!   `trim` books its flash reads and writes (DFTL's translation pages),
 //!   PCM accesses (HAT) and erases itself; the RAM accesses it counts
@@ -81,8 +82,6 @@ pub struct TrimModel {
     queued: bool,
     max_ranges: usize,
     sectors_per_page: u64,
-    /// When the controller core has finished the TRIM work booked on it.
-    core_free: SimTime,
     /// Completion of the last non-queued TRIM: nothing starts before it.
     barrier: SimTime,
     /// Latest completion of any command admitted so far.
@@ -109,7 +108,6 @@ impl TrimModel {
             queued: cfg.host.trim_queued,
             max_ranges: cfg.host.trim_max_ranges as usize,
             sectors_per_page: page as u64 / SECTOR_BYTES,
-            core_free: SimTime::ZERO,
             barrier: SimTime::ZERO,
             latest_done: SimTime::ZERO,
             zeros: if payloads { vec![0; page] } else { Vec::new() },
@@ -166,7 +164,8 @@ impl TrimModel {
         self.stats.ranges += ranges.len() as u64;
         let payload = (ranges.len() as u64 * DSM_ENTRY_BYTES).div_ceil(DSM_BLOCK_BYTES) * DSM_BLOCK_BYTES;
         let ready = dev.host_transfer(payload, start);
-        let mut t = ready.max(self.core_free) + self.command;
+        let (core, core_start) = ctrl.cores.soonest(ready);
+        let mut t = core_start + self.command;
         let mut core_ns = self.command.0;
         let mut done = t;
         for &span in ranges {
@@ -189,7 +188,7 @@ impl TrimModel {
             t += Nanos(ram);
         }
         self.stats_ns[CONTROLLER] += core_ns;
-        self.core_free = t;
+        ctrl.cores.occupy(core, core_start, t);
         Ok(done.max(t))
     }
 
@@ -216,7 +215,6 @@ impl TrimModel {
     /// Time and counters restart (between measurement phases); the drive's
     /// state is settled, so nothing is outstanding.
     pub fn restart(&mut self) {
-        self.core_free = SimTime::ZERO;
         self.barrier = SimTime::ZERO;
         self.latest_done = SimTime::ZERO;
         self.stats_ns = [0; 4];

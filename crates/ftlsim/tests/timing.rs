@@ -328,6 +328,52 @@ fn queueing_grows_with_queue_depth_and_the_parts_add_up() {
     assert!(deep.queueing_us.read.mean > 0.5 * deep.latency_us.read.mean, "{:?}", deep.queueing_us.read);
 }
 
+/// The controller's firmware cores (`controller.cores`,
+/// `controller.command_us`): at queue depth 1 every command takes the
+/// command time more, as service; at a deep queue the cores bound the
+/// drive once they allow fewer commands than the flash does, and a
+/// command's wait for a core is queueing.
+#[test]
+fn the_controllers_cores_add_their_time_and_bound_a_deep_queue() {
+    let small = ["geometry.channels=2", "geometry.blocks_per_plane=64", "geometry.pages_per_block=96"];
+    let with = |extra: &[&str]| preset("modern-tlc", &[&small[..], extra].concat());
+    let fill = Precondition::new(1.0, 0.0);
+    let qd1 = "rw=randread,bs=4k,ios=2000,iodepth=1,seed=3";
+    let base = run(with(&[]), qd1, fill);
+    const CMD_US: f64 = 20.0;
+    let cores = ["controller.cores=2", &format!("controller.command_us={CMD_US}")];
+    let timed = run(with(&cores), qd1, fill);
+    assert!(
+        (timed.latency_us.read.mean - base.latency_us.read.mean - CMD_US).abs() < 1e-6,
+        "{} vs {}",
+        timed.latency_us.read.mean,
+        base.latency_us.read.mean
+    );
+    assert_eq!(timed.queueing_us.read.mean, base.queueing_us.read.mean, "one command at a time waits for no core");
+    assert!((timed.service_us.read.mean - base.service_us.read.mean - CMD_US).abs() < 1e-6);
+    // Buffered writes at queue depth 1: the link's transfer and the core.
+    let buffered = ["cache.bytes=33554432", cores[0], cores[1]];
+    let w = run(with(&buffered), "rw=randwrite,bs=4k,ios=2000,iodepth=1,seed=3", fill);
+    let link_us = 4096.0 * with(&[]).host.link_ns_per_byte / 1000.0;
+    assert!((w.latency_us.write.max - CMD_US - link_us).abs() < 0.01, "{:?}", w.latency_us.write);
+    assert_eq!(w.queueing_us.write.max, 0.0, "{:?}", w.queueing_us.write);
+
+    // A deep queue: the flash allows more than 2 cores at 20 us (100,000 a
+    // second): 64 planes, 16 KiB pages over 2 channels (147,000).
+    let deep = "rw=randread,bs=4k,ios=40000,iodepth=256,seed=3";
+    let free = run(with(&[]), deep, fill);
+    let bound = 2.0 / (CMD_US * 1e-6);
+    assert!(free.iops > 1.2 * bound, "the flash alone allows {:.0} IOPS", free.iops);
+    let bound_run = run(with(&cores), deep, fill);
+    let ratio = bound_run.iops / bound;
+    assert!(ratio > 0.98 && ratio <= 1.0 + 1e-9, "{:.0} IOPS against the cores' {bound:.0}", bound_run.iops);
+    assert!(bound_run.utilization.controller > 0.98, "{:?}", bound_run.utilization);
+    assert_eq!(free.utilization.controller, 0.0);
+    let (q, s) = (&bound_run.queueing_us.read, &bound_run.service_us.read);
+    assert!(q.mean > 0.8 * bound_run.latency_us.read.mean, "waits for a core are queueing: {q:?}");
+    assert!(s.mean < free.service_us.read.mean + CMD_US + 1.0, "service {s:?}");
+}
+
 /// An open-loop replay below what the resources allow keeps up, also when
 /// its partial-page writes read the old page on one array unit before
 /// programming another, under blocking GC's long bursts: the programming

@@ -196,6 +196,49 @@ fn a_non_queued_trim_waits_for_earlier_commands_and_holds_later_ones() {
     }
 }
 
+/// TRIMs' core work and other commands' `controller.command_us` share the
+/// firmware cores: on one core a read issued just after a TRIM waits for
+/// the TRIM's work; on two it takes the other core; without command time
+/// it waits for no core at all (only TRIMs queue on the core).
+#[test]
+fn trims_and_other_commands_share_the_controllers_cores() {
+    let c = config(&[]);
+    let p = parts(&c);
+    let command = 7_000;
+    let read_alone = {
+        let mut s = sim(&[]);
+        written(&mut s, 64);
+        (s.submit(&cmd(Op::Read, 40 * SPP, SPP), SimTime::ZERO, None, None).unwrap() - SimTime::ZERO).0
+    };
+    for (cores, command_us) in [(1, 0.0), (1, 7.0), (2, 7.0)] {
+        let mut s = sim(&[&format!("controller.cores={cores}"), &format!("controller.command_us={command_us}")]);
+        written(&mut s, 64);
+        let trim_done = s.submit_trim(&[span(0, 8 * SPP)], SimTime::ZERO).unwrap();
+        let core_work = p.command + p.range + 16 * p.ram;
+        assert_eq!(trim_done, SimTime(p.payload(1) + core_work), "{cores} cores: the TRIM's own time");
+        // The read is issued once the TRIM's payload has crossed the link.
+        let at = SimTime(p.payload(1));
+        let read_done = s.submit(&cmd(Op::Read, 40 * SPP, SPP), at, None, None).unwrap();
+        let read = (read_done - at).0;
+        let expected = match (cores, command_us > 0.0) {
+            (_, false) => read_alone,
+            (1, true) => core_work + command + read_alone,
+            _ => command + read_alone,
+        };
+        assert_eq!(read, expected, "{cores} cores, {command_us} us a command");
+        // Over the time the drive worked (no host metrics here: until the
+        // read's flash work ended, before its data crossed the link).
+        let worked = (read_done.0 - (SPP * 512) * c.host.link_ns_per_byte as u64) as f64;
+        let r = s.report_from(&Default::default(), 0.0);
+        let busy = (core_work + if command_us > 0.0 { command } else { 0 }) as f64;
+        assert!(
+            (r.utilization.controller - busy / (cores as f64 * worked)).abs() < 1e-9,
+            "{cores} cores: controller busy {} of {worked} ns",
+            r.utilization.controller
+        );
+    }
+}
+
 #[test]
 fn dftl_trims_read_translation_pages_and_hat_reads_pcm() {
     // A one-entry cache: every trimmed entry's translation page comes from flash.

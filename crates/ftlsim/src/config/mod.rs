@@ -53,6 +53,10 @@ pub struct Config {
     /// The TRIM cost model (see [`crate::trim`]).
     #[serde(default)]
     pub trim: TrimConfig,
+    /// The controller's firmware cores and their time per command (see
+    /// [`crate::controller::cores`]).
+    #[serde(default)]
+    pub controller: ControllerConfig,
     /// Seed for every random choice of the run (victim sampling, workloads).
     #[serde(default = "defaults::seed")]
     pub seed: u64,
@@ -586,6 +590,23 @@ pub struct TrimConfig {
     pub partial: TrimPartial,
 }
 
+/// The controller's firmware: every host command takes `command_us` of one
+/// of `cores` cores before its data moves (command fetch and decode, the
+/// FTL's lookup, the completion entry), so a drive's IOPS are at most
+/// `cores / command_us` and a command queues for a core when all are busy.
+/// A TRIM's core time is `trim.command_us` and its ranges' instead.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ControllerConfig {
+    /// Firmware cores serving host commands in parallel.
+    #[serde(default = "defaults::controller_cores")]
+    pub cores: u32,
+    /// Core time per host command (not TRIM), µs; 0: none (no core time
+    /// and no queueing for a core, as in MQSim and SSDsim).
+    #[serde(default)]
+    pub command_us: f64,
+}
+
 /// How hybrid FTLs stripe logical pages over chips (TRIM paper, Figs. 1-2).
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -780,6 +801,9 @@ mod defaults {
     pub fn trim_batch_window_us() -> f64 {
         1000.0
     }
+    pub fn controller_cores() -> u32 {
+        1
+    }
     pub fn trim_command_us() -> f64 {
         30.0
     }
@@ -813,7 +837,8 @@ default_from_serde!(
     PcmConfig,
     EnergyConfig,
     CacheConfig,
-    TrimConfig
+    TrimConfig,
+    ControllerConfig
 );
 
 impl GeometryConfig {
@@ -1188,6 +1213,12 @@ impl Config {
 
     fn validate_trim(&self) -> Result<()> {
         let h = &self.host;
+        if !(1..=limits::MAX_CONTROLLER_CORES).contains(&self.controller.cores) {
+            return Err(Error::config(
+                "controller.cores",
+                format!("{} must be in 1..={}", self.controller.cores, limits::MAX_CONTROLLER_CORES),
+            ));
+        }
         if !(1..=65_536).contains(&h.trim_max_ranges) {
             return Err(Error::config(
                 "host.trim_max_ranges",
@@ -1198,6 +1229,7 @@ impl Config {
             ("host.trim_batch_window_us", h.trim_batch_window_us),
             ("trim.command_us", self.trim.command_us),
             ("trim.range_us", self.trim.range_us),
+            ("controller.command_us", self.controller.command_us),
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(Error::config(key, format!("{v} is not a finite, non-negative time")));

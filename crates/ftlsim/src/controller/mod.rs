@@ -45,6 +45,7 @@
 //! of different LPNs, written by different host commands, into one page.
 
 pub mod buffer;
+pub mod cores;
 pub mod heap;
 pub mod index;
 
@@ -54,6 +55,7 @@ use crate::error::Result;
 use crate::ftl::{Ftl, Span, page_chunks};
 use crate::units::{PlaneId, Sector, SimTime};
 use buffer::{BufferStats, SectorMask, WriteBuffer, overlay_held, sector_mask};
+use cores::Cores;
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -90,6 +92,8 @@ pub struct Controller {
     /// ([`Ftl::destage_must_wait`]): background steps restart destagers.
     #[serde(default)]
     held_for_gc: bool,
+    /// The firmware cores host commands and TRIMs take time on.
+    pub cores: Cores,
 }
 
 impl Controller {
@@ -127,6 +131,7 @@ impl Controller {
             destagers,
             destage_pages: if cfg.timing.multi_plane { geo.planes_per_die as usize } else { 1 },
             held_for_gc: false,
+            cores: Cores::new(cfg.controller.cores, crate::units::Nanos::from_us_f64(cfg.controller.command_us)),
         }
     }
 
@@ -201,6 +206,7 @@ impl Controller {
         self.idle_destagers += self.schedule.len() as u32;
         self.schedule.clear();
         self.now = SimTime::ZERO;
+        self.cores.restart();
     }
 
     fn run(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, t: SimTime) -> Result<SimTime> {
@@ -399,6 +405,10 @@ impl Controller {
         if self.buffer.is_none() {
             return ftl.write(dev, span, issue, ready, data);
         }
+        // Behind the buffer the write's own work is its host transfer: the
+        // destages it starts are not, nor their waits for a bus (its wait
+        // for room is counted as its stall).
+        let own = dev.served_from();
         let mut done = ready;
         for c in page_chunks(span, self.sectors_per_page) {
             let mask = sector_mask(c.first_sector, c.sectors);
@@ -452,6 +462,7 @@ impl Controller {
                 }
             }
         }
+        dev.restore_served(own);
         Ok(done)
     }
 

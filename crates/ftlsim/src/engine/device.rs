@@ -1479,6 +1479,14 @@ impl Device {
         (self.served.from, self.served.bus_waited)
     }
 
+    /// Puts back what [`served_from`](Self::served_from) said: work booked
+    /// since then (a write buffer's destages started by a host write) was
+    /// not the command's own.
+    #[inline]
+    pub fn restore_served(&mut self, (from, bus_waited): (SimTime, Nanos)) {
+        self.served = Served { from, bus_waited };
+    }
+
     /// When plane `plane`'s array unit has finished everything booked on it.
     #[inline]
     pub fn plane_free(&self, plane: PlaneId) -> SimTime {

@@ -287,6 +287,10 @@ pub struct Utilization {
     pub channels_idlest: f64,
     pub host_link: f64,
     pub pcm: f64,
+    /// The firmware cores' busy time over the same span, per core
+    /// (`controller.command_us` of every command, TRIMs' core work).
+    #[serde(default)]
+    pub controller: f64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

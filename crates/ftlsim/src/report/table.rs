@@ -101,13 +101,14 @@ fn rows(r: &Report, brief: bool) -> Vec<(&'static str, String)> {
             format!("{} / {}", opt(r.write_amplification, 3), opt(r.write_amplification_bytes, 3)),
         ),
         (
-            "utilization channels / units (GC share) / host link",
+            "utilization channels / units (GC share) / host link / controller",
             format!(
-                "{:.1}% / {:.1}% ({:.1}%) / {:.1}%",
+                "{:.1}% / {:.1}% ({:.1}%) / {:.1}% / {:.1}%",
                 r.utilization.channels * 100.0,
                 r.utilization.units * 100.0,
                 r.utilization.units_gc_share * 100.0,
-                r.utilization.host_link * 100.0
+                r.utilization.host_link * 100.0,
+                r.utilization.controller * 100.0
             ),
         ),
         (
