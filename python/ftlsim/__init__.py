@@ -36,6 +36,7 @@ from .errors import (
     TraceError,
     UnknownNameError,
     WorkloadError,
+    WornOutError,
 )
 
 __version__: str = _native.__version__
@@ -55,6 +56,7 @@ __all__ = [
     "TraceError",
     "UnknownNameError",
     "WorkloadError",
+    "WornOutError",
     "__version__",
     "formats",
     "ftls",

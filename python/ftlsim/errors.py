@@ -64,6 +64,18 @@ class DeviceFullError(FtlsimError):
     """Every block is full of valid pages: the device cannot accept more data."""
 
 
+class WornOutError(FtlsimError):
+    """A block reached ``nand.endurance`` erases: the load and the FTL's write amplification wore the drive out.
+
+    ``.block``, ``.endurance``, and ``.mean_erases`` (the drive's blocks'
+    average: far below ``.endurance``, the wear is uneven).
+    """
+
+    block: int
+    endurance: int
+    mean_erases: float
+
+
 class UnknownNameError(FtlsimError, LookupError):
     """A preset, config file, FTL or format that does not exist (``.what``, ``.name``, ``.available``)."""
 

@@ -121,6 +121,14 @@ def test_input_must_be_exactly_one():
         ftlsim.run(CONFIG, workload=W, trace="x")
 
 
+def test_a_worn_out_drive_raises_worn_out_error_with_the_block_and_the_mean():
+    # Steady-state random writes on a drive whose blocks survive 3 erases.
+    with pytest.raises(ftlsim.WornOutError) as e:
+        run(precondition="fill=1.0,overwrite=1.0", overrides={**SMALL, "nand.endurance": 3})
+    assert e.value.endurance == 3 and 0 < e.value.mean_erases <= 3 and e.value.block >= 0
+    assert str(e.value).startswith(f"drive worn out: block {e.value.block} reached nand.endurance (3 erases;")
+
+
 def test_every_rust_error_kind_has_its_own_class():
     kinds = [
         "ConfigError",
@@ -130,6 +138,7 @@ def test_every_rust_error_kind_has_its_own_class():
         "PhysicsError",
         "InvariantError",
         "DeviceFullError",
+        "WornOutError",
         "IoError",
         "NotFoundError",
         "UnknownNameError",

@@ -1008,6 +1008,18 @@ fn mu_ram_budget_too_small_names_the_key() {
         .stderr(predicates::str::contains("ftl.mu_ram_bytes"));
 }
 
+/// A drive the load wears out stops with one line saying so, naming the
+/// block and the drive's mean wear, not as a physics violation (an FTL bug).
+#[test]
+fn a_worn_out_drive_is_named_as_such() {
+    let mut args: Vec<&str> = vec!["run"];
+    args.extend(SMALL);
+    args.extend(["--set", "nand.endurance=3", "--workload", GC_WORKLOAD, "--precondition", "fill=1.0,overwrite=1.0"]);
+    let err =
+        fails_with(&args, &["drive worn out: block ", "reached nand.endurance (3 erases; the drive's blocks average "]);
+    assert!(!err.contains("physics"), "{err}");
+}
+
 // -------------------------------------------------------------------- compare
 
 #[test]

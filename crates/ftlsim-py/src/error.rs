@@ -46,6 +46,12 @@ fn build(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
             "InvariantError"
         }
         Error::DeviceFull(_) => "DeviceFullError",
+        Error::WornOut { block, endurance, mean_erases } => {
+            attrs.set_item("block", block)?;
+            attrs.set_item("endurance", endurance)?;
+            attrs.set_item("mean_erases", mean_erases)?;
+            "WornOutError"
+        }
         Error::Io { path, source } => {
             // OSError's own constructor (errno, strerror, filename) sets its
             // attributes, so `except FileNotFoundError` code sees a normal one.

@@ -1,8 +1,8 @@
 //! The crate's one error type.
 //!
 //! Every variant is something a user can act on: a bad configuration key, a
-//! bad trace line, an I/O failure, or a violated physical rule / invariant
-//! (which always means a bug in an FTL, never bad input). The CLI prints the
+//! bad trace line, an I/O failure, a worn-out drive, or a violated physical
+//! rule / invariant (which always means a bug in an FTL, never bad input). The CLI prints the
 //! `Display` form as its one-line reason; the Python binding maps each variant
 //! to its own exception class.
 
@@ -45,6 +45,16 @@ pub enum Error {
     /// The device cannot accept more data: every block is full of valid pages.
     #[error("device full: {}", one_line(.0))]
     DeviceFull(String),
+
+    /// A block reached `nand.endurance` erases: the workload and the FTL's
+    /// write amplification wore the drive out (a real drive turns
+    /// read-only), which is not a bug unless the wear is far from even
+    /// (`mean_erases` well below `endurance`).
+    #[error(
+        "drive worn out: block {block} reached nand.endurance ({endurance} erases; the drive's blocks average {mean_erases:.1}{}): the load and the FTL's write amplification wore it out, as they would a real drive; write less (a smaller --precondition overwrite=, fewer requests), raise nand.endurance, or use an FTL that amplifies writes less",
+        if *.mean_erases < *.endurance as f64 / 2.0 { ", so the wear is uneven" } else { "" }
+    )]
+    WornOut { block: u64, endurance: u32, mean_erases: f64 },
 
     #[error("{}: {}", one_line(&.path.display().to_string()), one_line(&.source.to_string()))]
     Io { path: PathBuf, source: std::io::Error },

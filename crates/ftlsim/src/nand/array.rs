@@ -404,14 +404,15 @@ impl NandArray {
         if block.0 >= self.geo.blocks {
             return Err(Error::Physics(format!("erase of {block}: beyond the device's {} blocks", self.geo.blocks)));
         }
-        let count = &mut self.erase_count[block.idx()];
-        if *count >= self.endurance {
-            return Err(Error::Physics(format!(
-                "erase of {block}: worn out after {} program/erase cycles (nand.endurance)",
-                self.endurance
-            )));
+        if self.erase_count[block.idx()] >= self.endurance {
+            let total: u64 = self.erase_count.iter().map(|&c| c as u64).sum();
+            return Err(Error::WornOut {
+                block: block.0 as u64,
+                endurance: self.endurance,
+                mean_erases: total as f64 / self.erase_count.len() as f64,
+            });
         }
-        *count += 1;
+        self.erase_count[block.idx()] += 1;
         let first = self.geo.ppn(block, 0).idx();
         let used = self.write_ptr[block.idx()] as usize;
         self.oob_lpn[first << self.unit_shift..(first + used) << self.unit_shift].fill(NO_LPN);
@@ -567,8 +568,15 @@ mod tests {
         for _ in 0..3 {
             a.erase(BlockId(1)).unwrap();
         }
-        let e = a.erase(BlockId(1)).unwrap_err().to_string();
-        assert!(e.contains("worn out"), "{e}");
+        let e = a.erase(BlockId(1)).unwrap_err();
+        let blocks = a.erase_counts().len() as f64;
+        assert!(
+            matches!(e, Error::WornOut { block: 1, endurance: 3, mean_erases } if mean_erases == 3.0 / blocks),
+            "{e:?}"
+        );
+        let line = e.to_string();
+        assert!(line.starts_with("drive worn out: block 1 reached nand.endurance (3 erases;"), "{line}");
+        assert!(line.contains("so the wear is uneven"), "one block of {blocks} erased: {line}");
         assert_eq!(a.erase_count(BlockId(1)), 3);
     }
 
