@@ -204,13 +204,13 @@ fn a_non_queued_trim_waits_for_earlier_commands_and_holds_later_ones() {
 fn trims_and_other_commands_share_the_controllers_cores() {
     let c = config(&[]);
     let p = parts(&c);
-    let command = 7_000;
     let read_alone = {
         let mut s = sim(&[]);
         written(&mut s, 64);
         (s.submit(&cmd(Op::Read, 40 * SPP, SPP), SimTime::ZERO, None, None).unwrap() - SimTime::ZERO).0
     };
     for (cores, command_us) in [(1, 0.0), (1, 7.0), (2, 7.0)] {
+        let command = Nanos::from_us_f64(command_us).0;
         let mut s = sim(&[&format!("controller.cores={cores}"), &format!("controller.command_us={command_us}")]);
         written(&mut s, 64);
         let trim_done = s.submit_trim(&[span(0, 8 * SPP)], SimTime::ZERO).unwrap();
@@ -220,7 +220,7 @@ fn trims_and_other_commands_share_the_controllers_cores() {
         let at = SimTime(p.payload(1));
         let read_done = s.submit(&cmd(Op::Read, 40 * SPP, SPP), at, None, None).unwrap();
         let read = (read_done - at).0;
-        let expected = match (cores, command_us > 0.0) {
+        let expected = match (cores, command > 0) {
             (_, false) => read_alone,
             (1, true) => core_work + command + read_alone,
             _ => command + read_alone,
@@ -230,7 +230,7 @@ fn trims_and_other_commands_share_the_controllers_cores() {
         // read's flash work ended, before its data crossed the link).
         let worked = (read_done.0 - (SPP * 512) * c.host.link_ns_per_byte as u64) as f64;
         let r = s.report_from(&Default::default(), 0.0);
-        let busy = (core_work + if command_us > 0.0 { command } else { 0 }) as f64;
+        let busy = (core_work + command) as f64;
         assert!(
             (r.utilization.controller - busy / (cores as f64 * worked)).abs() < 1e-9,
             "{cores} cores: controller busy {} of {worked} ns",
