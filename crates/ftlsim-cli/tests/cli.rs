@@ -968,6 +968,11 @@ fn an_open_loop_run_faster_than_the_drive_warns_of_saturation() {
     table_args.extend(args(&["--quiet"]));
     let table = ok(table_args);
     assert!(table.lines().any(|l| l.starts_with("warnings ") && l.contains("saturated")), "{table}");
+    // A run of fewer than 1,000 requests, most still queued at the last arrival.
+    let mut short = vec!["--workload", "rw=randwrite,bs=4k,ios=500,rate=1000000"];
+    short.extend(pre);
+    let warnings = report(&short)["warnings"].clone();
+    assert!(warnings[0].as_str().is_some_and(|w| w.starts_with("saturated:")), "{warnings:?}");
     // At 200 writes/s the same drive keeps up.
     let mut b = vec!["--workload", "rw=randwrite,bs=4k,ios=2000,rate=200"];
     b.extend(pre);

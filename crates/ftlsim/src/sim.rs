@@ -846,6 +846,7 @@ impl Simulation {
                 (done, self.pages_touched(&cmd), cmd.sectors * SECTOR_BYTES)
             };
             arrivals.complete(done);
+            arrivals_span.complete(done);
             let latency = done - issue;
             metrics.record(cmd.op, latency, self.last_queueing, pages, bytes, done);
             if let Some(log) = self.latencies.as_mut() {
@@ -1207,6 +1208,10 @@ struct ArrivalSpan {
     /// The longest time between two consecutive arrivals, and the index
     /// of the request that ended it.
     longest_gap: (Nanos, u64),
+    /// When each of the first [`SATURATION_MIN_REQUESTS`] requests
+    /// completed: a run shorter than that is judged by how many were still
+    /// in the drive at the last arrival.
+    completions: Vec<SimTime>,
 }
 
 impl ArrivalSpan {
@@ -1221,10 +1226,28 @@ impl ArrivalSpan {
         self.last = self.last.max(issue);
         self.count += 1;
     }
+
+    fn complete(&mut self, done: SimTime) {
+        if (self.completions.len() as u64) < SATURATION_MIN_REQUESTS {
+            self.completions.push(done);
+        }
+    }
+
+    /// Requests still in the drive at the last arrival, if the run is
+    /// shorter than [`SATURATION_MIN_REQUESTS`].
+    fn backlogged_at_last_arrival(&self) -> Option<u64> {
+        (self.count < SATURATION_MIN_REQUESTS)
+            .then(|| self.completions.iter().filter(|&&done| done > self.last).count() as u64)
+    }
 }
 
-/// Arrivals below which a backlog says more about one burst than about the run.
+/// Arrivals below which a backlog may say more about one burst (its last
+/// request's own latency) than about the run, unless many requests were
+/// still queued at the last arrival ([`SATURATION_MIN_BACKLOGGED`]).
 const SATURATION_MIN_REQUESTS: u64 = 1000;
+/// Requests in the drive at the last arrival that show a queue that grew,
+/// however short the run.
+const SATURATION_MIN_BACKLOGGED: u64 = 100;
 /// Backlog at the end, as a fraction of the arrival span, that means saturation.
 const SATURATION_BACKLOG: f64 = 0.1;
 
@@ -1298,12 +1321,15 @@ fn clock_warning(mode: HostMode, span: &ArrivalSpan, clamped: u64) -> Option<Str
 /// finishes `span × (λ/μ − 1)` after it. So the backlog at the end (last
 /// completion − last arrival) over the arrival span estimates the overload;
 /// above [`SATURATION_BACKLOG`] (arrivals ≥ 10% faster than service, over at
-/// least [`SATURATION_MIN_REQUESTS`] requests) the run is called saturated.
+/// least [`SATURATION_MIN_REQUESTS`] requests, or with at least
+/// [`SATURATION_MIN_BACKLOGGED`] still in the drive at the last arrival) the
+/// run is called saturated.
 fn saturation_warning(mode: HostMode, span: &ArrivalSpan, last_completion: SimTime) -> Option<String> {
     let first = span.first?;
     let arrivals_s = (span.last - first).0 as f64 * 1e-9;
     let backlog_s = last_completion.0.saturating_sub(span.last.0) as f64 * 1e-9;
-    if mode != HostMode::Open || span.count < SATURATION_MIN_REQUESTS || arrivals_s <= 0.0 {
+    let too_few = span.backlogged_at_last_arrival().is_some_and(|queued| queued < SATURATION_MIN_BACKLOGGED);
+    if mode != HostMode::Open || too_few || arrivals_s <= 0.0 {
         return None;
     }
     let overload = backlog_s / arrivals_s;
@@ -1386,7 +1412,13 @@ mod tests {
 
     fn span(count: u64, first_s: f64, last_s: f64) -> ArrivalSpan {
         let t = |s: f64| SimTime((s * 1e9) as u64);
-        ArrivalSpan { first: Some(t(first_s)), last: t(last_s), count, longest_gap: (Nanos::ZERO, 0) }
+        ArrivalSpan {
+            first: Some(t(first_s)),
+            last: t(last_s),
+            count,
+            longest_gap: (Nanos::ZERO, 0),
+            completions: vec![],
+        }
     }
 
     #[test]
@@ -1452,5 +1484,25 @@ mod tests {
         // Closed loop cannot saturate; a few requests say nothing.
         assert_eq!(saturation_warning(HostMode::Closed, &span(5000, 0.0, 10.0), end(15.0)), None);
         assert_eq!(saturation_warning(HostMode::Open, &span(10, 0.0, 10.0), end(15.0)), None);
+    }
+
+    #[test]
+    fn a_short_run_is_saturated_when_many_requests_were_still_queued_at_its_last_arrival() {
+        let end = |s: f64| SimTime((s * 1e9) as u64);
+        // 500 requests over 0.45 s, the last finished 100 s later.
+        let queued = |still_in_drive: usize| {
+            let mut s = ArrivalSpan::default();
+            for i in 0..500 {
+                s.add(end(i as f64 * 0.0009));
+            }
+            for i in 0..500 {
+                s.complete(if i < 500 - still_in_drive { end(i as f64 * 0.0009 + 0.0001) } else { end(100.0) });
+            }
+            s
+        };
+        let w = saturation_warning(HostMode::Open, &queued(300), end(100.0)).unwrap();
+        assert!(w.starts_with("saturated:"), "{w}");
+        // One burst at the end: its few requests' latency says nothing of the run.
+        assert_eq!(saturation_warning(HostMode::Open, &queued(20), end(100.0)), None);
     }
 }
