@@ -846,7 +846,9 @@ impl Simulation {
                 (done, self.pages_touched(&cmd), cmd.sectors * SECTOR_BYTES)
             };
             arrivals.complete(done);
-            arrivals_span.complete(done);
+            if opts.mode == HostMode::Open {
+                arrivals_span.complete(done);
+            }
             let latency = done - issue;
             metrics.record(cmd.op, latency, self.last_queueing, pages, bytes, done);
             if let Some(log) = self.latencies.as_mut() {
@@ -1208,10 +1210,10 @@ struct ArrivalSpan {
     /// The longest time between two consecutive arrivals, and the index
     /// of the request that ended it.
     longest_gap: (Nanos, u64),
-    /// When each of the first [`SATURATION_MIN_REQUESTS`] requests
-    /// completed: a run shorter than that is judged by how many were still
-    /// in the drive at the last arrival.
-    completions: Vec<SimTime>,
+    /// When requests completed (open loop only; 3 significant digits, so
+    /// memory stays bounded however long the run): how many were still in
+    /// the drive at the last arrival.
+    completions: Option<hdrhistogram::Histogram<u64>>,
 }
 
 impl ArrivalSpan {
@@ -1228,16 +1230,13 @@ impl ArrivalSpan {
     }
 
     fn complete(&mut self, done: SimTime) {
-        if (self.completions.len() as u64) < SATURATION_MIN_REQUESTS {
-            self.completions.push(done);
-        }
+        report::record(self.completions.get_or_insert_with(report::new_hist), done.0);
     }
 
-    /// Requests still in the drive at the last arrival, if the run is
-    /// shorter than [`SATURATION_MIN_REQUESTS`].
-    fn backlogged_at_last_arrival(&self) -> Option<u64> {
-        (self.count < SATURATION_MIN_REQUESTS)
-            .then(|| self.completions.iter().filter(|&&done| done > self.last).count() as u64)
+    /// Requests that completed after the last arrival (to the histogram's
+    /// precision, 0.1% of its time).
+    fn in_drive_at_last_arrival(&self) -> u64 {
+        self.completions.as_ref().map_or(0, |h| h.len() - h.count_between(0, self.last.0))
     }
 }
 
@@ -1248,6 +1247,13 @@ const SATURATION_MIN_REQUESTS: u64 = 1000;
 /// Requests in the drive at the last arrival that show a queue that grew,
 /// however short the run.
 const SATURATION_MIN_BACKLOGGED: u64 = 100;
+/// Of the requests the drive's mean rate serves in the backlog, the share
+/// that must have been in the drive at the last arrival. Measured on the
+/// real traces: a queue that grew on the whole drive holds about all of
+/// them (0.99–1.0), one on its busiest planes alone (a block-mapped FTL's
+/// merges) 0.15–0.5; one slow operation at the end (`fast`'s partial merge
+/// of a TLC block) 0.006.
+const SATURATION_QUEUED_SHARE: f64 = 0.05;
 /// Backlog at the end, as a fraction of the arrival span, that means saturation.
 const SATURATION_BACKLOG: f64 = 0.1;
 
@@ -1320,23 +1326,30 @@ fn clock_warning(mode: HostMode, span: &ArrivalSpan, clamped: u64) -> Option<Str
 /// the last arrival; a drive serving μ requests/s against λ arriving
 /// finishes `span × (λ/μ − 1)` after it. So the backlog at the end (last
 /// completion − last arrival) over the arrival span estimates the overload;
-/// above [`SATURATION_BACKLOG`] (arrivals ≥ 10% faster than service, over at
-/// least [`SATURATION_MIN_REQUESTS`] requests, or with at least
-/// [`SATURATION_MIN_BACKLOGGED`] still in the drive at the last arrival) the
-/// run is called saturated.
+/// above [`SATURATION_BACKLOG`] (arrivals ≥ 10% faster than service) the
+/// run is called saturated if the backlog is a queue: the requests in the
+/// drive at the last arrival are at least [`SATURATION_QUEUED_SHARE`] of
+/// what its mean rate serves in the backlog (one slow operation at the
+/// end, a merge, leaves a long backlog but few requests waiting; a queue
+/// on a few busy planes, many), over at least [`SATURATION_MIN_REQUESTS`]
+/// requests or with at least [`SATURATION_MIN_BACKLOGGED`] in the drive.
 fn saturation_warning(mode: HostMode, span: &ArrivalSpan, last_completion: SimTime) -> Option<String> {
     let first = span.first?;
     let arrivals_s = (span.last - first).0 as f64 * 1e-9;
     let backlog_s = last_completion.0.saturating_sub(span.last.0) as f64 * 1e-9;
-    let too_few = span.backlogged_at_last_arrival().is_some_and(|queued| queued < SATURATION_MIN_BACKLOGGED);
-    if mode != HostMode::Open || too_few || arrivals_s <= 0.0 {
+    if mode != HostMode::Open || arrivals_s <= 0.0 {
         return None;
     }
     let overload = backlog_s / arrivals_s;
-    (overload > SATURATION_BACKLOG).then(|| {
+    let queued = span.in_drive_at_last_arrival();
+    let served_per_s = span.count as f64 / (last_completion - first).0 as f64 * 1e9;
+    let a_queue = queued as f64 >= SATURATION_QUEUED_SHARE * served_per_s * backlog_s;
+    let enough = span.count >= SATURATION_MIN_REQUESTS || queued >= SATURATION_MIN_BACKLOGGED;
+    (overload > SATURATION_BACKLOG && a_queue && enough).then(|| {
         format!(
             "{SATURATED} the drive finished {backlog_s:.3} s after the last arrival (arrivals spanned {arrivals_s:.3} s), \
-             so requests arrived about {:.2}x as fast as it served them and the queue grew through the run; \
+             so requests arrived about {:.2}x as fast as it served them and the queue grew through the run \
+             ({queued} requests in the drive at the last arrival); \
              latencies depend on the run's length (lower the rate, raise host.time_scale, or use --mode closed)",
             1.0 + overload
         )
@@ -1410,17 +1423,6 @@ fn mapped_page(ftl: &dyn Ftl, dev: &Device, lpn: u32) -> Result<Option<crate::un
 mod tests {
     use super::*;
 
-    fn span(count: u64, first_s: f64, last_s: f64) -> ArrivalSpan {
-        let t = |s: f64| SimTime((s * 1e9) as u64);
-        ArrivalSpan {
-            first: Some(t(first_s)),
-            last: t(last_s),
-            count,
-            longest_gap: (Nanos::ZERO, 0),
-            completions: vec![],
-        }
-    }
-
     #[test]
     fn precondition_specs_are_bounded_and_complete() {
         let p: Precondition = "fill=0.5,overwrite=2,".parse().unwrap();
@@ -1473,36 +1475,52 @@ mod tests {
         assert_eq!(clock_warning(HostMode::Open, &few, 0), None);
     }
 
+    /// `n` arrivals evenly over `span_s`, request `i` done at `done(i, its arrival)`
+    /// (seconds): the span and the last completion.
+    fn replayed(n: usize, span_s: f64, done: impl Fn(usize, f64) -> f64) -> (ArrivalSpan, SimTime) {
+        let t = |s: f64| SimTime((s * 1e9).round() as u64);
+        let mut span = ArrivalSpan::default();
+        let mut last = SimTime::ZERO;
+        for i in 0..n {
+            let arrival = span_s * i as f64 / (n - 1) as f64;
+            span.add(t(arrival));
+            let d = t(done(i, arrival));
+            span.complete(d);
+            last = last.max(d);
+        }
+        (span, last)
+    }
+
     #[test]
-    fn saturation_is_a_backlog_beyond_a_tenth_of_the_arrival_span() {
-        let end = |s: f64| SimTime((s * 1e9) as u64);
-        // 10 s of arrivals, finished 0.5 s after the last: keeping up (5%).
-        assert_eq!(saturation_warning(HostMode::Open, &span(5000, 0.0, 10.0), end(10.5)), None);
-        // Finished 5 s after: arrivals 50% faster than service.
-        let w = saturation_warning(HostMode::Open, &span(5000, 0.0, 10.0), end(15.0)).unwrap();
-        assert!(w.starts_with("saturated:") && w.contains("about 1.50x as fast"), "{w}");
-        // Closed loop cannot saturate; a few requests say nothing.
-        assert_eq!(saturation_warning(HostMode::Closed, &span(5000, 0.0, 10.0), end(15.0)), None);
-        assert_eq!(saturation_warning(HostMode::Open, &span(10, 0.0, 10.0), end(15.0)), None);
+    fn saturation_is_a_queue_beyond_a_tenth_of_the_arrival_span() {
+        let warn = |mode, (span, last): (ArrivalSpan, SimTime)| saturation_warning(mode, &span, last);
+        // 5,000 arrivals over 10 s, each served 0.5 s later: keeping up (5%).
+        assert_eq!(warn(HostMode::Open, replayed(5000, 10.0, |_, a| a + 0.5)), None);
+        // Served one after another at 5,000 per 15 s: arrivals 50% faster
+        // than service, a third of them still queued at the last arrival.
+        let queue = || replayed(5000, 10.0, |i, _| (i + 1) as f64 * 15.0 / 5000.0);
+        let w = warn(HostMode::Open, queue()).unwrap();
+        assert!(w.starts_with("saturated:") && w.contains("about 1.50x as fast") && w.contains("(166"), "{w}");
+        // Closed loop cannot saturate.
+        assert_eq!(warn(HostMode::Closed, queue()), None);
+        // A queue on a few busy planes (every fifth request's) grew too.
+        let hot = replayed(5000, 10.0, |i, a| if i % 5 == 0 { (i + 1) as f64 * 15.0 / 5000.0 } else { a + 0.001 });
+        assert!(warn(HostMode::Open, hot).is_some_and(|w| w.starts_with("saturated:")));
+        // One slow operation at the end (a merge): as long a backlog, one request waiting.
+        assert_eq!(warn(HostMode::Open, replayed(5000, 10.0, |i, a| if i == 4999 { 15.0 } else { a + 0.001 })), None);
     }
 
     #[test]
     fn a_short_run_is_saturated_when_many_requests_were_still_queued_at_its_last_arrival() {
-        let end = |s: f64| SimTime((s * 1e9) as u64);
-        // 500 requests over 0.45 s, the last finished 100 s later.
-        let queued = |still_in_drive: usize| {
-            let mut s = ArrivalSpan::default();
-            for i in 0..500 {
-                s.add(end(i as f64 * 0.0009));
-            }
-            for i in 0..500 {
-                s.complete(if i < 500 - still_in_drive { end(i as f64 * 0.0009 + 0.0001) } else { end(100.0) });
-            }
-            s
-        };
-        let w = saturation_warning(HostMode::Open, &queued(300), end(100.0)).unwrap();
+        // 500 requests over 0.45 s; the last `queued` finish 100 s later.
+        let run = |queued: usize| replayed(500, 0.45, |i, a| if i < 500 - queued { a + 0.0001 } else { 100.0 });
+        let (span, last) = run(300);
+        let w = saturation_warning(HostMode::Open, &span, last).unwrap();
         assert!(w.starts_with("saturated:"), "{w}");
-        // One burst at the end: its few requests' latency says nothing of the run.
-        assert_eq!(saturation_warning(HostMode::Open, &queued(20), end(100.0)), None);
+        // A few slow requests at the end of a short burst say nothing of the run.
+        let (span, last) = run(20);
+        assert_eq!(saturation_warning(HostMode::Open, &span, last), None);
+        let (span, last) = replayed(10, 10.0, |i, _| (i + 1) as f64 * 1.5);
+        assert_eq!(saturation_warning(HostMode::Open, &span, last), None);
     }
 }

@@ -527,13 +527,13 @@ fn op_slot(op: Op) -> Option<usize> {
 /// Records into an auto-resizing histogram (`saturating_record` would clamp
 /// instead of growing).
 #[inline]
-fn record(h: &mut Histogram<u64>, v: u64) {
+pub(crate) fn record(h: &mut Histogram<u64>, v: u64) {
     if h.record(v).is_err() {
         h.saturating_record(v);
     }
 }
 
-fn new_hist() -> Histogram<u64> {
+pub(crate) fn new_hist() -> Histogram<u64> {
     // Auto-resizing, 3 significant digits: exact enough for p99.9 and
     // bounded in memory however long an overloaded replay's latencies grow.
     Histogram::new(3).expect("valid histogram precision")
