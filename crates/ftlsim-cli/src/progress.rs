@@ -14,35 +14,33 @@ use std::io::IsTerminal;
 const WITHOUT_TOTAL: &str = "{spinner} [{elapsed_precise}] {msg}";
 const WITH_TOTAL: &str = "{spinner} [{elapsed_precise}] {wide_bar} {percent}% {left} {msg}";
 
-pub struct Bar {
-    bar: Option<ProgressBar>,
-    /// The bar shows a total and the time left (the phase's total is known).
-    with_total: bool,
-}
+/// The bar has a length (and shows percent and the time left) while the
+/// phase's total is known.
+pub struct Bar(Option<ProgressBar>);
 
 impl Bar {
     pub fn new(quiet: bool) -> Bar {
         if quiet || !std::io::stderr().is_terminal() || !std::io::stdout().is_terminal() {
-            return Bar { bar: None, with_total: false };
+            return Bar(None);
         }
         Bar::drawn_to(ProgressDrawTarget::stderr())
     }
 
     fn drawn_to(target: ProgressDrawTarget) -> Bar {
-        let bar = ProgressBar::with_draw_target(Some(0), target);
+        let bar = ProgressBar::with_draw_target(None, target);
         bar.set_style(style(WITHOUT_TOTAL));
-        Bar { bar: Some(bar), with_total: false }
+        Bar(Some(bar))
     }
 
     /// Updates the bar; always asks the run to continue.
     pub fn update(&mut self, p: Progress, commands: u64) -> bool {
-        if let Some(bar) = &self.bar {
-            if p.total.is_some() != self.with_total {
-                self.with_total = p.total.is_some();
-                bar.set_style(style(if self.with_total { WITH_TOTAL } else { WITHOUT_TOTAL }));
+        if let Some(bar) = &self.0 {
+            if p.total.is_some() != bar.length().is_some() {
+                bar.set_style(style(if p.total.is_some() { WITH_TOTAL } else { WITHOUT_TOTAL }));
             }
-            if let Some(total) = p.total {
-                bar.set_length(total);
+            match p.total {
+                Some(total) => bar.set_length(total),
+                None => bar.unset_length(),
             }
             bar.set_position(p.done);
             // Preconditioning reports pages written, before any request.
@@ -52,7 +50,7 @@ impl Bar {
     }
 
     pub fn finish(&mut self) {
-        if let Some(bar) = self.bar.take() {
+        if let Some(bar) = self.0.take() {
             bar.finish_and_clear();
         }
     }
