@@ -1418,11 +1418,15 @@ impl PageCore {
         Ok(steps)
     }
 
-    /// The next live page of the die's GC jobs, taken from the victim of
-    /// the plane with the fewest free blocks (so a plane the host avoids,
-    /// having few, is not left waiting for copies only its own host pages
-    /// would pay for; copies leave fuller planes for emptier ones). Planes
-    /// whose victim has no live page left are marked in `emptied`.
+    /// The next live page of the die's GC jobs for the stripe's page in
+    /// plane `slot` (of the die), taken from the victim of the plane with
+    /// the fewest free blocks (so a plane the host avoids, having few, is
+    /// not left waiting for copies only its own host pages would pay for;
+    /// copies leave fuller planes for emptier ones). A plane with no free
+    /// block takes its own copies only: its GC block's room is all it has
+    /// to finish a victim in (after a power cut, one half copied whose job
+    /// was lost; drawn by the conformance grid). Planes whose victim has no
+    /// live page left are marked in `emptied`.
     fn urgent_job_page<M: MapTable>(
         &mut self,
         map: &M,
@@ -1432,9 +1436,11 @@ impl PageCore {
         emptied: &mut u64,
     ) -> Option<u32> {
         let ppd = self.geo.planes_per_die;
+        let own_only = self.pool.free_count(PlaneId(first + slot)) == 0;
         loop {
             let q = (0..ppd)
                 .filter(|&q| *emptied & (1 << q) == 0 && self.jobs[(first + q) as usize].victim != NO_BLOCK)
+                .filter(|&q| !own_only || q == slot)
                 .min_by_key(|&q| (self.pool.free_count(PlaneId(first + q)), q != slot))?;
             let job = &mut self.jobs[(first + q) as usize];
             if let Some(src) = next_live(map, dev, &job.pages, &mut job.next) {
