@@ -1019,6 +1019,82 @@ fn page_power_cuts_fifo_and_random_victims() {
     }
 }
 
+/// Drawn by `page_power_cuts_fifo_and_random_victims` in CI (session 46;
+/// minimized from 110 commands): GC copied a victim as full as the room
+/// it had (its plane's last free block) when a cut tore a copy, which took
+/// a page and left its source live; the victim no longer fit, no other
+/// plane had two free blocks, and GC found no free page for its rest. It
+/// now takes a page in the open block of a plane that keeps one free.
+#[test]
+fn fifo_victims_keep_room_for_gc_through_power_cuts() {
+    let cfg = config("page", &["gc.policy=fifo", "host.unwritten_reads=\"place\""]);
+    let case = Case {
+        precondition: true,
+        cmds: [
+            F,
+            W(184, 3, 0),
+            R(0, 1),
+            R(0, 1),
+            R(0, 1),
+            R(0, 1),
+            R(0, 1),
+            P(0),
+            W(14, 1, 0),
+            W(2, 3, 0),
+            R(0, 1),
+            W(95, 2, 0),
+            R(0, 1),
+            R(0, 1),
+            R(0, 1),
+            W(22, 1, 0),
+            F,
+            R(0, 1),
+            W(0, 1, 0),
+            W(126, 3, 0),
+            W(362, 1, 349385804583129),
+            T(8, 3),
+            W(275, 1, 5535082900116039016),
+            W(7, 3, 488629152724149050),
+            W(14, 2, 6951593853632268005),
+            P(0),
+            W(8, 7, 11415492757781874199),
+            W(240, 1, 13020321751129424019),
+            W(94, 7, 6138969516954256543),
+            R(20, 1),
+            W(217, 2, 14688689961390392354),
+            W(180, 4, 16957626558716293319),
+            W(212, 4, 17724415696156853176),
+            W(10, 1, 15281724558921090492),
+            W(3, 2, 12455555109222162169),
+            R(22, 4),
+            W(3, 1, 17613907820497594131),
+            W(6, 2, 1655937924431021622),
+            W(173, 3, 16010813519968654805),
+            W(4, 1, 6438107553356873347),
+            P(3),
+            T(121, 5),
+            W(346, 10, 11463415962319803826),
+            W(5, 2, 13721703822560740669),
+            W(8, 1, 9547052594420312209),
+            W(368, 4, 17795236310352878960),
+            W(17, 2, 17172542732826083013),
+            W(10, 4, 16478246837455431312),
+            W(363, 7, 3401786577497947112),
+            W(1, 3, 17984226918815896336),
+            W(142, 9, 12147261032273066975),
+            W(271, 2, 2560391816664818989),
+            W(7, 2, 2969287166424612812),
+            T(12, 4),
+            R(324, 1),
+            R(332, 1),
+            W(15, 1, 4529791444498564856),
+            P(2),
+        ]
+        .to_vec(),
+    };
+    run_case(&cfg, &case).unwrap();
+}
+
 /// After the last cut of this drawing, plane 0 had no free block, no
 /// partly written one, and a live page in each of its blocks: GC there
 /// (for the reads placed after the cut) had nowhere in the plane to copy

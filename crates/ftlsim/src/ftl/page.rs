@@ -806,14 +806,29 @@ impl PageCore {
     /// than one plane's). A power cut can leave a plane with no free page at
     /// all: no free block, no partly written one, and some live data in
     /// each block (drawn by the power-cut conformance tests with random
-    /// victims). The page comes from the plane with the most free blocks,
-    /// and only one with a block to spare beyond the one its own GC keeps.
+    /// victims); or too few for the victim GC was copying when it fell, as
+    /// the copy it tore took a page and left its source live (drawn with
+    /// FIFO victims). The page comes from the plane with the most free
+    /// blocks, one that keeps a free block for its own GC: the rest of its
+    /// open block in this stream (its GC can always finish a victim in the
+    /// block it keeps, as when its host writes fill that block), or a block
+    /// of its own if it has two free.
     fn other_plane_page(&mut self, dev: &Device, plane: PlaneId, now: SimTime) -> Option<Ppn> {
+        let slot_of = |q: PlaneId| q.idx() * self.streams + self.stream;
+        let has_open_page = |q: PlaneId| {
+            let a = self.active[slot_of(q)];
+            a != NO_BLOCK && self.room_in(dev, a).is_some()
+        };
         let other = (0..self.geo.planes)
             .map(PlaneId)
-            .filter(|&q| q != plane && self.pool.free_count(q) >= 2)
+            .filter(|&q| q != plane)
+            .filter(|&q| match self.pool.free_count(q) {
+                0 => false,
+                1 => has_open_page(q),
+                _ => true,
+            })
             .max_by_key(|&q| (self.pool.free_count(q), std::cmp::Reverse(q.0)))?;
-        let slot = other.idx() * self.streams + self.stream;
+        let slot = slot_of(other);
         if let Some((ppn, _)) = self.active_page(dev, slot, now) {
             return Some(ppn);
         }
