@@ -1027,10 +1027,11 @@ fn page_power_cuts_fifo_and_random_victims() {
 /// now takes a page in the open block of a plane that keeps one free.
 #[test]
 fn fifo_victims_keep_room_for_gc_through_power_cuts() {
-    let cfg = config("page", &["gc.policy=fifo", "host.unwritten_reads=\"place\""]);
-    let case = Case {
-        precondition: true,
-        cmds: [
+    replay(
+        "page",
+        &["gc.policy=fifo", "host.unwritten_reads=\"place\""],
+        true,
+        &[
             F,
             W(184, 3, 0),
             R(0, 1),
@@ -1089,10 +1090,8 @@ fn fifo_victims_keep_room_for_gc_through_power_cuts() {
             R(332, 1),
             W(15, 1, 4529791444498564856),
             P(2),
-        ]
-        .to_vec(),
-    };
-    run_case(&cfg, &case).unwrap();
+        ],
+    );
 }
 
 /// After the last cut of this drawing, plane 0 had no free block, no
@@ -1942,10 +1941,11 @@ fn a_gc_frontier_of_its_own_keeps_room_for_gc_through_power_cuts() {
 fn gc_keeps_room_for_its_copies_with_multi_plane_programs_and_power_cuts() {
     // The grid drew 14 options; these four are the ones the bug needs.
     let overrides = ["geometry.page_size=2048", "gc.policy=random", "trim.partial=\"zero\"", "timing.multi_plane=true"];
-    let cfg = config("page", &overrides);
-    let case = Case {
-        precondition: true,
-        cmds: [
+    replay(
+        "page",
+        &overrides,
+        true,
+        &[
             W(103, 2, 3179916746780559608),
             W(180, 4, 17468822893183702111),
             R(40, 6),
@@ -2029,8 +2029,6 @@ fn gc_keeps_room_for_its_copies_with_multi_plane_programs_and_power_cuts() {
             W(228, 3, 18176635353687497642),
             W(587, 2, 6403495326369597739),
             T(636, 3),
-        ]
-        .to_vec(),
-    };
-    run_case(&cfg, &case).unwrap();
+        ],
+    );
 }
