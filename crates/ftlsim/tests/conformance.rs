@@ -1019,6 +1019,51 @@ fn page_power_cuts_fifo_and_random_victims() {
     }
 }
 
+/// Drawn by the page family's grid with `FTLSIM_CONFIG_GRID_GEOMETRY=1`
+/// (session 47; minimized from 169 commands and 18 options): on a die
+/// (the array unit) of four planes, a background GC run kept for host
+/// reads to go before was booked after a program; a host read
+/// took it back and booked it again, its first copy's read in the idle
+/// gap before that program and its program after it; a second read took
+/// it back from the first copy on and freed the other program's time
+/// too (a debug assertion; in a release build the die could be booked
+/// twice at once). Taking back now frees each copy's own time.
+#[test]
+fn reads_cut_twice_into_a_gc_run_booked_around_a_program() {
+    replay(
+        "page",
+        &[
+            "geometry.planes_per_die=4",
+            "geometry.channels=2",
+            "geometry.page_size=4096",
+            "cache.bytes=65536",
+            "gc.policy=cost-benefit",
+            "nand.record_sequence=false",
+        ],
+        true,
+        &[
+            W(3059, 2, 13127767829307542305),
+            W(5848, 3, 5199055112025790016),
+            W(261, 2, 7927079709654556788),
+            W(2509, 5, 5060520054954047308),
+            W(7, 6, 11640783697079313729),
+            W(55, 8, 5516233777790979672),
+            W(1961, 8, 2220631161750317585),
+            R(27, 2),
+            W(53, 4, 7677709237551006814),
+            T(3770, 5),
+            W(4912, 15, 1419460114661714223),
+            W(5378, 3, 5869397993192816946),
+            W(5, 10, 13812467537491132910),
+            W(3961, 10, 8111172100660944636),
+            T(3, 5),
+            W(68, 7, 16171565250075613027),
+            W(2890, 39, 17596413558506889188),
+            W(95, 20, 10138601158078138764),
+        ],
+    );
+}
+
 /// Drawn by `page_power_cuts_fifo_and_random_victims` in CI (session 46;
 /// minimized from 110 commands): GC copied a victim as full as the room
 /// it had (its plane's last free block) when a cut tore a copy, which took

@@ -227,15 +227,17 @@ impl Device {
             b.1 = true;
         }
         let prog_xfer = self.timing.command + self.timing.page_transfer;
-        // The run's copies are the unit's last bookings.
-        let freed = self.units[unit].truncate(run.copies[first].booked.read_start);
-        debug_assert_eq!(
-            freed.0,
-            run.copies[first..].iter().map(|c| held(&c.booked).0).sum::<u64>(),
-            "unit {unit}: a booking after a kept run"
-        );
-        for c in &run.copies[first..] {
+        // Each copy's own time is freed, not everything from the first
+        // copy on: a run booked again after a read can hold another
+        // operation among its copies (a copy's read took the idle gap
+        // before a program booked ahead of the run, and its program went
+        // after that program), and freeing from the first copy on freed
+        // that program's time too, so the unit could be booked twice at
+        // once. Last first: each is then at the calendar's end.
+        for c in run.copies[first..].iter().rev() {
             let b = c.booked;
+            self.units[unit].remove(b.prog_start, b.done - b.prog_start);
+            self.units[unit].remove(b.read_start, b.read_done - b.read_start);
             self.channels[ch].remove(b.read_bus, b.read_done - b.read_bus);
             self.channels[ch].remove(b.prog_bus, prog_xfer);
             self.busy.units[c.cause as usize] -= held(&b).0;
