@@ -233,7 +233,7 @@ impl Device {
         // before a program booked ahead of the run, and its program went
         // after that program), and freeing from the first copy on freed
         // that program's time too, so the unit could be booked twice at
-        // once. Last first: each is then at the calendar's end.
+        // once. Last first: most are then at the calendar's end.
         for c in run.copies[first..].iter().rev() {
             let b = c.booked;
             self.units[unit].remove(b.prog_start, b.done - b.prog_start);
