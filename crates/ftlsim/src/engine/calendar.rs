@@ -163,22 +163,6 @@ impl Intervals {
         }
     }
 
-    /// Frees everything from `t` on; returns the time freed.
-    fn truncate(&mut self, t: u64) -> u64 {
-        match self {
-            Intervals::Flat(f) => {
-                f.memo.set(None);
-                truncate_from(&mut f.all, f.head, t)
-            }
-            Intervals::Chunked(c) => {
-                let mut all = c.to_vec();
-                let freed = truncate_from(&mut all, 0, t);
-                *self = Intervals::rebuilt(all);
-                freed
-            }
-        }
-    }
-
     /// A chunked calendar's intervals after bookings were taken back from
     /// them (rare: bookings taken back are few, and mostly on short
     /// calendars): rebuilt, which also drops every search hint.
@@ -381,26 +365,6 @@ impl Flat {
         self.memo.set(None);
         remove_from(&mut self.all, i, t, end);
     }
-}
-
-/// Frees everything from `t` on in the sorted intervals `all` (those
-/// before `head` past); returns the time freed.
-fn truncate_from(all: &mut Vec<(u64, u64)>, head: usize, t: u64) -> u64 {
-    let mut freed = 0;
-    while all.len() > head {
-        let last = all.last_mut().expect("an interval");
-        if last.0 >= t {
-            freed += last.1 - last.0;
-            all.pop();
-        } else {
-            if last.1 > t {
-                freed += last.1 - t;
-                last.1 = t;
-            }
-            break;
-        }
-    }
-    freed
 }
 
 /// Frees `[t, end)` from the sorted intervals `all`, inside the `i`-th
@@ -1028,20 +992,6 @@ impl Calendar {
         self.busy.insert_before_last(t, end);
     }
 
-    /// Frees everything booked from `t` on (`t` after the horizon): the
-    /// bookings taken back are the last on this calendar.
-    /// Returns the time freed.
-    pub fn truncate(&mut self, t: SimTime) -> Nanos {
-        let t = t.0;
-        if t >= self.tail {
-            return Nanos::ZERO;
-        }
-        let freed = self.busy.truncate(t);
-        self.busy_ns -= freed;
-        self.tail = self.busy.last_end().unwrap_or(0);
-        Nanos(freed)
-    }
-
     /// Frees `[start, start + len)`, which was booked and ends after the
     /// horizon: a booking taken back (a GC copy a host read goes before,
     /// booked again after it: `engine::device::preempt`).
@@ -1257,15 +1207,13 @@ mod tests {
             }
         }
 
-        /// Bookings taken back (short calendars and long ones in chunks),
-        /// and everything from a time on, leave the calendar as if they had
-        /// never been made: the same busy time, the same answers to every
+        /// Bookings taken back (short calendars and long ones in chunks)
+        /// leave the calendar as if they had never been made: the same busy time, the same answers to every
         /// search, against the bitmap model.
         #[test]
         fn bookings_taken_back_are_as_never_made(
             reqs in prop::collection::vec((0u64..3000, 1u64..20, any::<bool>()), 1..200),
             horizon in 0u64..1500,
-            cut_at in 0u64..5000,
         ) {
             let mut c = Calendar::default();
             let mut busy = vec![false; 8000];
@@ -1291,11 +1239,6 @@ mod tests {
                 freed += start.0 + len - from;
             }
             prop_assert_eq!(c.busy_ns, booked_ns - freed);
-            // Everything from a time on, freed at once.
-            let cut = horizon + cut_at % 4000;
-            let in_busy = busy[cut as usize..].iter().filter(|&&b| b).count() as u64;
-            prop_assert_eq!(c.truncate(SimTime(cut)), Nanos(in_busy));
-            busy[cut as usize..].iter_mut().for_each(|b| *b = false);
             let expected: Vec<(u64, u64)> = {
                 let mut v: Vec<(u64, u64)> = Vec::new();
                 for (t, _) in busy.iter().enumerate().skip(horizon as usize).filter(|(_, b)| **b) {
