@@ -227,20 +227,33 @@ impl Device {
             b.1 = true;
         }
         let prog_xfer = self.timing.command + self.timing.page_transfer;
-        // Each copy's own time is freed, not everything from the first
+        // The copies' own time is freed, not everything from the first
         // copy on: a run booked again after a read can hold another
         // operation among its copies (a copy's read took the idle gap
         // before a program booked ahead of the run, and its program went
         // after that program), and freeing from the first copy on freed
         // that program's time too, so the unit could be booked twice at
-        // once. Last first: most are then at the calendar's end.
+        // once. Freed last first, in spans of touching intervals (a run
+        // goes straight on, so mostly one span at the calendar's end).
+        let mut span: Option<(SimTime, SimTime)> = None;
         for c in run.copies[first..].iter().rev() {
             let b = c.booked;
-            self.units[unit].remove(b.prog_start, b.done - b.prog_start);
-            self.units[unit].remove(b.read_start, b.read_done - b.read_start);
+            for (start, end) in [(b.prog_start, b.done), (b.read_start, b.read_done)] {
+                span = match span {
+                    Some((lo, hi)) if end == lo => Some((start, hi)),
+                    Some((lo, hi)) => {
+                        self.units[unit].remove(lo, hi - lo);
+                        Some((start, end))
+                    }
+                    None => Some((start, end)),
+                };
+            }
             self.channels[ch].remove(b.read_bus, b.read_done - b.read_bus);
             self.channels[ch].remove(b.prog_bus, prog_xfer);
             self.busy.units[c.cause as usize] -= held(&b).0;
+        }
+        if let Some((lo, hi)) = span {
+            self.units[unit].remove(lo, hi - lo);
         }
         debug_assert!(self.power.is_none(), "a run kept where power cuts are modelled");
         for s in run.segments.iter().rev() {
