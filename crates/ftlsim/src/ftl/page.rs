@@ -418,6 +418,15 @@ pub struct PageMapped<M: MapTable> {
     map: M,
 }
 
+/// Where a map's own pages go (DFTL's translation pages), both indexed by
+/// plane: only to planes `allowed`, and among those free at once, to the
+/// one of lowest `rank`.
+#[derive(Clone, Copy)]
+pub(super) struct Prefer<'a> {
+    pub allowed: &'a [bool],
+    pub rank: &'a [u64],
+}
+
 /// The page-mapped data path, apart from the forward map.
 #[derive(Serialize, Deserialize)]
 pub struct PageCore {
@@ -847,15 +856,32 @@ impl PageCore {
         now: SimTime,
         paced: bool,
     ) -> Result<Ppn> {
+        self.alloc_page_where(map, dev, now, paced, None)
+    }
+
+    /// [`alloc_host_page`](Self::alloc_host_page); with dynamic allocation
+    /// and a [`Prefer`], the plane it prefers.
+    fn alloc_page_where<M: MapTable>(
+        &mut self,
+        map: &mut M,
+        dev: &mut Device,
+        now: SimTime,
+        paced: bool,
+        prefer: Option<Prefer<'_>>,
+    ) -> Result<Ppn> {
         if self.allocation == Allocation::Dynamic {
             // `gc.debt = "background"`: only a plane whose GC is owed
             // nothing, and the copies this page owes are made after it, a
             // step at a time; if there is none, the soonest plane, paying
             // ahead. (A fast-forward has no background steps: it pays ahead.)
             let mut behind = paced && self.debt_behind && !dev.units_only();
-            let free_of_debt = if behind { self.soonest_in_stripe_owing_nothing(dev) } else { None };
+            let free_of_debt = if behind { self.soonest_in_stripe_owing_nothing(dev, prefer) } else { None };
             behind &= free_of_debt.is_some();
-            let best = match free_of_debt {
+            let preferred = match (free_of_debt, prefer) {
+                (None, Some(prefer)) => self.preferred_in_stripe(dev, |_| true, prefer),
+                _ => None,
+            };
+            let best = match free_of_debt.or(preferred) {
                 Some(best) => best,
                 // The fast path knows only the dies' free times, not which
                 // planes could join a multi-plane group: every plane is scanned.
@@ -891,17 +917,18 @@ impl PageCore {
     }
 
     /// As [`alloc_host_page`](Self::alloc_host_page), into write stream
-    /// `stream` of the map's (DFTL's translation blocks).
+    /// `stream` of the map's (DFTL's translation blocks); with dynamic
+    /// allocation on the plane `prefer` prefers.
     pub(super) fn alloc_stream_page<M: MapTable>(
         &mut self,
         map: &mut M,
         dev: &mut Device,
         now: SimTime,
         paced: bool,
-        stream: usize,
+        (stream, prefer): (usize, Prefer<'_>),
     ) -> Result<Ppn> {
         let host_stream = std::mem::replace(&mut self.stream, stream);
-        let ppn = self.alloc_host_page(map, dev, now, paced);
+        let ppn = self.alloc_page_where(map, dev, now, paced, Some(prefer));
         self.stream = host_stream;
         ppn
     }
@@ -966,7 +993,8 @@ impl PageCore {
 
     /// [`soonest_in_stripe`](Self::soonest_in_stripe) among the planes whose
     /// GC is owed nothing and that can take host pages; `None` if none can.
-    fn soonest_in_stripe_owing_nothing(&self, dev: &Device) -> Option<usize> {
+    /// With a [`Prefer`], the plane it prefers among them.
+    fn soonest_in_stripe_owing_nothing(&self, dev: &Device, prefer: Option<Prefer<'_>>) -> Option<usize> {
         // A plane below its trigger without a job has no victim worth its
         // copies yet (it holds the most live data): host pages there would
         // take it down to its reserve, where whole victims are collected
@@ -984,7 +1012,10 @@ impl PageCore {
                 && (self.jobs[plane.idx()].victim != NO_BLOCK || self.pool.free_count(plane) >= self.trigger)
         };
         if self.die_unit {
-            return self.soonest_die_owing_nothing(dev, takes_pages);
+            return self.soonest_die_owing_nothing(dev, takes_pages, prefer);
+        }
+        if let Some(prefer) = prefer {
+            return self.preferred_in_stripe(dev, takes_pages, prefer);
         }
         self.soonest_eligible(dev, |plane| plane, takes_pages)
     }
@@ -1014,7 +1045,12 @@ impl PageCore {
     /// the die's case cost the planes' case 3% of the hot path's
     /// instructions where it is never taken.
     #[inline(never)]
-    fn soonest_die_owing_nothing(&self, dev: &Device, takes_pages: impl Fn(PlaneId) -> bool + Copy) -> Option<usize> {
+    fn soonest_die_owing_nothing(
+        &self,
+        dev: &Device,
+        takes_pages: impl Fn(PlaneId) -> bool + Copy,
+        prefer: Option<Prefer<'_>>,
+    ) -> Option<usize> {
         let per = self.geo.planes_per_die;
         let die_lead_owes = |plane: PlaneId| {
             let first = plane.0 / per * per;
@@ -1022,7 +1058,10 @@ impl PageCore {
             self.owes_copies(PlaneId(lead))
         };
         let eligible = |plane: PlaneId| takes_pages(plane) && !die_lead_owes(plane);
-        self.soonest_eligible(dev, |plane| plane / per as usize, eligible)
+        match prefer {
+            Some(prefer) => self.preferred_in_stripe(dev, eligible, prefer),
+            None => self.soonest_eligible(dev, |plane| plane / per as usize, eligible),
+        }
     }
 
     #[inline(always)]
@@ -1121,6 +1160,23 @@ impl PageCore {
             }
         }
         best.map(|(i, _)| i)
+    }
+
+    /// The plane `prefer` prefers among those `eligible` accepts, as a
+    /// stripe position: of those it allows, the one free soonest; among
+    /// those free at once, the one of lowest rank, then the first from the
+    /// cursor. `None` if it allows none that `eligible` accepts.
+    fn preferred_in_stripe(
+        &self,
+        dev: &Device,
+        eligible: impl Fn(PlaneId) -> bool,
+        prefer: Prefer<'_>,
+    ) -> Option<usize> {
+        let n = self.stripe.len();
+        (self.cursor..n)
+            .chain(0..self.cursor)
+            .filter(|&i| prefer.allowed[self.stripe[i].idx()] && eligible(self.stripe[i]))
+            .min_by_key(|&i| (self.plane_ready(dev, self.stripe[i]), prefer.rank[self.stripe[i].idx()]))
     }
 
     /// Whether `plane`'s GC job is owed a copy (or its erase, all copies
