@@ -1208,8 +1208,8 @@ mod tests {
         }
 
         /// Bookings taken back (short calendars and long ones in chunks)
-        /// leave the calendar as if they had never been made: the same busy time, the same answers to every
-        /// search, against the bitmap model.
+        /// leave the calendar as if they had never been made: the same busy
+        /// time, the same answers to every search, against the bitmap model.
         #[test]
         fn bookings_taken_back_are_as_never_made(
             reqs in prop::collection::vec((0u64..3000, 1u64..20, any::<bool>()), 1..200),

@@ -58,7 +58,7 @@
 
 use super::FtlStats;
 use super::cmt::CachedMap;
-use super::page::{MapTable, NEVER, PageCore, PageMapped, Prefer, is_mapped};
+use super::page::{BARRED, MapTable, NEVER, PageCore, PageMapped, is_mapped};
 use crate::config::Config;
 use crate::engine::{Cause, Device};
 use crate::error::{Error, Result};
@@ -93,7 +93,6 @@ impl Dftl {
             queue_bound: (pages as usize).max((geo.pages_per_block * geo.planes) as usize),
             fetched: Vec::new(),
             held: vec![0; geo.planes as usize],
-            spread: (vec![false; geo.planes as usize], vec![0; geo.planes as usize]),
         };
         PageMapped::with_map(cfg, dev, map)
     }
@@ -138,8 +137,6 @@ pub struct DftlMap {
     fetched: Vec<(u32, SimTime)>,
     /// Per plane, the translation pages whose current copy is there.
     held: Vec<u32>,
-    /// Scratch of [`spread`](Self::spread).
-    spread: (Vec<bool>, Vec<u64>),
 }
 
 impl DftlMap {
@@ -157,8 +154,8 @@ impl DftlMap {
     /// 15% more than their share of the translation pages, plus one, on
     /// channels that do too (a plane's share is below one page on a small
     /// drive); among planes free at once, on the one whose channel, then
-    /// itself, holds the fewest. Returns which planes are allowed, and
-    /// their rank (the channel's count, then the plane's).
+    /// itself, holds the fewest. Returns each plane's rank: the channel's
+    /// count, then the plane's, or [`BARRED`] past the 15%.
     ///
     /// Free to go to the plane free soonest, a sequential fill writes one
     /// every `page size / 4` data pages, in step with the data's rotation,
@@ -176,20 +173,21 @@ impl DftlMap {
     /// (the planes of most translation pages held 30 against 22); with 10%,
     /// 76% and 72%, reads 87%. Static allocation's cursor, shared with data,
     /// spreads them already.
-    fn spread(&mut self, geo: &Geometry) -> (Vec<bool>, Vec<u64>) {
+    fn spread(&self, geo: &Geometry) -> Vec<u64> {
+        let channel_of = |plane: usize| geo.channel_of(PlaneId(plane as u32)) as usize;
         let mut per_channel = vec![0u64; geo.channels as usize];
         for (plane, &n) in self.held.iter().enumerate() {
-            per_channel[geo.channel_of(PlaneId(plane as u32)) as usize] += n as u64;
+            per_channel[channel_of(plane)] += n as u64;
         }
         let total = per_channel.iter().sum::<u64>();
         let near_share = |n: u64, parts: usize| n * parts as u64 * 100 <= total * 115 + parts as u64 * 100;
-        let (mut allowed, mut rank) = std::mem::take(&mut self.spread);
-        for (plane, &n) in self.held.iter().enumerate() {
-            let channel = per_channel[geo.channel_of(PlaneId(plane as u32)) as usize];
-            allowed[plane] = near_share(n as u64, self.held.len()) && near_share(channel, per_channel.len());
-            rank[plane] = channel << 32 | n as u64;
-        }
-        (allowed, rank)
+        let (planes, channels) = (self.held.len(), per_channel.len());
+        let rank = |(plane, &n): (usize, &u32)| {
+            let channel = per_channel[channel_of(plane)];
+            let near = near_share(n as u64, planes) && near_share(channel, channels);
+            if near { channel << 32 | n as u64 } else { BARRED }
+        };
+        self.held.iter().enumerate().map(rank).collect()
     }
 
     /// Translation page `t`'s current copy goes from `old` (if mapped) to `new`.
@@ -209,11 +207,8 @@ impl DftlMap {
         now: SimTime,
         paced: bool,
     ) -> Result<Ppn> {
-        let (allowed, rank) = self.spread(dev.geometry());
-        let prefer = Prefer { allowed: &allowed, rank: &rank };
-        let ppn = core.alloc_stream_page(self, dev, now, paced, (TRANSLATION_STREAM, prefer));
-        self.spread = (allowed, rank);
-        ppn
+        let rank = self.spread(dev.geometry());
+        core.alloc_stream_page(self, dev, now, paced, (TRANSLATION_STREAM, &rank))
     }
 
     /// Rewrites translation page `t` with every dirty cached entry of it:
