@@ -45,4 +45,13 @@ fn repro_trim_cost_quick_writes_tables_files_and_the_papers_shapes() {
         assert!(per_range("64") < per_range("1") / 2.0, "{ftl}");
     }
     assert!(table.contains("time saved") && table.contains("non-queued"));
+    assert!(csv.starts_with("series,preset,ftl,x,latency_us,mb_s,commands,ranges,map_flash_reads,"), "{csv}");
+    // The claims judged per FTL, each with a verdict.
+    let headlines = &table[table.find("Against the paper, claim by claim").expect("the headlines")..];
+    for ftl in ["page", "dftl", "hat", "fast"] {
+        for claim in ["cost per byte falls as the range grows", "a misaligned range costs more"] {
+            let line = headlines.lines().find(|l| l.starts_with(&format!("| {claim}, {ftl} |"))).expect(claim);
+            assert!(["reproduced", "direction only", "differs"].iter().any(|v| line.contains(&format!("| {v} |"))));
+        }
+    }
 }
