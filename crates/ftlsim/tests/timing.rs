@@ -25,23 +25,10 @@ fn run_with_snapshots(cfg: Config, spec: &str, pre: Option<Precondition>, snapsh
 }
 
 /// Requests per second the drive's array units, buses and host link allow
-/// for the flash work the run itself did (each operation charged what it
-/// holds: a read holds its unit through sensing and transfer, a program
-/// through transfer and programming).
-fn bound_iops(cfg: &Config, r: &Report) -> f64 {
-    let geo = Geometry::new(&cfg.geometry);
-    let t = Timing::new(&cfg.timing, geo.page_size, cfg.host.link_ns_per_byte);
-    let (reads, programs, erases) =
-        (r.flash_pages_read as f64, r.flash_pages_programmed as f64, r.blocks_erased as f64);
-    let (cmd, xfer) = (t.command.0 as f64, t.page_transfer.0 as f64);
-    let unit_ns = reads * (cmd + t.read.0 as f64 + xfer)
-        + programs * (cmd + xfer + t.program.0 as f64)
-        + erases * (cmd + t.erase.0 as f64);
-    let bus_ns = (reads + programs) * xfer + programs * cmd;
-    let units = if cfg.timing.plane_parallel { geo.planes } else { geo.planes / geo.planes_per_die } as f64;
-    let host_ns = (r.read_mb_s + r.write_mb_s) * 1e6 * r.sim_time_s * cfg.host.link_ns_per_byte;
-    let busiest_s = (unit_ns / units).max(bus_ns / geo.channels as f64).max(host_ns) * 1e-9;
-    r.requests as f64 / busiest_s
+/// for the flash work the run itself did: the report's `bound`
+/// (`report::bound`, its formula pinned by hand there).
+fn bound_iops(r: &Report) -> f64 {
+    r.bound.as_ref().expect("a run with requests and flash work has a bound").iops
 }
 
 fn preset(name: &str, extra: &[&str]) -> Config {
@@ -70,7 +57,7 @@ fn deep_queues_reach_the_resource_bound_on_four_presets() {
         for (rw, ios) in [("randwrite", 30_000), ("randread", 60_000)] {
             let spec = format!("rw={rw},bs={page},ios={ios},iodepth={qd},seed=5");
             let r = run_with_snapshots(cfg.clone(), &spec, Some(STEADY), Some(snapshots.path()));
-            let bound = bound_iops(&cfg, &r);
+            let bound = bound_iops(&r);
             let ratio = r.iops / bound;
             eprintln!(
                 "{name} {rw}: {:.0} IOPS, bound {bound:.0} ({:.1}%), WA {:?}",
@@ -112,7 +99,7 @@ fn several_write_streams_reach_the_plane_bound_as_one_does() {
     for regions in ["ftl.dac_regions=4", "ftl.dac_regions=1"] {
         let cfg = preset("modern-tlc", &[&o[..], &[regions]].concat());
         let r = run(cfg.clone(), &spec, Precondition::new(1.0, 0.5));
-        let ratio = r.iops / bound_iops(&cfg, &r);
+        let ratio = r.iops / bound_iops(&r);
         eprintln!(
             "{regions}: {:.0} IOPS, {:.1}% of the bound, WA {:.3}, write p99 {:.1} ms, {} of {} jobs waited out",
             r.iops,
@@ -138,7 +125,7 @@ fn several_write_streams_reach_the_plane_bound_as_one_does() {
 fn dftl_keeps_its_planes_busy_at_a_deep_queue() {
     let cfg = preset("coftl-mt29f64g08", &["ftl.name=\"dftl\"", "geometry.blocks_per_plane=512"]);
     let r = run(cfg.clone(), "rw=randwrite,bs=4k,ios=20000,iodepth=256,seed=3", Precondition::new(1.0, 0.5));
-    let ratio = r.iops / bound_iops(&cfg, &r);
+    let ratio = r.iops / bound_iops(&r);
     eprintln!(
         "{:.0} IOPS, {:.1}% of the bound, units {:.1}% busy, WA {:.3}",
         r.iops,
@@ -189,7 +176,7 @@ fn a_full_buffer_drains_at_the_dies_program_bandwidth() {
     let buffered_cfg = preset("modern-tlc", &[&drive[..], &["cache.bytes=4194304"]].concat());
     let buffered = fresh(buffered_cfg.clone());
     let direct = fresh(preset("modern-tlc", &drive));
-    let bound = bound_iops(&buffered_cfg, &buffered);
+    let bound = bound_iops(&buffered);
     eprintln!("buffered {:.0} IOPS, bound {bound:.0}; unbuffered {:.0}", buffered.iops, direct.iops);
     assert!(buffered.iops > 0.9 * bound, "a full buffer drained at {:.0} IOPS of {bound:.0}", buffered.iops);
     assert!(buffered.iops > 3.0 * direct.iops, "{:.0} against {:.0} without a buffer", buffered.iops, direct.iops);
@@ -388,7 +375,7 @@ fn an_open_loop_below_the_bound_keeps_up_with_read_modify_writes() {
     let rate = 1400.0;
     let spec = format!("rw=randwrite,bs=512-10752,ios=20000,dist=hotcold:47/0.025,rate={rate},arrival=poisson,seed=3");
     let r = run(cfg.clone(), &spec, STEADY);
-    let bound = bound_iops(&cfg, &r);
+    let bound = bound_iops(&r);
     eprintln!("offered {rate}, served {:.0}, bound {bound:.0}, rmw reads {}", r.iops, r.rmw_reads);
     assert!(r.rmw_reads > 10_000, "the workload's partial pages are read-modify-written");
     assert!(rate < 0.75 * bound, "offered {rate} req/s is not well below the bound {bound:.0}");
@@ -685,7 +672,7 @@ fn dftls_translation_rewrites_per_victim_do_not_depend_on_scheduling() {
         let pre = Precondition::new(1.0, 0.5);
         let r = run_with_snapshots(cfg.clone(), &spec, Some(pre), Some(snapshots.path()));
         let per_victim = r.flash_programs_by_cause.mapping as f64 / r.gc_invocations as f64;
-        let of_bound = r.iops / bound_iops(&cfg, &r);
+        let of_bound = r.iops / bound_iops(&r);
         eprintln!(
             "QD {qd} {gc}: {per_victim:.1} translation rewrites a victim ({} victims), WA {:.3}, \
              {} jobs waited out, {:.0} IOPS ({:.0}% of the bound)",

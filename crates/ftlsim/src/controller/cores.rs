@@ -65,6 +65,11 @@ impl Cores {
         self.command
     }
 
+    /// When every core has finished what is booked on it.
+    pub fn last_end(&self) -> SimTime {
+        self.free.iter().copied().max().unwrap_or(SimTime::ZERO)
+    }
+
     pub fn count(&self) -> usize {
         self.free.len()
     }

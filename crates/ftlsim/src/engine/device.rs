@@ -1531,6 +1531,13 @@ impl Device {
         self.unit_free.max().max(self.horizon)
     }
 
+    /// When every resource (units, buses, host link, PCM) has finished
+    /// what is booked on it.
+    pub fn last_end(&self) -> SimTime {
+        let buses = self.channels.iter().map(Calendar::last_end).max().unwrap_or(SimTime::ZERO);
+        self.last_unit_end().max(buses).max(self.host_link.last_end()).max(self.pcm_read_free).max(self.pcm_write_free)
+    }
+
     /// Array units: dies, or planes with `timing.plane_parallel`.
     pub fn units(&self) -> usize {
         self.units.len()

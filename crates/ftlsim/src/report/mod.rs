@@ -5,9 +5,11 @@
 //! [`Report`] is the finished, serializable summary. The JSON schema is
 //! documented field by field in `docs/report.md`.
 
+pub mod bound;
 pub mod energy;
 mod table;
 
+pub use bound::Bound;
 pub use energy::EnergyReport;
 pub use table::{render_comparison, render_table};
 
@@ -247,6 +249,10 @@ pub struct Report {
     pub write_amplification_bytes: Option<f64>,
     /// Share of the run each resource class was busy.
     pub utilization: Utilization,
+    /// The IOPS the run's own work allows, the class that binds it, and the
+    /// run's share of it (see [`bound`]); `null` without requests or work.
+    #[serde(default)]
+    pub bound: Option<Bound>,
     /// The write buffer's figures; `null` without a buffer (`cache.bytes` = 0).
     pub write_buffer: Option<BufferReport>,
     /// Multi-plane groups formed and the operations in them, by kind

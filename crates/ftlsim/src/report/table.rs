@@ -70,6 +70,13 @@ fn rows(r: &Report, brief: bool) -> Vec<(&'static str, String)> {
         ),
         ("requests (R/W/T/F)", format!("{} ({}/{}/{}/{})", r.requests, r.reads, r.writes, r.trims, r.flushes)),
         ("IOPS", format!("{:.0}", r.iops)),
+        (
+            "bound IOPS from the run's work (binding class, share)",
+            r.bound.as_ref().map_or_else(
+                || "-".to_string(),
+                |b| format!("{:.0} ({}, {:.1}%)", b.iops, b.resource, b.share * 100.0),
+            ),
+        ),
         ("read / write MB/s", format!("{:.1} / {:.1}", r.read_mb_s, r.write_mb_s)),
         ("read latency us (mean/p50/p99/p99.9/max)", lat(&l.read)),
         ("write latency us (mean/p50/p99/p99.9/max)", lat(&l.write)),
