@@ -680,7 +680,10 @@ impl Device {
         self.busy.pcm += self.pcm_write.0;
         let start = not_before.max(self.pcm_write_free);
         self.served.serve(start, Cause::Mapping);
-        self.pcm_write_free = start + self.pcm_write;
+        // Reads booked past the write's start pause it until they are done
+        // (reads go first), as a read arriving during a write does: the
+        // PCM is one device.
+        self.pcm_write_free = start.max(self.pcm_read_free) + self.pcm_write;
         // Room once no more than `queue` writes, this one included, are left.
         let queued = Nanos(self.pcm_write.0 * self.pcm_write_queue);
         let room = SimTime(self.pcm_write_free.0.saturating_sub(queued.0));
@@ -1957,6 +1960,18 @@ mod tests {
             flash + Nanos(XFER + 200_000)
         );
         assert_eq!(d.pcm, PcmCounters { reads: 2, writes: 3 });
+    }
+
+    #[test]
+    fn a_write_after_a_burst_of_reads_waits_for_them_on_the_one_pcm() {
+        let mut d = device(false).with_pcm(Nanos(115), Nanos(90_000), 1);
+        // A TRIM's lookups fill the map cache, then its evictions write:
+        // both from the same moment.
+        let reads = (0..10).map(|_| d.pcm_read(SimTime::ZERO)).last().unwrap();
+        assert_eq!(reads, SimTime(1_150));
+        assert_eq!(d.pcm_write(SimTime::ZERO).1, SimTime(1_150 + 90_000), "not overlapping the reads");
+        assert_eq!(d.last_end(), SimTime(91_150));
+        assert_eq!(d.busy.pcm, 91_150, "busy exactly until the last end");
     }
 
     #[test]
