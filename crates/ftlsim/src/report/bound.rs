@@ -27,9 +27,10 @@ pub struct Bound {
     pub busy_s: f64,
     /// Requests per second at the bound: requests / `busy_s`.
     pub iops: f64,
-    /// The run's IOPS over the bound (`busy_s` / simulated time): at most 1,
-    /// but for writes a write buffer completed before their flash work
-    /// ended.
+    /// The run's IOPS over the bound (`busy_s` / simulated time): at most 1
+    /// unless work outlasted the last completion (writes a write buffer
+    /// completed before their flash work ended, map write-backs HAT's PCM
+    /// write queue took).
     pub share: f64,
 }
 
