@@ -1174,12 +1174,15 @@ impl Simulation {
         r.bound = work.bound(r.requests, sim_time_s);
         // The counted work fits between time zero and the end of the last
         // work booked, or the engine booked overlapping work on a resource.
-        let last_end = self.dev.last_end().max(self.ctrl.cores.last_end()).as_secs_f64().max(sim_time_s);
-        debug_assert!(
-            work.per_resource_ns().iter().all(|&(_, ns)| ns <= last_end * 1e9 * (1.0 + 1e-9) + 1.0),
-            "work {:?} exceeds the {last_end} s to the end of the last work booked",
-            work.per_resource_ns()
-        );
+        #[cfg(debug_assertions)]
+        {
+            let last_end = self.dev.last_end().max(self.ctrl.cores.last_end()).as_secs_f64().max(sim_time_s);
+            let per_resource = work.per_resource_ns();
+            assert!(
+                per_resource.iter().all(|&(_, ns)| ns <= last_end * 1e9 * (1.0 + 1e-9) + 1.0),
+                "work {per_resource:?} exceeds the {last_end} s to the end of the last work booked"
+            );
+        }
         r.multi_plane = self.cfg.timing.multi_plane.then(|| self.dev.multi_plane.clone());
         r.coftl = stats.coftl.clone();
         r.power_cuts = self.recoveries.clone();

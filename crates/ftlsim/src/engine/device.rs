@@ -1182,7 +1182,7 @@ impl Device {
             count_copy(&mut self.counters, &self.array, Ppn(dst.0 + i), &cause_of);
         }
         let t = self.timing;
-        let (read, program) = (t.command + t.read + t.page_transfer, t.command + t.page_transfer + t.program);
+        let (read, program) = (t.read_op(), t.program_op());
         let reads_done = self.time_unit(unit, not_before, Nanos((read + program).0 * (pages as u64 - 1)) + read);
         self.time_unit(unit, reads_done, program);
         reads_done
@@ -1224,7 +1224,7 @@ impl Device {
     /// not twice a page. A fast-forwarded COFTL merge is millions of pages.
     fn copy_paced_units_only(&mut self, pages: &[PacedPage], cause: Cause) -> Result<SimTime> {
         let t = self.timing;
-        let (read, program) = (t.command + t.read + t.page_transfer, t.command + t.page_transfer + t.program);
+        let (read, program) = (t.read_op(), t.program_op());
         let mut units: Vec<UnitRun> = Vec::new();
         let mut slot = vec![u32::MAX; self.units.len()];
         let mut done = SimTime::ZERO;

@@ -32,6 +32,23 @@ impl Timing {
         }
     }
 
+    /// A page read's whole time on its array unit: command, sensing and
+    /// the transfer out.
+    pub fn read_op(&self) -> Nanos {
+        self.command + self.read + self.page_transfer
+    }
+
+    /// A page program's whole time on its array unit: command, the
+    /// transfer in and programming.
+    pub fn program_op(&self) -> Nanos {
+        self.command + self.page_transfer + self.program
+    }
+
+    /// A block erase's whole time on its array unit.
+    pub fn erase_op(&self) -> Nanos {
+        self.command + self.erase
+    }
+
     /// Host link time for `bytes`.
     pub fn host_transfer(&self, bytes: u64) -> Nanos {
         Nanos((bytes * self.host_ps_per_byte).div_ceil(1000))

@@ -34,6 +34,12 @@ pub struct Bound {
     pub share: f64,
 }
 
+/// What the array units are: `planes` with `timing.plane_parallel`, else
+/// `dies`.
+pub fn unit_name(plane_parallel: bool) -> &'static str {
+    if plane_parallel { "planes" } else { "dies" }
+}
+
 /// What the run did, and on how many resources of each class.
 pub struct Work<'a> {
     pub counters: &'a FlashCounters,
@@ -56,17 +62,16 @@ impl Work<'_> {
             (FlashCounters::timed(&c.reads), FlashCounters::timed(&c.programs), FlashCounters::timed(&c.erases));
         let m = self.multi_plane;
         // A group's members after the first share its command and its
-        // sensing, program or erase time.
+        // sensing, program or erase time: only their transfers add.
         let joined = |ops: u64, groups: u64| ops.saturating_sub(groups);
-        let unit_ns = (reads - joined(m.reads, m.read_groups)) * (t.command + t.read).0
-            + reads * t.page_transfer.0
-            + (programs - joined(m.programs, m.program_groups)) * (t.command + t.program).0
-            + programs * t.page_transfer.0
-            + (erases - joined(m.erases, m.erase_groups)) * (t.command + t.erase).0;
+        let unit_ns = reads * t.read_op().0 + programs * t.program_op().0 + erases * t.erase_op().0
+            - joined(m.reads, m.read_groups) * (t.command + t.read).0
+            - joined(m.programs, m.program_groups) * (t.command + t.program).0
+            - joined(m.erases, m.erase_groups) * t.erase_op().0;
         let bus_ns = (reads + programs) * t.page_transfer.0 + programs * t.command.0;
         let per = |ns: u64, n: usize| ns as f64 / n.max(1) as f64;
         [
-            (if t.plane_parallel { "planes" } else { "dies" }, per(unit_ns, self.units)),
+            (unit_name(t.plane_parallel), per(unit_ns, self.units)),
             ("channels", per(bus_ns, self.channels)),
             ("host link", self.host_link_ns as f64),
             ("pcm", self.pcm_ns as f64),

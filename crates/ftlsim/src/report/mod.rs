@@ -342,11 +342,8 @@ pub struct OverheadReport {
 
 /// The management overhead of a run from the device's counters.
 pub fn fill_overhead(r: &mut Report, c: &FlashCounters, t: &crate::nand::Timing, s: &FtlStats) {
-    let (read, program, erase) = (
-        (t.command.0 + t.read.0 + t.page_transfer.0) as f64 / 1e6,
-        (t.command.0 + t.page_transfer.0 + t.program.0) as f64 / 1e6,
-        (t.command.0 + t.erase.0) as f64 / 1e6,
-    );
+    let op_ms = |op: crate::units::Nanos| op.0 as f64 / 1e6;
+    let (read, program, erase) = (op_ms(t.read_op()), op_ms(t.program_op()), op_ms(t.erase_op()));
     let ms = |cause: Cause| {
         let i = cause as usize;
         c.reads[i] as f64 * read + c.programs[i] as f64 * program + c.erases[i] as f64 * erase

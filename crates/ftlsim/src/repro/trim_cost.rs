@@ -27,7 +27,9 @@
 use crate::config::Config;
 use crate::error::Result;
 use crate::ftl::Span;
+use crate::nand::{Geometry, Timing};
 use crate::report::Report;
+use crate::report::bound::unit_name;
 use crate::repro::figure::distinct;
 use crate::repro::headline::{self, Headline, Verdict::*, verdict};
 use crate::sim::{RunOptions, Simulation};
@@ -351,13 +353,15 @@ pub fn run(quick: bool, progress: &mut dyn FnMut(&str)) -> Result<Vec<Row>> {
 /// Deletion time with batches of 64 against one range per command, as a
 /// reduction (0.25 = 25% less time), for one preset, FTL and queueing.
 pub fn batching_gain(rows: &[Row], preset: &str, ftl: &str, queued: bool) -> Option<f64> {
-    let q = if queued { "queued" } else { "non-queued" };
-    let t = |b: u32| {
-        rows.iter()
-            .find(|r| r.series == "delete" && r.preset == preset && r.ftl == ftl && r.x == format!("batch={b} {q}"))
-            .map(|r| r.latency_us)
-    };
+    let t = |batch: u32| deletion_point(rows, preset, ftl, batch, queued).map(|r| r.latency_us);
     Some(1.0 - t(64)? / t(1)?)
+}
+
+/// Part (b)'s point of `preset`, `ftl`, batches of up to `batch` ranges
+/// and queued TRIM or not.
+fn deletion_point<'a>(rows: &'a [Row], preset: &str, ftl: &str, batch: u32, queued: bool) -> Option<&'a Row> {
+    let x = format!("batch={batch} {}", if queued { "queued" } else { "non-queued" });
+    rows.iter().find(|r| r.series == "delete" && r.preset == preset && r.ftl == ftl && r.x == x)
 }
 
 pub fn to_csv(rows: &[Row]) -> String {
@@ -409,7 +413,7 @@ pub fn to_markdown(rows: &[Row]) -> String {
         let _ = writeln!(s, "|---|{}", "---:|".repeat(FTLS.len()));
     };
     let cell = |series: &str, x: &str, ftl: &str, f: &dyn Fn(&Row) -> String| {
-        rows.iter().find(|r| r.series == series && r.x == x && r.ftl == ftl).map_or("-".into(), f)
+        point(rows, series, x, ftl).map_or("-".into(), f)
     };
     let xs = |series: &str| xs(rows, series);
     s.push_str(
@@ -454,11 +458,7 @@ pub fn to_markdown(rows: &[Row]) -> String {
         seen.push(key);
         for queued in [true, false] {
             let q = if queued { "queued" } else { "non-queued" };
-            let find = |b: u32| {
-                rows.iter().find(|o| {
-                    o.series == "delete" && o.preset == r.preset && o.ftl == r.ftl && o.x == format!("batch={b} {q}")
-                })
-            };
+            let find = |batch: u32| deletion_point(rows, &r.preset, &r.ftl, batch, queued);
             let (Some(one), Some(many)) = (find(1), find(64)) else { continue };
             let gain = batching_gain(rows, &r.preset, &r.ftl, queued).unwrap_or(0.0);
             let _ = writeln!(
@@ -595,12 +595,9 @@ fn by_ranges_per_command(rows: &[Row], ftl: &str) -> Option<Headline> {
 /// the reason says what bounds the deletion: the PCM, the flash, or the
 /// commands' own time.
 fn by_batching(rows: &[Row], preset: &str, ftl: &str) -> Option<Headline> {
-    let find = |b: u32, q: &str| {
-        let x = format!("batch={b} {q}");
-        rows.iter().find(|r| r.series == "delete" && r.preset == preset && r.ftl == ftl && r.x == x)
-    };
+    let find = |batch: u32, queued: bool| deletion_point(rows, preset, ftl, batch, queued);
     let (gq, gn) = (batching_gain(rows, preset, ftl, true)? * 100.0, batching_gain(rows, preset, ftl, false)? * 100.0);
-    let (one, cfg) = (find(1, "non-queued")?, config(preset, ftl, false, &[]).ok()?);
+    let (one, cfg) = (find(1, false)?, config(preset, ftl, false, &[]).ok()?);
     let best = gq.max(gn);
     let v = verdict((best - PAPER_DELETION_GAIN).abs() <= 10.0, best >= 1.0);
     let figure = format!("{gq:.1}% queued, {gn:.1}% non-queued");
@@ -623,9 +620,9 @@ fn by_batching(rows: &[Row], preset: &str, ftl: &str) -> Option<Headline> {
              for the one before), {:.0}% in batches of 64; queued, {:.0}% and {:.0}% batched",
             one.work.io().describe(),
             busy(Some(one)),
-            busy(find(64, "non-queued")),
-            busy(find(1, "queued")),
-            busy(find(64, "queued")),
+            busy(find(64, false)),
+            busy(find(1, true)),
+            busy(find(64, true)),
         )
     } else {
         format!(
@@ -667,13 +664,11 @@ fn past_the_cache(cfg: &Config, last: &Row) -> String {
 /// The array units (`dies`, or `planes` with `timing.plane_parallel`) and
 /// the seconds `work`'s flash operations hold them.
 fn flash_time(cfg: &Config, work: &MapWork) -> (u32, &'static str, f64) {
-    let (g, t) = (&cfg.geometry, &cfg.timing);
-    let dies = g.channels * g.chips_per_channel * g.dies_per_chip;
-    let (units, what) = if t.plane_parallel { (dies * g.planes_per_die, "planes") } else { (dies, "dies") };
-    let transfer_us = t.command_ns / 1e3 + g.page_size as f64 * t.bus_ns_per_byte / 1e3;
-    let us =
-        work.flash_reads as f64 * (t.read_us + transfer_us) + work.flash_programs as f64 * (t.program_us + transfer_us);
-    (units, what, us / 1e6)
+    let geo = Geometry::new(&cfg.geometry);
+    let t = Timing::new(&cfg.timing, geo.page_size, cfg.host.link_ns_per_byte);
+    let units = if t.plane_parallel { geo.planes } else { geo.dies() };
+    let ns = work.flash_reads * t.read_op().0 + work.flash_programs * t.program_op().0;
+    (units, unit_name(t.plane_parallel), ns as f64 * 1e-9)
 }
 
 /// `+3.9 µs`, or `+3.9…+4.0 µs` when the differences are not all one.
