@@ -577,6 +577,34 @@ fn dftl_many_translation_pages() {
     check_ftl("dftl", &[TINY_CACHE, "geometry.page_size=512", "geometry.blocks_per_plane=64", "gc.policy=d-choices"]);
 }
 
+/// A TRIM covering DFTL translation pages whole drops them (one read
+/// each, no rewrite) instead of loading their entries: the usual commands
+/// with TRIMs of one or two whole translation pages (128 entries of a
+/// 512 B page) among them, with and without power cuts.
+#[test]
+fn dftl_trims_of_whole_translation_pages() {
+    let o = [TINY_CACHE, "geometry.page_size=512", "geometry.blocks_per_plane=64"];
+    let cfg = config("dftl", &o);
+    let (cap, spp) = (cfg.logical_sectors(), (cfg.geometry.page_size / 512) as u64);
+    let table_page = (cfg.geometry.page_size / 4) as u64 * spp;
+    let tables = cap / table_page;
+    assert!(tables >= 2, "{tables} whole translation pages");
+    let whole = (0..tables, 1..=2u64).prop_map(move |(t, n)| T(t * table_page, n.min(tables - t) * table_page));
+    for cuts in [false, true] {
+        let inserted = prop::collection::vec((any::<prop::sample::Index>(), whole.clone()), 1..6);
+        let strategy =
+            (any::<bool>(), cmds(cap, spp, cuts), inserted).prop_map(|(precondition, mut cmds, inserted)| {
+                for (at, trim) in inserted {
+                    let i = at.index(cmds.len() + 1);
+                    cmds.insert(i, trim);
+                }
+                Case { precondition, cmds }
+            });
+        let made = check_strategy(&cfg, strategy, 96, &format!("dftl {o:?}, cuts {cuts}"));
+        assert!(!cuts || made >= 500, "{made} power cuts");
+    }
+}
+
 #[test]
 fn dftl_without_trim() {
     check_ftl("dftl", &[TINY_CACHE, "ftl.trim=false", "gc.policy=fifo"]);

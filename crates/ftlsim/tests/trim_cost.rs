@@ -395,26 +395,62 @@ fn superblock_trims_pay_two_ram_accesses_per_page() {
     assert_eq!(r.trim.mapping_ram_accesses, 16);
 }
 
-/// Why `repro trim-cost`'s DFTL and HAT lose throughput on the largest
-/// ranges: within the map cache a TRIM only marks entries dirty; past it,
-/// trimmed entries are evicted dirty and written back (translation pages
-/// on flash, PCM entries), so the cost per byte rises again.
+/// Why `repro trim-cost`'s HAT loses throughput on the largest ranges,
+/// and DFTL would on a range within one translation page: within the map
+/// cache a TRIM only marks entries dirty; past it, trimmed entries are
+/// evicted dirty and written back (translation pages on flash, PCM
+/// entries), so the cost per byte rises again.
 #[test]
 fn past_its_cache_a_cached_map_writes_trimmed_entries_back_and_cost_per_byte_rises() {
-    // 256 entries of 8 B; the written space is 2048 pages.
-    for ftl in ["dftl", "hat"] {
+    // 256 entries of 8 B; the written space is 2048 pages. DFTL's ranges
+    // start at page 1: the whole translation pages (512 entries) of a
+    // range are dropped without a write (the next test).
+    for (ftl, first) in [("dftl", 1), ("hat", 0)] {
         let name = format!("ftl.name=\"{ftl}\"");
         let trim = |pages: u64| {
             let mut s = sim(&[&name, "ftl.cache_bytes=2048"]);
             written(&mut s, 2048);
             s.flush_unmeasured().unwrap();
-            let ns = trim_at(&mut s, &[span(0, pages * SPP)], SimTime::ZERO);
+            let ns = trim_at(&mut s, &[span(first * SPP, pages * SPP)], SimTime::ZERO);
             let r = s.report_from(&Default::default(), 0.0);
             (ns as f64 / pages as f64, r.flash_programs_by_cause.mapping + r.pcm_writes)
         };
-        let ((within, none), (past, written_back)) = (trim(128), trim(2048));
+        let ((within, none), (past, written_back)) = (trim(128), trim(511));
         assert_eq!(none, 0, "{ftl}: nothing written back within the cache");
         assert!(written_back > 0, "{ftl}: trimmed entries written back past the cache");
         assert!(past > within, "{ftl}: {past} ns a page past the cache, {within} within");
     }
+}
+
+/// A TRIM covering DFTL translation pages whole drops them: each read once
+/// (its entries' old pages lose their valid counts) and none written,
+/// however small the cache; the data reads back unmapped, and written
+/// again it maps and reads as any page.
+#[test]
+fn dftl_drops_the_translation_pages_a_trim_covers_whole() {
+    // 512 entries a translation page; a one-entry cache.
+    let mut s = sim(&["ftl.name=\"dftl\"", "ftl.cache_bytes=8"]);
+    written(&mut s, 2048);
+    s.flush_unmeasured().unwrap();
+    let whole = trim_at(&mut s, &[span(0, 2048 * SPP)], SimTime::ZERO);
+    let r = s.report_from(&Default::default(), 0.0);
+    assert_eq!(r.flash_reads_by_cause.mapping, 4, "one read a translation page");
+    assert_eq!(r.flash_programs_by_cause.mapping, 0, "nothing written back");
+    assert_eq!(r.trimmed_pages, 2048, "every page held data");
+    let read = Nanos::from_us_f64(config(&[]).timing.read_us).0;
+    assert!(whole > read, "the TRIM waits for its translation reads: {whole} ns");
+    s.check_invariants().unwrap();
+    for lpn in [0, 511, 512, 2047] {
+        assert_eq!(s.physical(lpn), None, "LPN {lpn} still mapped");
+    }
+    // Nothing dirty is left to flush, and a miss on a dropped page reads nothing.
+    let flushed = s.submit(&cmd(Op::Flush, 0, 0), SimTime(10_000_000), None, None).unwrap();
+    let now = s.submit(&cmd(Op::Read, 5 * SPP, SPP), flushed, None, None).unwrap();
+    let r = s.report_from(&Default::default(), 0.0);
+    assert_eq!((r.flash_programs_by_cause.mapping, r.flash_reads_by_cause.mapping), (0, 4));
+    // Written again, the page is mapped (its translation page exists once written back).
+    s.submit(&cmd(Op::Write, 5 * SPP, SPP), now, None, None).unwrap();
+    s.flush_unmeasured().unwrap();
+    assert!(s.physical(5).is_some());
+    s.check_invariants().unwrap();
 }

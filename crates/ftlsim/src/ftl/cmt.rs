@@ -330,6 +330,18 @@ impl CachedMap {
         false
     }
 
+    /// Group `g`, entries `xs`, all take `value` in the backing store and
+    /// the cache alike (DFTL: a translation page a TRIM emptied whole): its
+    /// dirty updates are void, its cached entries stay, clean. A RAM access
+    /// an entry.
+    pub fn drop_group(&mut self, g: u32, xs: std::ops::Range<u32>, value: u32) {
+        self.cache.write_back_group(g, |_| {});
+        self.ram_accesses += xs.len() as u64;
+        for e in &mut self.cache.ent[xs.start as usize..xs.end as usize] {
+            (e.cur, e.stored) = (value, value);
+        }
+    }
+
     /// A mapping as if written before the run: current and stored alike.
     pub fn placed(&mut self, lpn: Lpn, value: u32) {
         let e = &mut self.cache.ent[lpn.idx()];

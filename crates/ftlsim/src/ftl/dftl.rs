@@ -54,11 +54,15 @@
 //! controller RAM not charged to the CMT; a translation page never written holds
 //! no data worth reading, so a miss on it costs nothing (it exists once an
 //! entry of it is written back, or data is placed under it); SRAM lookups
-//! take no time; TRIM translates like a write.
+//! take no time; TRIM translates like a write, but a translation page the
+//! range covers whole is read once (for its entries' old pages) and
+//! dropped, not rewritten: the GTD forgets it, as if never written
+//! (recovery after a power cut may find its old copy again; the TRIM
+//! journal still keeps the data trimmed).
 
 use super::FtlStats;
 use super::cmt::CachedMap;
-use super::page::{BARRED, MapTable, NEVER, PageCore, PageMapped, is_mapped};
+use super::page::{BARRED, MapTable, NEVER, PageCore, PageMapped, TRIMMED, is_mapped};
 use crate::config::Config;
 use crate::engine::{Cause, Device};
 use crate::error::{Error, Result};
@@ -300,6 +304,35 @@ impl MapTable for DftlMap {
     #[inline]
     fn set(&mut self, lpn: Lpn, value: u32) {
         self.m.set(lpn, value);
+    }
+
+    fn trim_group_size(&self) -> u32 {
+        self.epp
+    }
+
+    /// Translation page `t` trimmed whole: read once (its entries' old
+    /// pages lose their valid counts), then dropped: the GTD forgets it
+    /// and its copy on flash is stale. Nothing is written; a later miss on
+    /// it costs nothing, as on a page never written.
+    fn trim_group(&mut self, core: &mut PageCore, dev: &mut Device, t: u32, now: SimTime) -> Result<SimTime> {
+        let known = match self.fetched.iter().find(|&&(p, _)| p == t) {
+            Some(&(_, fetched)) => fetched,
+            None => {
+                let fetched = self.fetch(dev, t, now)?;
+                self.fetched.push((t, fetched));
+                fetched
+            }
+        };
+        let first = t * self.epp;
+        self.m.drop_group(t, first..(first + self.epp).min(self.logical), TRIMMED);
+        let old = std::mem::replace(&mut self.gtd[t as usize], NEVER);
+        if is_mapped(old) {
+            let geo = dev.geometry();
+            let block = geo.block_of(Ppn(old));
+            self.held[geo.plane_of(block).idx()] -= 1;
+            core.stale(block, now);
+        }
+        Ok(known)
     }
 
     fn flush(&mut self, core: &mut PageCore, dev: &mut Device, now: SimTime) -> Result<SimTime> {

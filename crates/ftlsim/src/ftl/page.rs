@@ -144,6 +144,22 @@ pub trait MapTable: Send + Sized + serde::Serialize + serde::de::DeserializeOwne
     /// Updates a looked-up host entry (host write or TRIM).
     fn set(&mut self, lpn: Lpn, value: u32);
 
+    /// Entries a TRIM may drop a whole group at a time, without looking
+    /// each one up ([`trim_group`](Self::trim_group)); 0: none, every
+    /// trimmed entry is looked up and set.
+    #[inline]
+    fn trim_group_size(&self) -> u32 {
+        0
+    }
+
+    /// A TRIM covers group `g` (entries `g × trim_group_size ..`, host
+    /// entries only) whole: every entry becomes `TRIMMED`, its data already
+    /// made stale by the caller. Returns when the table has done the work
+    /// that needs (DFTL: its translation page read, to learn the old pages).
+    fn trim_group(&mut self, _core: &mut PageCore, _dev: &mut Device, g: u32, _now: SimTime) -> Result<SimTime> {
+        Err(Error::invariant(Self::NAME, format!("map group {g} trimmed whole by a table without groups")))
+    }
+
     /// A host request starts: its lookups may share what an earlier lookup
     /// of the same request fetched (DFTL: a translation page read once).
     #[inline]
@@ -1268,6 +1284,16 @@ impl PageCore {
         }
     }
 
+    /// Host entry `x`, whose value was `old`, is trimmed: its data, if
+    /// any, becomes stale and the TRIM is journalled.
+    fn trimmed(&mut self, dev: &mut Device, x: u32, old: u32, now: SimTime) {
+        if is_mapped(old) {
+            self.stale(self.geo.block_of(Ppn(old >> self.unit_shift)), now);
+            self.stats.trimmed_pages += 1;
+            self.journal.trimmed(dev, x);
+        }
+    }
+
     /// Erases the blocks [`stale`](Self::stale) found empty, those still
     /// closed and empty (GC may have taken one meanwhile).
     fn reclaim_empties(&mut self, dev: &mut Device, now: SimTime) -> Result<()> {
@@ -2149,15 +2175,22 @@ impl<M: MapTable> Ftl for PageMapped<M> {
         let mut done = now;
         // Map entries are units (pages with one unit a page).
         let pages = whole_pages(span, core.geo.sectors_per_page);
-        for x in pages.start << core.unit_shift..pages.end << core.unit_shift {
+        let (mut x, end) = (pages.start << core.unit_shift, pages.end << core.unit_shift);
+        let group = map.trim_group_size();
+        while x < end {
+            if group > 0 && x % group == 0 && end - x >= group {
+                for y in x..x + group {
+                    core.trimmed(dev, y, map.get(y), now);
+                }
+                done = done.max(map.trim_group(core, dev, x / group, now)?);
+                x += group;
+                continue;
+            }
             let (old, known) = map.lookup(core, dev, Lpn(x), now)?;
             done = done.max(known);
-            if is_mapped(old) {
-                core.stale(core.geo.block_of(Ppn(old >> core.unit_shift)), now);
-                core.stats.trimmed_pages += 1;
-                core.journal.trimmed(dev, x);
-            }
+            core.trimmed(dev, x, old, now);
             map.set(Lpn(x), TRIMMED);
+            x += 1;
         }
         core.reclaim_empties(dev, now)?;
         Ok(done.max(map.end_request()))
