@@ -38,6 +38,10 @@ use std::time::Instant;
 const MAX_ARRIVAL_NS: u64 = u64::MAX / 4;
 /// Commands read ahead of the one being served, for prefetching their mappings.
 const LOOKAHEAD: usize = 8;
+/// Rounds of [`Ftl::settle`] and the engine's background work a settle
+/// makes at most: each round's deferred work is a fraction of the last's
+/// (DFTL: the rewrites of the few victims its own rewrites made GC take).
+const SETTLE_ROUNDS: u32 = 16;
 
 /// Unmeasured conditioning before a run: `fill` of the logical space written
 /// sequentially, then `overwrite` × that space in random page-aligned 4 KiB
@@ -347,7 +351,14 @@ impl Simulation {
     /// a drive left idle would; returns when it ends.
     pub fn settle(&mut self) -> Result<SimTime> {
         self.dev.book_deferred();
-        self.ctrl.settle(self.ftl.as_mut(), &mut self.dev)
+        let mut end = self.ctrl.settle(self.ftl.as_mut(), &mut self.dev)?;
+        // What the FTL deferred (DFTL's rewrites) may start GC jobs whose
+        // victims defer more: rounds until none is left, or a few.
+        for _ in 0..SETTLE_ROUNDS {
+            let Some(done) = self.ftl.settle(&mut self.dev, end)? else { break };
+            end = end.max(done).max(self.ctrl.settle(self.ftl.as_mut(), &mut self.dev)?);
+        }
+        Ok(end)
     }
 
     /// Pages in the write buffer not yet on flash.

@@ -209,6 +209,15 @@ pub trait Ftl: Send {
         Ok(None)
     }
 
+    /// Work the FTL left for later that a drive left idle would do (DFTL:
+    /// the translation-page rewrites GC's batch updates queued), booked
+    /// from `now`. Returns when it ends, `None` when there was none.
+    /// [`Simulation::settle`](crate::Simulation::settle) calls it once the
+    /// engine's background work has run to its end, and again while it finds some.
+    fn settle(&mut self, _dev: &mut Device, _now: SimTime) -> Result<Option<SimTime>> {
+        Ok(None)
+    }
+
     /// Whether a destage issued now would first have to make GC copies
     /// other writes left owed (`gc.debt = "background"` with every plane
     /// owing): the controller then leaves it until a

@@ -160,6 +160,13 @@ pub trait MapTable: Send + Sized + serde::Serialize + serde::de::DeserializeOwne
         Err(Error::invariant(Self::NAME, format!("map group {g} trimmed whole by a table without groups")))
     }
 
+    /// Work the table left for later (DFTL: GC's deferred rewrites), done
+    /// from `now` as a drive left idle would; returns when it ends, `None`
+    /// when there was none.
+    fn settle(&mut self, _core: &mut PageCore, _dev: &mut Device, _now: SimTime) -> Result<Option<SimTime>> {
+        Ok(None)
+    }
+
     /// A host request starts: its lookups may share what an earlier lookup
     /// of the same request fetched (DFTL: a translation page read once).
     #[inline]
@@ -2198,6 +2205,12 @@ impl<M: MapTable> Ftl for PageMapped<M> {
 
     fn background(&mut self, dev: &mut Device, plane: PlaneId, at: SimTime) -> Result<Option<SimTime>> {
         self.core.background_step(&mut self.map, dev, plane, at)
+    }
+
+    fn settle(&mut self, dev: &mut Device, now: SimTime) -> Result<Option<SimTime>> {
+        let done = self.map.settle(&mut self.core, dev, now)?;
+        self.core.reclaim_empties(dev, now)?;
+        Ok(done)
     }
 
     fn destage_must_wait(&self) -> bool {
