@@ -45,6 +45,14 @@ fn sim(overrides: &[&str]) -> Simulation {
     Simulation::new(config(overrides)).unwrap()
 }
 
+/// A drive with `overrides`, pages `0..pages` written and flushed, time restarted.
+fn flushed(overrides: &[&str], pages: u64) -> Simulation {
+    let mut s = sim(overrides);
+    written(&mut s, pages);
+    s.flush_unmeasured().unwrap();
+    s
+}
+
 fn cmd(op: Op, start: u64, sectors: u64) -> HostCmd {
     HostCmd { time: SimTime::ZERO, op, start: Sector(start), sectors, continued: false }
 }
@@ -242,17 +250,13 @@ fn trims_and_other_commands_share_the_controllers_cores() {
 #[test]
 fn dftl_trims_read_translation_pages_and_hat_reads_pcm() {
     // A one-entry cache: every trimmed entry's translation page comes from flash.
-    let mut d = sim(&["ftl.name=\"dftl\"", "ftl.cache_bytes=8"]);
-    written(&mut d, 64);
-    d.flush_unmeasured().unwrap();
+    let mut d = flushed(&["ftl.name=\"dftl\"", "ftl.cache_bytes=8"], 64);
     let t = trim_at(&mut d, &[span(0, 4 * SPP)], SimTime::ZERO);
     let r = d.report_from(&Default::default(), 0.0);
     assert!(r.flash_reads_by_cause.mapping >= 1, "{:?}", r.flash_reads_by_cause);
     let read = Nanos::from_us_f64(config(&[]).timing.read_us).0;
     assert!(t > read, "the TRIM waits for its translation read: {t} ns");
-    let mut h = sim(&["ftl.name=\"hat\"", "ftl.cache_bytes=8"]);
-    written(&mut h, 64);
-    h.flush_unmeasured().unwrap();
+    let mut h = flushed(&["ftl.name=\"hat\"", "ftl.cache_bytes=8"], 64);
     trim_at(&mut h, &[span(0, 4 * SPP)], SimTime::ZERO);
     assert!(h.report_from(&Default::default(), 0.0).pcm_reads >= 4);
 }
@@ -274,10 +278,7 @@ fn fresh_trim(ftl: &str, extra: &[&str], ranges: &[Span]) -> u64 {
     let name = format!("ftl.name=\"{ftl}\"");
     let mut o = vec![name.as_str()];
     o.extend_from_slice(extra);
-    let mut s = sim(&o);
-    written(&mut s, 512);
-    s.flush_unmeasured().unwrap();
-    trim_at(&mut s, ranges, SimTime::ZERO)
+    trim_at(&mut flushed(&o, 512), ranges, SimTime::ZERO)
 }
 
 #[test]
@@ -408,9 +409,7 @@ fn past_its_cache_a_cached_map_writes_trimmed_entries_back_and_cost_per_byte_ris
     for (ftl, first) in [("dftl", 1), ("hat", 0)] {
         let name = format!("ftl.name=\"{ftl}\"");
         let trim = |pages: u64| {
-            let mut s = sim(&[&name, "ftl.cache_bytes=2048"]);
-            written(&mut s, 2048);
-            s.flush_unmeasured().unwrap();
+            let mut s = flushed(&[&name, "ftl.cache_bytes=2048"], 2048);
             let ns = trim_at(&mut s, &[span(first * SPP, pages * SPP)], SimTime::ZERO);
             let r = s.report_from(&Default::default(), 0.0);
             (ns as f64 / pages as f64, r.flash_programs_by_cause.mapping + r.pcm_writes)
@@ -429,9 +428,7 @@ fn past_its_cache_a_cached_map_writes_trimmed_entries_back_and_cost_per_byte_ris
 #[test]
 fn dftl_drops_the_translation_pages_a_trim_covers_whole() {
     // 512 entries a translation page; a one-entry cache.
-    let mut s = sim(&["ftl.name=\"dftl\"", "ftl.cache_bytes=8"]);
-    written(&mut s, 2048);
-    s.flush_unmeasured().unwrap();
+    let mut s = flushed(&["ftl.name=\"dftl\"", "ftl.cache_bytes=8"], 2048);
     let whole = trim_at(&mut s, &[span(0, 2048 * SPP)], SimTime::ZERO);
     let r = s.report_from(&Default::default(), 0.0);
     assert_eq!(r.flash_reads_by_cause.mapping, 4, "one read a translation page");

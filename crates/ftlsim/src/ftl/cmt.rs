@@ -330,14 +330,18 @@ impl CachedMap {
         false
     }
 
-    /// Group `g`, entries `xs`, all take `value` in the backing store and
-    /// the cache alike (DFTL: a translation page a TRIM emptied whole): its
+    /// Every entry of group `g` takes `value` in the backing store and the
+    /// cache alike (DFTL: a translation page a TRIM emptied whole): its
     /// dirty updates are void, its cached entries stay, clean. A RAM access
     /// an entry.
-    pub fn drop_group(&mut self, g: u32, xs: std::ops::Range<u32>, value: u32) {
+    pub fn drop_group(&mut self, g: u32, value: u32) {
         self.cache.write_back_group(g, |_| {});
-        self.ram_accesses += xs.len() as u64;
-        for e in &mut self.cache.ent[xs.start as usize..xs.end as usize] {
+        let size = self.cache.group_size as usize;
+        let first = g as usize * size;
+        let end = (first + size).min(self.cache.ent.len());
+        let entries = &mut self.cache.ent[first..end];
+        self.ram_accesses += entries.len() as u64;
+        for e in entries {
             (e.cur, e.stored) = (value, value);
         }
     }

@@ -195,13 +195,18 @@ impl DftlMap {
         self.held.iter().enumerate().map(rank).collect()
     }
 
-    /// Translation page `t`'s current copy goes from `old` (if mapped) to `new`.
-    fn relocated(&mut self, geo: &Geometry, t: u32, new: Ppn) {
-        let old = std::mem::replace(&mut self.gtd[t as usize], new.0);
+    /// Translation page `t`'s current copy goes from where the GTD had it
+    /// (returned) to `new`: a page, or `NEVER` (the page dropped).
+    fn relocated(&mut self, geo: &Geometry, t: u32, new: u32) -> u32 {
+        let old = std::mem::replace(&mut self.gtd[t as usize], new);
+        let plane_of = |ppn: u32| geo.plane_of(geo.block_of(Ppn(ppn))).idx();
         if is_mapped(old) {
-            self.held[geo.plane_of(geo.block_of(Ppn(old))).idx()] -= 1;
+            self.held[plane_of(old)] -= 1;
         }
-        self.held[geo.plane_of(geo.block_of(new)).idx()] += 1;
+        if is_mapped(new) {
+            self.held[plane_of(new)] += 1;
+        }
+        old
     }
 
     /// A page of the translation stream for a translation page.
@@ -231,7 +236,7 @@ impl DftlMap {
             core.stale(geo.block_of(Ppn(current)), now);
         }
         core.pool.add_valid(geo.block_of(ppn), now);
-        self.relocated(geo, t, ppn);
+        self.relocated(geo, t, ppn.0);
         let done = dev.program(ppn, Lpn(self.logical + t), start, Cause::Mapping, Payload::None)?;
         self.in_flight[t as usize] = (start, done);
         Ok(done)
@@ -253,6 +258,18 @@ impl DftlMap {
             self.due.clear();
         }
         Ok(done)
+    }
+
+    /// Translation page `t` in the controller for the current request, from
+    /// `now`: [`fetch`](Self::fetch)ed once a request, its other misses on
+    /// it served from that (returns when that fetch had it).
+    fn fetch_once(&mut self, dev: &mut Device, t: u32, now: SimTime) -> Result<SimTime> {
+        if let Some(&(_, fetched)) = self.fetched.iter().find(|&&(p, _)| p == t) {
+            return Ok(fetched);
+        }
+        let fetched = self.fetch(dev, t, now)?;
+        self.fetched.push((t, fetched));
+        Ok(fetched)
     }
 
     /// Translation page `t` in the controller, from `now`: read from flash,
@@ -299,13 +316,7 @@ impl MapTable for DftlMap {
                 t = self.write_back(core, dev, victim / self.epp, now)?;
             }
         }
-        let tpage = lpn.0 / self.epp;
-        if let Some(&(_, fetched)) = self.fetched.iter().find(|&&(p, _)| p == tpage) {
-            t = t.max(fetched);
-        } else {
-            t = self.fetch(dev, tpage, t)?;
-            self.fetched.push((tpage, t));
-        }
+        t = t.max(self.fetch_once(dev, lpn.0 / self.epp, t)?);
         Ok((self.m.load("dftl", lpn)?, t))
     }
 
@@ -333,22 +344,11 @@ impl MapTable for DftlMap {
     /// and its copy on flash is stale. Nothing is written; a later miss on
     /// it costs nothing, as on a page never written.
     fn trim_group(&mut self, core: &mut PageCore, dev: &mut Device, t: u32, now: SimTime) -> Result<SimTime> {
-        let known = match self.fetched.iter().find(|&&(p, _)| p == t) {
-            Some(&(_, fetched)) => fetched,
-            None => {
-                let fetched = self.fetch(dev, t, now)?;
-                self.fetched.push((t, fetched));
-                fetched
-            }
-        };
-        let first = t * self.epp;
-        self.m.drop_group(t, first..(first + self.epp).min(self.logical), TRIMMED);
-        let old = std::mem::replace(&mut self.gtd[t as usize], NEVER);
+        let known = self.fetch_once(dev, t, now)?;
+        self.m.drop_group(t, TRIMMED);
+        let old = self.relocated(dev.geometry(), t, NEVER);
         if is_mapped(old) {
-            let geo = dev.geometry();
-            let block = geo.block_of(Ppn(old));
-            self.held[geo.plane_of(block).idx()] -= 1;
-            core.stale(block, now);
+            core.stale(dev.geometry().block_of(Ppn(old)), now);
         }
         Ok(known)
     }
@@ -400,7 +400,7 @@ impl MapTable for DftlMap {
     #[inline]
     fn moved(&mut self, dev: &mut Device, x: u32, from: u32, dst: Ppn, _: SimTime) {
         if x >= self.logical {
-            self.relocated(dev.geometry(), x - self.logical, dst);
+            self.relocated(dev.geometry(), x - self.logical, dst.0);
         } else if !self.m.moved(x, dst.0) {
             let geo = dev.geometry();
             let plane = geo.plane_of(geo.block_of(Ppn(from >> self.unit_shift)));
@@ -416,7 +416,7 @@ impl MapTable for DftlMap {
             let page = self.alloc_translation_page(core, dev, now, false)?;
             dev.place(page, Lpn(self.logical + t), Payload::None)?;
             core.pool.add_valid(dev.geometry().block_of(page), now);
-            self.relocated(dev.geometry(), t, page);
+            self.relocated(dev.geometry(), t, page.0);
         }
         Ok(())
     }

@@ -2208,9 +2208,9 @@ impl<M: MapTable> Ftl for PageMapped<M> {
     }
 
     fn settle(&mut self, dev: &mut Device, now: SimTime) -> Result<Option<SimTime>> {
-        let done = self.map.settle(&mut self.core, dev, now)?;
+        let Some(done) = self.map.settle(&mut self.core, dev, now)? else { return Ok(None) };
         self.core.reclaim_empties(dev, now)?;
-        Ok(done)
+        Ok(Some(done))
     }
 
     fn destage_must_wait(&self) -> bool {
