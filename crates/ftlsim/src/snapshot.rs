@@ -41,7 +41,7 @@ use std::path::{Path, PathBuf};
 
 /// Bumped whenever the saved state's shape changes (a field added to any
 /// saved struct): older files are then refused as stale, not misread.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 /// First bytes of every snapshot file.
 pub const MAGIC: &[u8; 8] = b"FTLSNAP\n";
 

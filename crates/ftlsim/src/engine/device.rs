@@ -527,8 +527,8 @@ pub struct Device {
     /// (see [`deferred`]); booked whole before a drive is saved.
     #[serde(skip)]
     deferred: deferred::Deferred,
-    /// GC copy runs a host read may still go before (see [`preempt`]).
-    #[serde(skip)]
+    /// GC copy runs a host read may still go before (see [`preempt`]),
+    /// and how many copies each unit's next run may book.
     preempt: preempt::Preemptible,
 }
 

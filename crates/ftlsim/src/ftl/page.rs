@@ -167,6 +167,28 @@ pub trait MapTable: Send + Sized + serde::Serialize + serde::de::DeserializeOwne
         Ok(None)
     }
 
+    /// One piece of the work the table defers to the drive's idle time
+    /// (DFTL: a translation rewrite GC's batch updates queued), on
+    /// `plane`'s background time from `now`; returns when it ends, `None`
+    /// when none is left. The engine calls it as it calls GC steps (see
+    /// [`Ftl::background`](super::Ftl::background)), so the work goes a
+    /// piece a plane at a time between host operations, not all at once.
+    fn background(
+        &mut self,
+        _core: &mut PageCore,
+        _dev: &mut Device,
+        _plane: PlaneId,
+        _now: SimTime,
+    ) -> Result<Option<SimTime>> {
+        Ok(None)
+    }
+
+    /// Pieces of [`background`](Self::background) work left.
+    #[inline]
+    fn background_backlog(&self) -> usize {
+        0
+    }
+
     /// A host request starts: its lookups may share what an earlier lookup
     /// of the same request fetched (DFTL: a translation page read once).
     #[inline]
@@ -1362,7 +1384,11 @@ impl PageCore {
     ) -> Result<()> {
         let journalled = self.journal.before_erase(dev, now);
         dev.erase(victim, reads_done.max(journalled), cause)?;
-        map.victim_done(self.geo.plane_of(victim));
+        let plane = self.geo.plane_of(victim);
+        map.victim_done(plane);
+        if map.background_backlog() > 0 {
+            dev.wake(plane);
+        }
         self.pool.release(victim)
     }
 
@@ -1781,10 +1807,32 @@ impl PageCore {
         self.note_owing(plane);
     }
 
-    /// One background step of `plane`'s GC job at `at`; with `gc.debt =
+    /// One background step on `plane` at `at`: of its GC job (with
+    /// `gc.debt = "background"` paying off what host pages owe), or of
+    /// the map's deferred work while the job is owed no copy (or there is
+    /// none). Returns when the plane could take the next step, `None` when
+    /// it has nothing left.
+    fn background_step<M: MapTable>(
+        &mut self,
+        map: &mut M,
+        dev: &mut Device,
+        plane: PlaneId,
+        at: SimTime,
+    ) -> Result<Option<SimTime>> {
+        // The map's work goes first while the job is owed no copy: GC's
+        // own pace is set by what it is owed.
+        if !self.owes_copies(plane)
+            && let Some(done) = map.background(self, dev, plane, at)?
+        {
+            return Ok(Some(done));
+        }
+        self.gc_step(map, dev, plane, at)
+    }
+
+    /// One step of `plane`'s GC job at `at`; with `gc.debt =
     /// "background"` it pays off what host pages owe. Returns when the
     /// plane could take the next step, `None` when it has no job.
-    fn background_step<M: MapTable>(
+    fn gc_step<M: MapTable>(
         &mut self,
         map: &mut M,
         dev: &mut Device,

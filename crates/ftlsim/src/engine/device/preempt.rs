@@ -29,6 +29,7 @@
 
 use super::{Booked, Cause, Device, Keep, ProgTail};
 use crate::units::{BlockId, Nanos, PlaneId, Ppn, SimTime};
+use serde::{Deserialize, Serialize};
 
 /// A copy of a run, as booked.
 #[derive(Clone, Copy, Debug)]
@@ -66,17 +67,23 @@ impl Run {
     }
 }
 
-/// The runs a host read may still go before, per array unit.
-#[derive(Debug, Default)]
+/// The runs a host read may still go before, per array unit. Saved with
+/// the drive: the budgets only (a drive is saved between commands, its
+/// runs as booked).
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub(super) struct Preemptible {
     /// A background step is booking: its copy runs are kept.
+    #[serde(skip)]
     pub(super) keeping: bool,
     /// Per array unit (empty until the first run is kept).
+    #[serde(skip)]
     runs: Vec<Run>,
     /// Units with a run kept.
+    #[serde(skip)]
     held: usize,
     /// An emptied run whose vectors the next [`take`](Self::take) puts in
     /// its unit's place (a read cuts into runs often: no allocation).
+    #[serde(skip)]
     spare: Run,
     /// Per array unit, the copies its next kept run may book, and whether
     /// a read cut into its runs since it was set (see
