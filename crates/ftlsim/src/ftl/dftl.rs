@@ -156,7 +156,7 @@ pub struct DftlMap {
     /// them all.)
     paced: bool,
     /// The rewrites at the front of `due` that background steps may write:
-    /// those due when the last host request began. A rewrite's allocation
+    /// those due when the last host request began (none without `paced`). A rewrite's allocation
     /// may finish a victim whose batch is due in turn; where victims free
     /// less than their rewrites take (FIFO GC, a one-entry CMT), rewrites
     /// taken as they came due kept the engine's background busy without
@@ -231,47 +231,39 @@ impl DftlMap {
         old
     }
 
-    /// A page of the translation stream for a translation page: on plane
-    /// `onto` if given (and it has room), else where [`spread`](Self::spread)
-    /// sends it.
+    /// A page of the translation stream for a translation page, among the
+    /// planes `rank` does not bar (see [`spread`](Self::spread)).
     fn alloc_translation_page(
         &mut self,
         core: &mut PageCore,
         dev: &mut Device,
         now: SimTime,
         paced: bool,
-        onto: Option<PlaneId>,
+        rank: &[u64],
     ) -> Result<Ppn> {
-        let mut rank = self.spread(dev.geometry());
-        if let Some(onto) = onto {
-            for (plane, r) in rank.iter_mut().enumerate() {
-                if plane != onto.idx() {
-                    *r = BARRED;
-                }
-            }
-        }
-        core.alloc_stream_page(self, dev, now, paced, (TRANSLATION_STREAM, &rank))
+        core.alloc_stream_page(self, dev, now, paced, (TRANSLATION_STREAM, rank))
     }
 
     /// Rewrites translation page `t` with every dirty cached entry of it:
     /// reads the old page (if any), programs the new one. Returns the
     /// program's end.
     fn write_back(&mut self, core: &mut PageCore, dev: &mut Device, t: u32, now: SimTime) -> Result<SimTime> {
-        self.write_back_onto(core, dev, t, now, None)
+        let rank = self.spread(dev.geometry());
+        self.write_back_ranked(core, dev, t, now, &rank)
     }
 
-    /// [`write_back`](Self::write_back), the new copy on plane `onto` if
-    /// given (see [`alloc_translation_page`](Self::alloc_translation_page)).
-    fn write_back_onto(
+    /// [`write_back`](Self::write_back), the new copy among the planes
+    /// `rank` does not bar.
+    fn write_back_ranked(
         &mut self,
         core: &mut PageCore,
         dev: &mut Device,
         t: u32,
         now: SimTime,
-        onto: Option<PlaneId>,
+        rank: &[u64],
     ) -> Result<SimTime> {
         let start = self.fetch(dev, t, now)?;
-        let ppn = self.alloc_translation_page(core, dev, now, true, onto)?;
+        let ppn = self.alloc_translation_page(core, dev, now, true, rank)?;
         // Only now: GC during the allocation may have dirtied more entries
         // of this page, moved its old copy, or rewritten it.
         self.m.cache.write_back_group(t, |_| {});
@@ -316,18 +308,28 @@ impl DftlMap {
         let planes = self.held.len();
         let excess = self.due.len().saturating_sub(planes);
         for _ in 0..excess.div_ceil(planes) {
-            let Some(t) = self.pop_due() else { break };
-            self.write_back(core, dev, t, now)?;
-            self.queued[t as usize] -= 1;
+            let rank = self.spread(dev.geometry());
+            self.rewrite_oldest(core, dev, now, &rank)?;
         }
         Ok(())
     }
 
-    /// The oldest rewrite due, taken off the list.
-    fn pop_due(&mut self) -> Option<u32> {
-        let t = self.due.pop_front()?;
+    /// Writes the oldest rewrite due (if any) among the planes `rank` does
+    /// not bar; returns when its program ends.
+    fn rewrite_oldest(
+        &mut self,
+        core: &mut PageCore,
+        dev: &mut Device,
+        now: SimTime,
+        rank: &[u64],
+    ) -> Result<Option<SimTime>> {
+        let Some(t) = self.due.pop_front() else { return Ok(None) };
         self.ripe = self.ripe.saturating_sub(1);
-        Some(t)
+        let done = self.write_back_ranked(core, dev, t, now, rank)?;
+        // Not before: a victim GC finished while allocating its page may
+        // have had its update of it taken along.
+        self.queued[t as usize] -= 1;
+        Ok(Some(done))
     }
 
     /// Translation page `t` in the controller for the current request, from
@@ -423,18 +425,24 @@ impl MapTable for DftlMap {
         plane: PlaneId,
         now: SimTime,
     ) -> Result<Option<SimTime>> {
-        if !self.paced || self.ripe == 0 || self.spread(dev.geometry())[plane.idx()] == BARRED {
+        if self.ripe == 0 {
             return Ok(None);
         }
-        let Some(t) = self.pop_due() else { return Ok(None) };
-        let done = self.write_back_onto(core, dev, t, now, Some(plane))?;
-        self.queued[t as usize] -= 1;
-        Ok(Some(done))
+        let mut rank = self.spread(dev.geometry());
+        if rank[plane.idx()] == BARRED {
+            return Ok(None);
+        }
+        for (other, r) in rank.iter_mut().enumerate() {
+            if other != plane.idx() {
+                *r = BARRED;
+            }
+        }
+        self.rewrite_oldest(core, dev, now, &rank)
     }
 
     #[inline]
     fn background_backlog(&self) -> usize {
-        if self.paced { self.ripe } else { 0 }
+        self.ripe
     }
 
     fn trim_group_size(&self) -> u32 {
@@ -477,7 +485,9 @@ impl MapTable for DftlMap {
     #[inline]
     fn begin_request(&mut self) {
         self.fetched.clear();
-        self.ripe = self.due.len();
+        if self.paced {
+            self.ripe = self.due.len();
+        }
     }
 
     /// Translation pages a move dirties are written later, not here.
@@ -516,7 +526,8 @@ impl MapTable for DftlMap {
         let t = lpn.0 / self.epp;
         if !is_mapped(self.gtd[t as usize]) {
             // Its translation page was on flash before the run too.
-            let page = self.alloc_translation_page(core, dev, now, false, None)?;
+            let rank = self.spread(dev.geometry());
+            let page = self.alloc_translation_page(core, dev, now, false, &rank)?;
             dev.place(page, Lpn(self.logical + t), Payload::None)?;
             core.pool.add_valid(dev.geometry().block_of(page), now);
             self.relocated(dev.geometry(), t, page.0);

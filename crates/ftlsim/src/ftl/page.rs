@@ -1820,8 +1820,10 @@ impl PageCore {
         at: SimTime,
     ) -> Result<Option<SimTime>> {
         // The map's work goes first while the job is owed no copy: GC's
-        // own pace is set by what it is owed.
-        if !self.owes_copies(plane)
+        // own pace is set by what it is owed. (Asked first: a map without
+        // such work answers 0 at no cost, on every GC step.)
+        if map.background_backlog() > 0
+            && !self.owes_copies(plane)
             && let Some(done) = map.background(self, dev, plane, at)?
         {
             return Ok(Some(done));
