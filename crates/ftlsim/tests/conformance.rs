@@ -1362,6 +1362,50 @@ fn mu_power_cut_then_tree_gc() {
 /// `random_combinations_of_the_page_familys_options_with_power_cuts`,
 /// seed 16099990068662798832, here up to the cut); past the bound a page
 /// already queued takes later victims' updates along.
+/// Random victims on a one-plane drive nearly full of live data: GC's own
+/// copies fill blocks, and random picks of (nearly) full blocks spent the
+/// per-call budget with the plane at its last free block while others held
+/// stale pages; the FLUSH's destage was refused "device full" (found by
+/// `random_combinations_of_the_page_familys_options_with_power_cuts`, seed
+/// 8095945761464082912 with `FTLSIM_CONFIG_GRID_GEOMETRY=1`). Past the
+/// budget, greedy picks until the host has a page.
+#[test]
+fn random_victims_spend_their_budget_then_greedy_frees_a_page() {
+    replay(
+        "page",
+        &[
+            "geometry.planes_per_die=1",
+            "geometry.dies_per_chip=1",
+            "geometry.page_size=2048",
+            "cache.bytes=65536",
+            "cache.policy=\"fifo\"",
+            "gc.mode=\"preemptible\"",
+            "ftl.allocation=\"static\"",
+            "gc.frontier=\"separate\"",
+            "gc.debt=\"ahead\"",
+            "gc.policy=random",
+            "trim.partial=\"ignore\"",
+            "ftl.trim=true",
+            "timing.multi_plane=false",
+        ],
+        true,
+        &[
+            W(42, 5, 3324406193306571541),
+            P(3),
+            W(26, 1, 133637997448663391),
+            P(0),
+            W(10, 3, 5586223922010195858),
+            R(169, 1),
+            R(37, 17),
+            W(314, 8, 8063481408163411632),
+            P(0),
+            W(306, 3, 6468121879568283863),
+            W(39, 20, 5583634945874416801),
+            F,
+        ],
+    );
+}
+
 #[test]
 fn dftl_fifo_rewrites_after_a_power_cut_stay_bounded() {
     replay(

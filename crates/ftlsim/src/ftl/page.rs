@@ -1268,17 +1268,30 @@ impl PageCore {
     /// trigger until it has gained one (victims worth it only).
     fn collect<M: MapTable>(&mut self, map: &mut M, dev: &mut Device, plane: PlaneId, now: SimTime) -> Result<()> {
         // FIFO, random and d-choices may pick full blocks (the models count
-        // that waste too); bound the work per call.
+        // that waste too); bound the work per call. Past that budget, a plane
+        // still at its last free block would refuse the host a page while
+        // closed blocks hold stale ones (a random policy on a plane of
+        // mostly full blocks, its own copies making more): greedy picks
+        // then, as many times again at most.
         let mut budget = self.geo.blocks_per_plane;
+        let mut greedy_budget = self.geo.blocks_per_plane;
         let start = self.pool.free_count(plane);
         let (reserve, trigger) = (self.reserve, self.trigger);
         let due = |free: u32| free <= reserve || (free < trigger && free <= start);
-        while due(self.pool.free_count(plane)) && budget > 0 {
-            budget -= 1;
-            if !self.worth_collecting(plane) {
-                break;
-            }
-            let Some(victim) = self.select_victim(dev, plane, now) else { break };
+        while due(self.pool.free_count(plane)) {
+            let victim = if budget > 0 {
+                budget -= 1;
+                if !self.worth_collecting(plane) {
+                    break;
+                }
+                self.select_victim(dev, plane, now)
+            } else if greedy_budget > 0 && self.pool.free_count(plane) <= 1 {
+                greedy_budget -= 1;
+                self.pool.greedy(plane)
+            } else {
+                None
+            };
+            let Some(victim) = victim else { break };
             if self.no_gain(self.pool.valid(victim)) && self.pool.fewest_valid(plane).is_none_or(|v| self.no_gain(v)) {
                 break; // the plane is full of live data: nothing to gain
             }

@@ -402,7 +402,8 @@ impl BlockPool {
         self.greedy(plane).map(|b| self.valid(b))
     }
 
-    fn greedy(&self, plane: PlaneId) -> Option<BlockId> {
+    /// The closed block of `plane` with the fewest valid pages.
+    pub fn greedy(&self, plane: PlaneId) -> Option<BlockId> {
         let (first, words) = (plane.idx() * self.words(), self.words());
         let (i, &word) = self.nonempty[first..first + words].iter().enumerate().find(|&(_, &w)| w != 0)?;
         let valid = i * 64 + word.trailing_zeros() as usize;
