@@ -1406,6 +1406,75 @@ fn random_victims_spend_their_budget_then_greedy_frees_a_page() {
     );
 }
 
+/// The same with DFTL and blocking GC (the same seed's other failing
+/// combination): random picks of full blocks while two closed blocks held
+/// no valid page, and a host write refused.
+#[test]
+fn random_victims_with_blocking_dftl_leave_the_host_a_page() {
+    replay(
+        "dftl",
+        &[
+            "geometry.planes_per_die=1",
+            "geometry.dies_per_chip=1",
+            "geometry.page_size=8192",
+            "cache.bytes=0",
+            "gc.mode=\"blocking\"",
+            "ftl.allocation=\"static\"",
+            "gc.policy=random",
+            "trim.partial=\"zero\"",
+            "ftl.trim=true",
+            "timing.multi_plane=true",
+            "ftl.cache_bytes=8",
+        ],
+        true,
+        &[
+            T(155, 18),
+            P(0),
+            T(811, 26),
+            W(95, 26, 16090532634518722346),
+            F,
+            W(42, 32, 15956063878384273683),
+            W(922, 9, 14948872622601218261),
+            T(92, 28),
+            W(1169, 29, 14146535390350083977),
+            W(414, 27, 11207553925326714907),
+            W(770, 27, 2605221479133059271),
+            W(80, 1, 4753575791555560365),
+            W(109, 5, 12491302509105980633),
+            P(3),
+            W(28, 14, 4076702513131592750),
+            W(957, 2, 2595044851763485720),
+            T(185, 66),
+            W(100, 19, 11630148791332737410),
+            W(2, 7, 2752948041581409786),
+            W(986, 6, 12981495167771838311),
+            W(89, 29, 6062746212863166465),
+            W(138, 5, 414034869140676383),
+            P(3),
+            W(743, 14, 9252343710626744876),
+            W(51, 4, 14211644964170084388),
+            P(3),
+            W(11, 13, 9146392213257902632),
+            T(28, 6),
+            T(383, 1),
+            T(129, 8),
+            T(83, 1),
+            T(116, 10),
+            W(66, 2, 12066083827340985038),
+            W(851, 15, 1080725876628615870),
+            P(3),
+            W(166, 8, 8271127654691284785),
+            T(1092, 1),
+            T(415, 2),
+            W(162, 5, 16256104153829142497),
+            W(936, 5, 15263534718032182694),
+            F,
+            P(2),
+            W(421, 14, 8223454091179067770),
+        ],
+    );
+}
+
 #[test]
 fn dftl_fifo_rewrites_after_a_power_cut_stay_bounded() {
     replay(
