@@ -15,6 +15,7 @@
 //! | `cache.bytes` | the drive's logical capacity |
 //! | `ftl.trim_list_groups` | [`MAX_TRIM_LIST_GROUPS`] |
 //! | `pcm.write_queue` | [`MAX_PCM_WRITE_QUEUE`] |
+//! | `pcm.entries_per_write` | [`MAX_PCM_ENTRIES_PER_WRITE`] |
 //! | `gc.d` | `geometry.blocks_per_plane` (more samples than blocks add nothing) |
 //! | `ftl.cache_bytes`, `ftl.mu_bitmap_cache_bytes`, `ftl.coftl_cache_bytes` | [`MAX_CONTROLLER_RAM_BYTES`] |
 //! | `host.time_scale`, `--time-scale` | any finite factor; an arrival it scales past the simulated clock is refused naming the request and the key |
@@ -51,6 +52,10 @@ pub const MAX_TRIM_LIST_GROUPS: u32 = 1 << 30;
 /// Mapping-entry writes the controller holds for the PCM at most: as many
 /// as commands a host keeps outstanding.
 pub const MAX_PCM_WRITE_QUEUE: u32 = MAX_QUEUE_DEPTH;
+
+/// Mapping entries one PCM write programs at most: 4 KiB of 4-byte
+/// entries, past any part's program buffer.
+pub const MAX_PCM_ENTRIES_PER_WRITE: u32 = 1024;
 
 /// A controller-RAM cache (mapping cache, bitmap cache, data cache) of at
 /// most 1 TiB: far beyond any drive's DRAM, small enough that sizes

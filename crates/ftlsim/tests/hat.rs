@@ -334,3 +334,35 @@ fn hot_scatter_moves_the_hot_set_but_keeps_its_size_and_share() {
         assert_eq!(hat::spec(&shape, &cfg, 3000), hat::spec_with(&shape, &cfg, 3000, HotSet::Prefix));
     }
 }
+
+#[test]
+fn one_pcm_write_cleans_every_dirty_entry_of_its_run() {
+    // 4,096 sequential 2 KiB writes through a 1,024-entry QMT, then a
+    // FLUSH: each write dirties the next entry, so every victim is dirty
+    // and so are the other entries of its run. Entry a write (HAT's
+    // Algorithm 1), 3,072 write-backs and 1,024 at the FLUSH; 16 entries
+    // a write, a sixteenth of each.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("seq-then-flush.csv");
+    let mut csv = String::from("time_ns,op,sector,sectors\n");
+    for i in 0..4096u64 {
+        csv += &format!("{},W,{},4\n", i * 1_000_000, i * 4);
+    }
+    csv += "5000000000,F,0,0\n";
+    std::fs::write(&path, csv).unwrap();
+    let pcm_writes = |per_write: u32| {
+        let per_write = format!("pcm.entries_per_write={per_write}");
+        let config = quick_config("hat", &["ftl.cache_bytes=8192", &per_write]);
+        assert_eq!(config.ftl.cache_entries(), 1024);
+        let input = Input::Trace { path: path.clone(), format: None, skip_bad_lines: false };
+        let r = Job { config, input, precondition: None, snapshot_dir: None }.run(&mut |_, _| true).unwrap();
+        assert_eq!(r.flushes, 1);
+        r.pcm_writes
+    };
+    assert_eq!(pcm_writes(1), 3072 + 1024);
+    assert_eq!(pcm_writes(16), (3072 + 1024) / 16);
+    // Runs are aligned, not counted from the first dirty entry: at 24
+    // entries a write, entries 0..3,072 are runs 0..128 and the FLUSH's
+    // 3,072..4,096 runs 128..171.
+    assert_eq!(pcm_writes(24), 128 + 43);
+}

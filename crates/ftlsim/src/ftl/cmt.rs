@@ -81,6 +81,11 @@ impl MapCache {
         self.capacity
     }
 
+    /// Entries per group (0: no dirty lists).
+    pub fn group_size(&self) -> u32 {
+        self.group_size
+    }
+
     pub fn is_full(&self) -> bool {
         self.len == self.capacity
     }
@@ -161,16 +166,6 @@ impl MapCache {
     /// The dirty cached entries, in slot order.
     pub fn dirty_entries(&self) -> Vec<u32> {
         (0..self.len as usize).filter(|&s| self.dirty[s]).map(|s| self.key[s]).collect()
-    }
-
-    /// Writes cached entry `x` back to the image and clears its dirty bit
-    /// (ungrouped caches).
-    pub fn write_back(&mut self, x: u32) {
-        debug_assert_eq!(self.group_size, 0);
-        let e = &mut self.ent[x as usize];
-        assert!(e.slot != NIL, "mapping entry {x} written back while not cached");
-        e.stored = e.cur;
-        self.dirty[e.slot as usize] = false;
     }
 
     /// Writes every dirty entry of group `g` back to the image and cleans
@@ -445,13 +440,13 @@ mod tests {
     #[test]
     fn a_lost_write_back_is_caught_on_load() {
         let cfg = FtlConfig { cache_bytes: 8, ..FtlConfig::default() };
-        let mut m = CachedMap::new(10, &cfg, 0, u32::MAX);
+        let mut m = CachedMap::new(10, &cfg, 1, u32::MAX);
         assert_eq!(m.hit(Lpn(3)), None);
         m.load("t", Lpn(3)).unwrap();
         m.set(Lpn(3), 42);
         assert!(m.check("t").is_ok());
         // Clear the dirty bit without writing back: the stored image is stale.
-        m.cache.write_back(3);
+        m.cache.write_back_group(3, |_| {});
         m.cache.ent[3].stored = u32::MAX;
         assert!(m.check("t").is_err());
         m.cache.insert(4).unwrap();

@@ -15,6 +15,10 @@
 //!   bookkeeping needs it);
 //! - a victim with its update bit set is written back to PCM (90 µs) in
 //!   parallel with the data operation (Figure 7), on the PCM's own timeline.
+//!   One PCM write programs an aligned run of `pcm.entries_per_write`
+//!   entries (a part's program buffer), so the victim's dirty neighbours in
+//!   that run are written, and cleaned, with it; at 1 (the paper's
+//!   Algorithm 1, which `repro hat` pins) each entry is written alone.
 //!   The PCM takes one write at a time: the evicted entry waits in the
 //!   controller until the PCM takes it, and so does the request that
 //!   evicted it (it cannot complete while its entry would be lost), but not
@@ -30,7 +34,10 @@
 //! The data side is `page`'s ([`PageMapped`]); no mapping data is on flash,
 //! so flash operations and erases equal `page`'s for the same input.
 //!
-//! A FLUSH writes every dirty QMT entry back to PCM (RAM is volatile).
+//! A FLUSH writes every dirty QMT entry back to PCM (RAM is volatile), a
+//! PCM write per run of `pcm.entries_per_write` holding any. A TRIM updates
+//! its entries through the QMT like writes, so a range larger than the QMT
+//! costs a PCM write per run of entries, not per entry.
 //!
 //! Simplifications: one PCM device, writes first come, first served; RAM
 //! lookups take no time.
@@ -50,7 +57,11 @@ pub type Hat = PageMapped<HatMap>;
 impl Hat {
     pub fn new(cfg: &Config, dev: &Device) -> Result<Hat> {
         let logical = cfg.logical_pages() as u32;
-        let map = HatMap { m: CachedMap::new(logical, &cfg.ftl, 0, NEVER), writes_taken: SimTime::ZERO };
+        // The cache's dirty lists group the entries one PCM write programs.
+        let map = HatMap {
+            m: CachedMap::new(logical, &cfg.ftl, cfg.pcm.entries_per_write, NEVER),
+            writes_taken: SimTime::ZERO,
+        };
         PageMapped::with_map(cfg, dev, map)
     }
 }
@@ -84,7 +95,7 @@ impl MapTable for HatMap {
             let victim = self.m.cache.lru().expect("a full cache has an LRU entry");
             if self.m.cache.is_dirty(victim) {
                 self.writes_taken = self.writes_taken.max(dev.pcm_write(now).0);
-                self.m.cache.write_back(victim);
+                self.m.cache.write_back_group(victim / self.m.cache.group_size(), |_| {});
             }
         }
         Ok((self.m.load("hat", lpn)?, known))
@@ -96,10 +107,11 @@ impl MapTable for HatMap {
     }
 
     fn flush(&mut self, _: &mut PageCore, dev: &mut Device, now: SimTime) -> Result<SimTime> {
+        let dirty = self.m.cache.dirty_entries();
         let mut done = now;
-        for x in self.m.cache.dirty_entries() {
+        for run in self.runs(dirty) {
             done = done.max(dev.pcm_write(now).1);
-            self.m.cache.write_back(x);
+            self.m.cache.write_back_group(run, |_| {});
         }
         Ok(done)
     }
@@ -147,6 +159,17 @@ impl MapTable for HatMap {
     fn recover(&mut self, _: &mut PageCore, dev: &mut Device, values: &[u32], now: SimTime) -> Result<SimTime> {
         self.writes_taken = SimTime::ZERO;
         let changed = self.m.recover(values);
-        Ok(changed.iter().fold(now, |done, _| done.max(dev.pcm_write(now).1)))
+        Ok(self.runs(changed).iter().fold(now, |done, _| done.max(dev.pcm_write(now).1)))
+    }
+}
+
+impl HatMap {
+    /// The runs of entries one PCM write programs that hold any of `entries`.
+    fn runs(&self, entries: Vec<u32>) -> Vec<u32> {
+        let size = self.m.cache.group_size();
+        let mut runs: Vec<u32> = entries.into_iter().map(|x| x / size).collect();
+        runs.sort_unstable();
+        runs.dedup();
+        runs
     }
 }

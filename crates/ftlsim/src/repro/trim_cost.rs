@@ -648,7 +648,12 @@ fn past_the_cache(cfg: &Config, last: &Row) -> String {
     let entries = cfg.ftl.cache_entries();
     let covers = size_label(&(entries * cfg.geometry.page_size as u64).to_string());
     let cache = size_label(&cfg.ftl.cache_bytes.to_string());
-    let how = if last.work.pcm_writes > 0 {
+    let how = if last.work.pcm_writes > 0 && cfg.pcm.entries_per_write > 1 {
+        format!(
+            ", written back {} entries (`pcm.entries_per_write`) a PCM write of {} µs (`pcm.write_us`)",
+            cfg.pcm.entries_per_write, cfg.pcm.write_us
+        )
+    } else if last.work.pcm_writes > 0 {
         format!(", each a PCM write of {} µs (`pcm.write_us`)", cfg.pcm.write_us)
     } else {
         String::new()
