@@ -4,7 +4,8 @@
 //! [`MapCache`] is an LRU set of mapping entries, each with a dirty (HAT:
 //! "update") bit, in fixed arrays with O(1) hit, insert and eviction. Dirty
 //! entries can be threaded into per-group lists so DFTL finds every dirty
-//! entry of one translation page without scanning.
+//! entry of one translation page, and HAT of one PCM write, without
+//! scanning.
 //!
 //! [`CachedMap`] models the table's contents in two layers: `stored`, the
 //! image the backing store holds (DFTL's translation pages, HAT's PCM), and
@@ -81,9 +82,10 @@ impl MapCache {
         self.capacity
     }
 
-    /// Entries per group (0: no dirty lists).
-    pub fn group_size(&self) -> u32 {
-        self.group_size
+    /// The group entry `x` is in (a grouped cache).
+    #[inline]
+    pub fn group_of(&self, x: u32) -> u32 {
+        x / self.group_size
     }
 
     pub fn is_full(&self) -> bool {
@@ -163,9 +165,13 @@ impl MapCache {
         }
     }
 
-    /// The dirty cached entries, in slot order.
-    pub fn dirty_entries(&self) -> Vec<u32> {
-        (0..self.len as usize).filter(|&s| self.dirty[s]).map(|s| self.key[s]).collect()
+    /// The groups holding a dirty cached entry, ascending (a grouped cache).
+    pub fn dirty_groups(&self) -> Vec<u32> {
+        let mut groups: Vec<u32> =
+            (0..self.len as usize).filter(|&s| self.dirty[s]).map(|s| self.group_of(self.key[s])).collect();
+        groups.sort_unstable();
+        groups.dedup();
+        groups
     }
 
     /// Writes every dirty entry of group `g` back to the image and cleans

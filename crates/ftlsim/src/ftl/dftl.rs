@@ -464,7 +464,7 @@ impl MapTable for DftlMap {
     }
 
     fn flush(&mut self, core: &mut PageCore, dev: &mut Device, now: SimTime) -> Result<SimTime> {
-        let mut pages: Vec<u32> = self.m.cache.dirty_entries().iter().map(|x| x / self.epp).collect();
+        let mut pages = self.m.cache.dirty_groups();
         for batch in &mut self.open {
             pages.append(batch);
         }

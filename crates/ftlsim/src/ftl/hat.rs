@@ -95,7 +95,7 @@ impl MapTable for HatMap {
             let victim = self.m.cache.lru().expect("a full cache has an LRU entry");
             if self.m.cache.is_dirty(victim) {
                 self.writes_taken = self.writes_taken.max(dev.pcm_write(now).0);
-                self.m.cache.write_back_group(victim / self.m.cache.group_size(), |_| {});
+                self.m.cache.write_back_group(self.m.cache.group_of(victim), |_| {});
             }
         }
         Ok((self.m.load("hat", lpn)?, known))
@@ -107,9 +107,8 @@ impl MapTable for HatMap {
     }
 
     fn flush(&mut self, _: &mut PageCore, dev: &mut Device, now: SimTime) -> Result<SimTime> {
-        let dirty = self.m.cache.dirty_entries();
         let mut done = now;
-        for run in self.runs(dirty) {
+        for run in self.m.cache.dirty_groups() {
             done = done.max(dev.pcm_write(now).1);
             self.m.cache.write_back_group(run, |_| {});
         }
@@ -158,18 +157,9 @@ impl MapTable for HatMap {
     /// PCM entries that differ from what recovery found are rewritten.
     fn recover(&mut self, _: &mut PageCore, dev: &mut Device, values: &[u32], now: SimTime) -> Result<SimTime> {
         self.writes_taken = SimTime::ZERO;
-        let changed = self.m.recover(values);
-        Ok(self.runs(changed).iter().fold(now, |done, _| done.max(dev.pcm_write(now).1)))
-    }
-}
-
-impl HatMap {
-    /// The runs of entries one PCM write programs that hold any of `entries`.
-    fn runs(&self, entries: Vec<u32>) -> Vec<u32> {
-        let size = self.m.cache.group_size();
-        let mut runs: Vec<u32> = entries.into_iter().map(|x| x / size).collect();
-        runs.sort_unstable();
+        let mut runs: Vec<u32> = self.m.recover(values).into_iter().map(|x| self.m.cache.group_of(x)).collect();
+        // Ascending already: `recover` lists the entries in order.
         runs.dedup();
-        runs
+        Ok(runs.iter().fold(now, |done, _| done.max(dev.pcm_write(now).1)))
     }
 }

@@ -648,15 +648,13 @@ fn past_the_cache(cfg: &Config, last: &Row) -> String {
     let entries = cfg.ftl.cache_entries();
     let covers = size_label(&(entries * cfg.geometry.page_size as u64).to_string());
     let cache = size_label(&cfg.ftl.cache_bytes.to_string());
-    let how = if last.work.pcm_writes > 0 && cfg.pcm.entries_per_write > 1 {
-        format!(
-            ", written back {} entries (`pcm.entries_per_write`) a PCM write of {} µs (`pcm.write_us`)",
-            cfg.pcm.entries_per_write, cfg.pcm.write_us
-        )
-    } else if last.work.pcm_writes > 0 {
-        format!(", each a PCM write of {} µs (`pcm.write_us`)", cfg.pcm.write_us)
-    } else {
-        String::new()
+    let us = cfg.pcm.write_us;
+    let how = match (last.work.pcm_writes, cfg.pcm.entries_per_write) {
+        (0, _) => String::new(),
+        (_, 1) => format!(", each a PCM write of {us} µs (`pcm.write_us`)"),
+        (_, n) => {
+            format!(", written back {n} entries (`pcm.entries_per_write`) a PCM write of {us} µs (`pcm.write_us`)")
+        }
     };
     format!(
         "past the {covers} its {cache} map cache covers ({entries} entries), trimmed entries are evicted dirty{how}: \
