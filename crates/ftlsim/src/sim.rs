@@ -1195,6 +1195,7 @@ impl Simulation {
             );
         }
         r.multi_plane = self.cfg.timing.multi_plane.then(|| self.dev.multi_plane.clone());
+        r.erase_suspends = (self.cfg.timing.erase_suspend_us > 0.0).then_some(self.dev.erase_suspends);
         r.coftl = stats.coftl.clone();
         r.power_cuts = self.recoveries.clone();
         r.write_buffer = self.ctrl.buffer_stats().map(|b| report::BufferReport {

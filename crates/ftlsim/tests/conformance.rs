@@ -1227,6 +1227,17 @@ fn page_multi_plane() {
     check_ftl("page", &["timing.multi_plane=true"]);
 }
 
+/// Reads that suspend erases move the erases' ends (`engine/device/suspend.rs`).
+#[test]
+fn page_erase_suspend() {
+    check_ftl("page", &["timing.erase_suspend_us=30"]);
+}
+
+#[test]
+fn page_power_cuts_erase_suspend() {
+    check_oob_recovery("page", &["timing.erase_suspend_us=30"]);
+}
+
 #[test]
 fn page_power_cuts_multi_plane() {
     check_oob_recovery("page", &["timing.multi_plane=true"]);
@@ -1730,7 +1741,7 @@ fn random_combinations_of_the_page_familys_options_with_power_cuts() {
     random_combinations(&PAGE_FAMILY_OPTIONS, true);
 }
 
-const PAGE_FAMILY_OPTIONS: [(&str, &[&str]); 16] = [
+const PAGE_FAMILY_OPTIONS: [(&str, &[&str]); 17] = [
     ("ftl.name", &["\"page\"", "\"page\"", "\"page\"", "\"dftl\"", "\"hat\"", "\"dac\""]),
     ("geometry.page_size", &["1024", "2048", "4096", "8192"]),
     ("ftl.map_unit_bytes", &["-", "-", "512", "1024", "2048", "4096"]),
@@ -1745,6 +1756,7 @@ const PAGE_FAMILY_OPTIONS: [(&str, &[&str]); 16] = [
     ("ftl.trim", &["true", "true", "false"]),
     ("host.unwritten_reads", &["\"zero\"", "\"place\""]),
     ("timing.multi_plane", &["false", "true"]),
+    ("timing.erase_suspend_us", &["-", "-", "30", "300"]),
     ("ftl.cache_bytes", &["-", "8", "64"]),
     // Without sequence numbers no power cut is modelled, and background GC
     // books owed copies as runs reads cut into (`engine/device/preempt.rs`).
@@ -1762,7 +1774,7 @@ fn random_combinations_of_the_block_mapped_ftls_options_with_power_cuts() {
     random_combinations(&BLOCK_MAPPED_OPTIONS, true);
 }
 
-const BLOCK_MAPPED_OPTIONS: [(&str, &[&str]); 19] = [
+const BLOCK_MAPPED_OPTIONS: [(&str, &[&str]); 20] = [
     ("ftl.name", &["\"block\"", "\"bast\"", "\"fast\"", "\"mu\"", "\"superblock\""]),
     ("geometry.channels", &["1", "2"]),
     ("geometry.page_size", &["512", "1024", "2048"]),
@@ -1777,6 +1789,7 @@ const BLOCK_MAPPED_OPTIONS: [(&str, &[&str]); 19] = [
     ("ftl.mu_write_cache_pages", &["-", "2", "8"]),
     ("ftl.gc_until_free", &["-", "4", "5"]),
     ("ftl.superblock_blocks", &["-", "8", "12"]),
+    ("timing.erase_suspend_us", &["-", "-", "30", "300"]),
     ("cache.bytes", &["0", "0", "4096", "8192"]),
     ("cache.policy", &["\"lru\"", "\"fifo\"", "\"heap\""]),
     ("trim.partial", &["\"ignore\"", "\"zero\""]),
@@ -1795,7 +1808,7 @@ fn random_combinations_of_coftls_options_with_power_cuts() {
     random_combinations(&COFTL_OPTIONS, true);
 }
 
-const COFTL_OPTIONS: [(&str, &[&str]); 17] = [
+const COFTL_OPTIONS: [(&str, &[&str]); 18] = [
     ("ftl.name", &["\"coftl\""]),
     ("geometry.pages_per_block", &["16"]),
     ("geometry.blocks_per_plane", &["32"]),
@@ -1808,6 +1821,7 @@ const COFTL_OPTIONS: [(&str, &[&str]); 17] = [
     ("ftl.coftl_alpha", &["-", "0.5"]),
     ("ftl.coftl_log_free_sets", &["-", "3"]),
     ("ftl.coftl_wl_erases", &["-", "7"]),
+    ("timing.erase_suspend_us", &["-", "-", "30", "300"]),
     ("cache.bytes", &["0", "0", "4096"]),
     ("cache.policy", &["\"lru\"", "\"fifo\"", "\"heap\""]),
     ("trim.partial", &["\"ignore\"", "\"zero\""]),

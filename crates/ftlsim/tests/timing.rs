@@ -715,3 +715,37 @@ fn dftls_translation_rewrites_per_victim_do_not_depend_on_scheduling() {
         p.gc_invocations
     );
 }
+
+/// With `timing.erase_suspend_us` a host read no longer waits out a GC
+/// erase: the slowest read of a mixed load under GC waits at most a
+/// program (not suspended), the suspend latency and the reads queued
+/// ahead of it, where without suspend reads wait out whole 3.5 ms erases.
+#[test]
+fn erase_suspend_takes_whole_erases_out_of_the_read_tail() {
+    let spec = "rw=randrw,rwmixread=70,bs=16k,ios=30000,iodepth=8,seed=3";
+    let drive = ["geometry.blocks_per_plane=64", "geometry.pages_per_block=192"];
+    let cfg = |suspend_us: &str| {
+        let sets: Vec<String> =
+            drive.iter().map(|s| s.to_string()).chain([format!("timing.erase_suspend_us={suspend_us}")]).collect();
+        preset("modern-tlc", &sets.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let t = cfg("300").timing;
+    let (off, on) =
+        (run(cfg("0"), spec, Precondition::new(1.0, 0.5)), run(cfg("300"), spec, Precondition::new(1.0, 0.5)));
+    assert_eq!(off.erase_suspends, None);
+    let suspends = on.erase_suspends.expect("reported when on");
+    assert!(suspends > 0 && off.erases_by_cause.gc > 0, "{suspends} suspends, {:?}", off.erases_by_cause);
+    assert!(off.latency_us.read.max > 0.8 * t.erase_us, "without suspend {:?}", off.latency_us.read);
+    let queued_reads = 8.0 * (t.read_us + 16384.0 * t.bus_ns_per_byte / 1e3 + 1.0);
+    let worst = t.program_us + t.erase_suspend_us + queued_reads;
+    assert!(on.latency_us.read.max < worst, "with suspend {:?}, bound {worst} µs", on.latency_us.read);
+    assert!(
+        on.latency_us.read.p999 * 2.0 < off.latency_us.read.p999,
+        "{:?} {:?}",
+        on.latency_us.read,
+        off.latency_us.read
+    );
+    // The erases still happen, later: as many within a few percent.
+    let (a, b) = (on.erases_by_cause.gc as f64, off.erases_by_cause.gc as f64);
+    assert!((a - b).abs() < 0.05 * b, "erases {a} against {b}");
+}

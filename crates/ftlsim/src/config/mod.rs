@@ -101,6 +101,13 @@ pub struct TimingConfig {
     /// Incompatible with `plane_parallel`, which overlaps everything.
     #[serde(default)]
     pub multi_plane: bool,
+    /// Erase suspend latency, µs: how long after a read arrives at a die (or
+    /// plane) that is erasing for GC, merges or write-back the erase is
+    /// suspended and the read begins; the erase resumes after the read,
+    /// its remaining time unchanged. 0 (the default): no suspend, the read
+    /// waits for the erase to end. Not with `multi_plane`.
+    #[serde(default)]
+    pub erase_suspend_us: f64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -1047,6 +1054,7 @@ impl Config {
             ("timing.read_us", t.read_us),
             ("timing.program_us", t.program_us),
             ("timing.erase_us", t.erase_us),
+            ("timing.erase_suspend_us", t.erase_suspend_us),
             ("timing.bus_ns_per_byte", t.bus_ns_per_byte),
             ("timing.command_ns", t.command_ns),
             ("host.link_ns_per_byte", self.host.link_ns_per_byte),
@@ -1054,6 +1062,21 @@ impl Config {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(Error::config(key, format!("{v} is not a finite, non-negative time")));
             }
+        }
+        if t.erase_suspend_us > 0.0 && t.multi_plane {
+            return Err(Error::config(
+                "timing.erase_suspend_us",
+                "cannot be combined with timing.multi_plane = true: a multi-plane erase is not suspended for a read",
+            ));
+        }
+        if t.erase_suspend_us >= t.erase_us && t.erase_suspend_us > 0.0 {
+            return Err(Error::config(
+                "timing.erase_suspend_us",
+                format!(
+                    "{} must be shorter than the erase it suspends (timing.erase_us = {})",
+                    t.erase_suspend_us, t.erase_us
+                ),
+            ));
         }
         if !(self.overprovisioning.is_finite() && self.overprovisioning > 0.0 && self.overprovisioning <= 10.0) {
             return Err(Error::config(
@@ -1478,6 +1501,26 @@ mod tests {
         assert!(cfg.timing.multi_plane && !cfg.timing.plane_parallel);
         let err = Config::load("hat-table4", &["timing.multi_plane=true".into()]).unwrap_err().to_string();
         assert!(err.contains("timing.multi_plane") && err.contains("plane_parallel"), "{err}");
+    }
+
+    #[test]
+    fn erase_suspend_is_shorter_than_the_erase_and_not_with_multi_plane() {
+        let load = |sets: &[&str]| {
+            Config::load("modern-tlc", &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(load(&["timing.erase_suspend_us=700"]).unwrap().timing.erase_suspend_us, 700.0);
+        for (sets, says) in [
+            (&["timing.erase_suspend_us=3500"][..], "shorter than the erase"),
+            (&["timing.erase_suspend_us=-1"][..], "non-negative"),
+            (
+                &["timing.erase_suspend_us=100", "timing.plane_parallel=false", "timing.multi_plane=true"][..],
+                "multi_plane",
+            ),
+        ] {
+            let err = load(sets).unwrap_err();
+            assert!(err.contains("timing.erase_suspend_us") && err.contains(says), "{sets:?}: {err}");
+        }
     }
 
     #[test]

@@ -27,6 +27,7 @@
 mod deferred;
 mod multi_plane;
 mod preempt;
+mod suspend;
 mod unit_times;
 
 use super::calendar::Calendar;
@@ -530,6 +531,11 @@ pub struct Device {
     /// GC copy runs a host read may still go before (see [`preempt`]),
     /// and how many copies each unit's next run may book.
     preempt: preempt::Preemptible,
+    /// Per unit, the erase a read may suspend ([`suspend`]); empty
+    /// without `timing.erase_suspend_us`.
+    erasing: Vec<Option<suspend::Erasing>>,
+    /// Reads served by suspending an erase.
+    pub erase_suspends: u64,
 }
 
 impl Device {
@@ -571,6 +577,12 @@ impl Device {
             multi_plane: MultiPlaneCounters::default(),
             deferred: Default::default(),
             preempt: Default::default(),
+            erasing: if timing.erase_suspend > Nanos::ZERO {
+                vec![None; (geo.planes / planes_per_unit) as usize]
+            } else {
+                Vec::new()
+            },
+            erase_suspends: 0,
             timing,
             array,
         }
@@ -763,6 +775,13 @@ impl Device {
                 [t.command + t.read, t.page_transfer, Nanos::ZERO],
             );
             self.opened(multi_plane::Kind::Read, unit, block, ppn, start, start, done);
+            return done;
+        }
+        if !self.erasing.is_empty()
+            && !self.units_only
+            && let Some(done) =
+                self.read_suspending_erase(ch, unit, block, not_before, cause, t.command + t.read, t.page_transfer)
+        {
             return done;
         }
         self.time_op(ch, unit, block, false, not_before, cause, [t.command + t.read, t.page_transfer, Nanos::ZERO]).1
@@ -1409,6 +1428,7 @@ impl Device {
         }
         let done = start + took;
         self.hold(unit, Some(block), start, done, cause);
+        self.erase_booked(unit, block, cause, start, done);
         if !self.groups.is_empty() {
             let first = self.geometry().ppn(block, 0).0;
             self.opened(multi_plane::Kind::Erase, unit, block, first, start, start, done);
@@ -1603,6 +1623,8 @@ impl Device {
         self.pcm = PcmCounters::default();
         self.groups.fill(Group::default());
         self.multi_plane = MultiPlaneCounters::default();
+        self.erasing.fill(None);
+        self.erase_suspends = 0;
         if let Some(p) = self.power.as_mut() {
             p.reset();
         }
@@ -1664,6 +1686,12 @@ mod tests {
     }
 
     pub(super) fn device_with(plane_parallel: bool, multi_plane: bool) -> Device {
+        device_timed(|t| (t.plane_parallel, t.multi_plane) = (plane_parallel, multi_plane))
+    }
+
+    /// The test drive (two channels, a die of two planes on each), its
+    /// timing as `set` leaves it.
+    pub(super) fn device_timed(set: impl FnOnce(&mut TimingConfig)) -> Device {
         let geo = Geometry::new(&GeometryConfig {
             channels: 2,
             chips_per_channel: 1,
@@ -1673,19 +1701,18 @@ mod tests {
             pages_per_block: 4,
             page_size: 2048,
         });
-        let timing = Timing::new(
-            &TimingConfig {
-                read_us: 20.0,
-                program_us: 200.0,
-                erase_us: 1500.0,
-                bus_ns_per_byte: 25.0,
-                command_ns: 0.0,
-                plane_parallel,
-                multi_plane,
-            },
-            2048,
-            1.0,
-        );
+        let mut t = TimingConfig {
+            read_us: 20.0,
+            program_us: 200.0,
+            erase_us: 1500.0,
+            bus_ns_per_byte: 25.0,
+            command_ns: 0.0,
+            plane_parallel: false,
+            multi_plane: false,
+            erase_suspend_us: 0.0,
+        };
+        set(&mut t);
+        let timing = Timing::new(&t, 2048, 1.0);
         Device::new(NandArray::new(geo, 10, false, false), timing)
     }
 

@@ -16,6 +16,8 @@ pub struct Timing {
     pub host_ps_per_byte: u64,
     pub plane_parallel: bool,
     pub multi_plane: bool,
+    /// Erase suspend latency (zero: erases are not suspended).
+    pub erase_suspend: Nanos,
 }
 
 impl Timing {
@@ -29,6 +31,7 @@ impl Timing {
             host_ps_per_byte: (host_ns_per_byte * 1000.0).round() as u64,
             plane_parallel: t.plane_parallel,
             multi_plane: t.multi_plane,
+            erase_suspend: Nanos::from_us_f64(t.erase_suspend_us),
         }
     }
 

@@ -108,6 +108,7 @@ mod tests {
             host_ps_per_byte: 0,
             plane_parallel,
             multi_plane: !plane_parallel,
+            erase_suspend: Nanos::ZERO,
         }
     }
 

@@ -259,6 +259,10 @@ pub struct Report {
     /// (`timing.multi_plane`; absent without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multi_plane: Option<crate::engine::MultiPlaneCounters>,
+    /// Host and map reads served by suspending an erase
+    /// (`timing.erase_suspend_us`; absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub erase_suspends: Option<u64>,
     /// COFTL's data cache, merges, summaries and log figures (`coftl` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coftl: Option<crate::ftl::coftl::CoftlStats>,

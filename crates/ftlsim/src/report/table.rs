@@ -102,7 +102,13 @@ fn rows(r: &Report, brief: bool) -> Vec<(&'static str, String)> {
         ),
         ("flash pages read", causes(&r.flash_reads_by_cause)),
         ("flash pages programmed", causes(&r.flash_programs_by_cause)),
-        ("blocks erased", causes(&r.erases_by_cause)),
+        (
+            "blocks erased",
+            match r.erase_suspends {
+                Some(n) => format!("{}; suspended for {n} reads", causes(&r.erases_by_cause)),
+                None => causes(&r.erases_by_cause),
+            },
+        ),
         (
             "write amplification pages / bytes",
             format!("{} / {}", opt(r.write_amplification, 3), opt(r.write_amplification_bytes, 3)),
