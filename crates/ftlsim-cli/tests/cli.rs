@@ -1252,7 +1252,7 @@ fn hostile_counts_and_sizes_are_one_line_errors() {
         ("ftl.trim_list_groups=4000000000", "ftl.trim_list_groups: 4000000000 must be in 1..=1073741824"),
         ("pcm.write_queue=4000000000", "pcm.write_queue: 4000000000 must be in 1..=65536"),
         ("pcm.entries_per_write=0", "pcm.entries_per_write: 0 must be in 1..=1024"),
-        ("timing.erase_suspend_us=1e9", "timing.erase_suspend_us: 1000000000 must be shorter than the erase"),
+        ("timing.erase_suspend_us=1e9", "timing.erase_suspend_us: 1000000000 must be shorter than the operation"),
         ("ftl.cache_bytes=100000000000000", "ftl.cache_bytes: 100000000000000 bytes is more than the 1099511627776"),
     ] {
         fails_with(small(&[&w[..], &["--set", set]].concat()), &[want]);

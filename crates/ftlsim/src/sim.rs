@@ -1196,6 +1196,7 @@ impl Simulation {
         }
         r.multi_plane = self.cfg.timing.multi_plane.then(|| self.dev.multi_plane.clone());
         r.erase_suspends = (self.cfg.timing.erase_suspend_us > 0.0).then_some(self.dev.erase_suspends);
+        r.program_suspends = (self.cfg.timing.program_suspend_us > 0.0).then_some(self.dev.program_suspends);
         r.coftl = stats.coftl.clone();
         r.power_cuts = self.recoveries.clone();
         r.write_buffer = self.ctrl.buffer_stats().map(|b| report::BufferReport {

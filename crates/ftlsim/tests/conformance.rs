@@ -1227,15 +1227,15 @@ fn page_multi_plane() {
     check_ftl("page", &["timing.multi_plane=true"]);
 }
 
-/// Reads that suspend erases move the erases' ends (`engine/device/suspend.rs`).
+/// Reads that suspend erases and GC copies move their ends (`engine/device/suspend.rs`).
 #[test]
 fn page_erase_suspend() {
-    check_ftl("page", &["timing.erase_suspend_us=30"]);
+    check_ftl("page", &["timing.erase_suspend_us=30", "timing.program_suspend_us=20"]);
 }
 
 #[test]
 fn page_power_cuts_erase_suspend() {
-    check_oob_recovery("page", &["timing.erase_suspend_us=30"]);
+    check_oob_recovery("page", &["timing.erase_suspend_us=30", "timing.program_suspend_us=20"]);
 }
 
 #[test]
@@ -1741,7 +1741,7 @@ fn random_combinations_of_the_page_familys_options_with_power_cuts() {
     random_combinations(&PAGE_FAMILY_OPTIONS, true);
 }
 
-const PAGE_FAMILY_OPTIONS: [(&str, &[&str]); 17] = [
+const PAGE_FAMILY_OPTIONS: [(&str, &[&str]); 18] = [
     ("ftl.name", &["\"page\"", "\"page\"", "\"page\"", "\"dftl\"", "\"hat\"", "\"dac\""]),
     ("geometry.page_size", &["1024", "2048", "4096", "8192"]),
     ("ftl.map_unit_bytes", &["-", "-", "512", "1024", "2048", "4096"]),
@@ -1757,6 +1757,7 @@ const PAGE_FAMILY_OPTIONS: [(&str, &[&str]); 17] = [
     ("host.unwritten_reads", &["\"zero\"", "\"place\""]),
     ("timing.multi_plane", &["false", "true"]),
     ("timing.erase_suspend_us", &["-", "-", "30", "300"]),
+    ("timing.program_suspend_us", &["-", "-", "20"]),
     ("ftl.cache_bytes", &["-", "8", "64"]),
     // Without sequence numbers no power cut is modelled, and background GC
     // books owed copies as runs reads cut into (`engine/device/preempt.rs`).
@@ -1774,7 +1775,7 @@ fn random_combinations_of_the_block_mapped_ftls_options_with_power_cuts() {
     random_combinations(&BLOCK_MAPPED_OPTIONS, true);
 }
 
-const BLOCK_MAPPED_OPTIONS: [(&str, &[&str]); 20] = [
+const BLOCK_MAPPED_OPTIONS: [(&str, &[&str]); 21] = [
     ("ftl.name", &["\"block\"", "\"bast\"", "\"fast\"", "\"mu\"", "\"superblock\""]),
     ("geometry.channels", &["1", "2"]),
     ("geometry.page_size", &["512", "1024", "2048"]),
@@ -1790,6 +1791,7 @@ const BLOCK_MAPPED_OPTIONS: [(&str, &[&str]); 20] = [
     ("ftl.gc_until_free", &["-", "4", "5"]),
     ("ftl.superblock_blocks", &["-", "8", "12"]),
     ("timing.erase_suspend_us", &["-", "-", "30", "300"]),
+    ("timing.program_suspend_us", &["-", "-", "20"]),
     ("cache.bytes", &["0", "0", "4096", "8192"]),
     ("cache.policy", &["\"lru\"", "\"fifo\"", "\"heap\""]),
     ("trim.partial", &["\"ignore\"", "\"zero\""]),
@@ -1808,7 +1810,7 @@ fn random_combinations_of_coftls_options_with_power_cuts() {
     random_combinations(&COFTL_OPTIONS, true);
 }
 
-const COFTL_OPTIONS: [(&str, &[&str]); 18] = [
+const COFTL_OPTIONS: [(&str, &[&str]); 19] = [
     ("ftl.name", &["\"coftl\""]),
     ("geometry.pages_per_block", &["16"]),
     ("geometry.blocks_per_plane", &["32"]),
@@ -1822,6 +1824,7 @@ const COFTL_OPTIONS: [(&str, &[&str]); 18] = [
     ("ftl.coftl_log_free_sets", &["-", "3"]),
     ("ftl.coftl_wl_erases", &["-", "7"]),
     ("timing.erase_suspend_us", &["-", "-", "30", "300"]),
+    ("timing.program_suspend_us", &["-", "-", "20"]),
     ("cache.bytes", &["0", "0", "4096"]),
     ("cache.policy", &["\"lru\"", "\"fifo\"", "\"heap\""]),
     ("trim.partial", &["\"ignore\"", "\"zero\""]),

@@ -720,8 +720,10 @@ fn dftls_translation_rewrites_per_victim_do_not_depend_on_scheduling() {
 /// erase: the slowest read of a mixed load under GC waits at most a
 /// program (not suspended), the suspend latency and the reads queued
 /// ahead of it, where without suspend reads wait out whole 3.5 ms erases.
+/// With `timing.program_suspend_us` too, the mean read falls: reads that
+/// found a GC copy's program in progress no longer wait out its tPROG.
 #[test]
-fn erase_suspend_takes_whole_erases_out_of_the_read_tail() {
+fn suspend_takes_whole_erases_out_of_the_read_tail_and_gc_programs_out_of_its_mean() {
     let spec = "rw=randrw,rwmixread=70,bs=16k,ios=30000,iodepth=8,seed=3";
     let drive = ["geometry.blocks_per_plane=64", "geometry.pages_per_block=192"];
     let cfg = |suspend_us: &str| {
@@ -748,4 +750,18 @@ fn erase_suspend_takes_whole_erases_out_of_the_read_tail() {
     // The erases still happen, later: as many within a few percent.
     let (a, b) = (on.erases_by_cause.gc as f64, off.erases_by_cause.gc as f64);
     assert!((a - b).abs() < 0.05 * b, "erases {a} against {b}");
+    assert_eq!(on.program_suspends, None);
+    // Suspending GC's background copies too: reads that found one in
+    // progress no longer wait out its tPROG.
+    let mut both = cfg("300");
+    both.timing.program_suspend_us = 50.0;
+    let both = run(both, spec, Precondition::new(1.0, 0.5));
+    let programs = both.program_suspends.expect("reported when on");
+    assert!(programs > 0, "{programs}");
+    assert!(
+        both.latency_us.read.mean < 0.9 * on.latency_us.read.mean,
+        "{:?} {:?}",
+        both.latency_us.read,
+        on.latency_us.read
+    );
 }

@@ -108,6 +108,12 @@ pub struct TimingConfig {
     /// waits for the erase to end. Not with `multi_plane`.
     #[serde(default)]
     pub erase_suspend_us: f64,
+    /// Program suspend latency, µs, as `erase_suspend_us` for the programs
+    /// of GC's background copies (the only programs whose end no host
+    /// command or controller buffer was told when they were booked). 0 (the
+    /// default): no suspend. Not with `multi_plane`.
+    #[serde(default)]
+    pub program_suspend_us: f64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -1055,6 +1061,7 @@ impl Config {
             ("timing.program_us", t.program_us),
             ("timing.erase_us", t.erase_us),
             ("timing.erase_suspend_us", t.erase_suspend_us),
+            ("timing.program_suspend_us", t.program_suspend_us),
             ("timing.bus_ns_per_byte", t.bus_ns_per_byte),
             ("timing.command_ns", t.command_ns),
             ("host.link_ns_per_byte", self.host.link_ns_per_byte),
@@ -1063,20 +1070,23 @@ impl Config {
                 return Err(Error::config(key, format!("{v} is not a finite, non-negative time")));
             }
         }
-        if t.erase_suspend_us > 0.0 && t.multi_plane {
-            return Err(Error::config(
-                "timing.erase_suspend_us",
-                "cannot be combined with timing.multi_plane = true: a multi-plane erase is not suspended for a read",
-            ));
-        }
-        if t.erase_suspend_us >= t.erase_us && t.erase_suspend_us > 0.0 {
-            return Err(Error::config(
-                "timing.erase_suspend_us",
-                format!(
-                    "{} must be shorter than the erase it suspends (timing.erase_us = {})",
-                    t.erase_suspend_us, t.erase_us
-                ),
-            ));
+        for (key, suspend, (op_key, op)) in [
+            ("timing.erase_suspend_us", t.erase_suspend_us, ("timing.erase_us", t.erase_us)),
+            ("timing.program_suspend_us", t.program_suspend_us, ("timing.program_us", t.program_us)),
+        ] {
+            if suspend > 0.0 && t.multi_plane {
+                return Err(Error::config(
+                    key,
+                    "cannot be combined with timing.multi_plane = true: a multi-plane operation is not suspended \
+                     for a read",
+                ));
+            }
+            if suspend > 0.0 && suspend >= op {
+                return Err(Error::config(
+                    key,
+                    format!("{suspend} must be shorter than the operation it suspends ({op_key} = {op})"),
+                ));
+            }
         }
         if !(self.overprovisioning.is_finite() && self.overprovisioning > 0.0 && self.overprovisioning <= 10.0) {
             return Err(Error::config(
@@ -1504,22 +1514,24 @@ mod tests {
     }
 
     #[test]
-    fn erase_suspend_is_shorter_than_the_erase_and_not_with_multi_plane() {
+    fn suspend_is_shorter_than_the_operation_and_not_with_multi_plane() {
         let load = |sets: &[&str]| {
             Config::load("modern-tlc", &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>())
                 .map_err(|e| e.to_string())
         };
-        assert_eq!(load(&["timing.erase_suspend_us=700"]).unwrap().timing.erase_suspend_us, 700.0);
+        let cfg = load(&["timing.erase_suspend_us=700", "timing.program_suspend_us=100"]).unwrap();
+        assert_eq!((cfg.timing.erase_suspend_us, cfg.timing.program_suspend_us), (700.0, 100.0));
+        let dies = ["timing.plane_parallel=false", "timing.multi_plane=true"];
         for (sets, says) in [
-            (&["timing.erase_suspend_us=3500"][..], "shorter than the erase"),
+            (&["timing.erase_suspend_us=3500"][..], "shorter than the operation it suspends (timing.erase_us"),
+            (&["timing.program_suspend_us=700"][..], "shorter than the operation it suspends (timing.program_us"),
             (&["timing.erase_suspend_us=-1"][..], "non-negative"),
-            (
-                &["timing.erase_suspend_us=100", "timing.plane_parallel=false", "timing.multi_plane=true"][..],
-                "multi_plane",
-            ),
+            (&["timing.erase_suspend_us=100", dies[0], dies[1]][..], "multi_plane"),
+            (&["timing.program_suspend_us=100", dies[0], dies[1]][..], "multi_plane"),
         ] {
             let err = load(sets).unwrap_err();
-            assert!(err.contains("timing.erase_suspend_us") && err.contains(says), "{sets:?}: {err}");
+            let key = sets[0].split('=').next().unwrap();
+            assert!(err.contains(key) && err.contains(says), "{sets:?}: {err}");
         }
     }
 

@@ -531,11 +531,11 @@ pub struct Device {
     /// GC copy runs a host read may still go before (see [`preempt`]),
     /// and how many copies each unit's next run may book.
     preempt: preempt::Preemptible,
-    /// Per unit, the erase a read may suspend ([`suspend`]); empty
-    /// without `timing.erase_suspend_us`.
-    erasing: Vec<Option<suspend::Erasing>>,
-    /// Reads served by suspending an erase.
+    /// Per unit, the erase and the GC copy a read may suspend ([`suspend`]).
+    suspendable: suspend::Suspendables,
+    /// Reads served by suspending an erase, and a GC copy's program.
     pub erase_suspends: u64,
+    pub program_suspends: u64,
 }
 
 impl Device {
@@ -577,12 +577,13 @@ impl Device {
             multi_plane: MultiPlaneCounters::default(),
             deferred: Default::default(),
             preempt: Default::default(),
-            erasing: if timing.erase_suspend > Nanos::ZERO {
-                vec![None; (geo.planes / planes_per_unit) as usize]
-            } else {
-                Vec::new()
-            },
+            suspendable: suspend::Suspendables::new(
+                (geo.planes / planes_per_unit) as usize,
+                timing.erase_suspend,
+                timing.program_suspend,
+            ),
             erase_suspends: 0,
+            program_suspends: 0,
             timing,
             array,
         }
@@ -777,10 +778,10 @@ impl Device {
             self.opened(multi_plane::Kind::Read, unit, block, ppn, start, start, done);
             return done;
         }
-        if !self.erasing.is_empty()
+        if self.suspendable.any()
             && !self.units_only
             && let Some(done) =
-                self.read_suspending_erase(ch, unit, block, not_before, cause, t.command + t.read, t.page_transfer)
+                self.read_suspending(ch, unit, block, not_before, cause, t.command + t.read, t.page_transfer)
         {
             return done;
         }
@@ -940,6 +941,12 @@ impl Device {
         self.unit_free.set(unit_w, free_w);
         self.block_last[src.idx()] = src_last;
         self.block_last[dst.idx()] = dst_last;
+        if !KEEP && self.suspendable.programs() {
+            // Suspendable from when its page programs (its data is in).
+            let last = Ppn(dst_page + n as u32 - 1);
+            let cause = cause_of(Lpn(self.array.oob_lpn_raw(last)));
+            self.copy_booked(unit_w, last, cause, SimTime(dst_last.0 - self.timing.program.0), dst_last);
+        }
         src_last
     }
 
@@ -1623,8 +1630,9 @@ impl Device {
         self.pcm = PcmCounters::default();
         self.groups.fill(Group::default());
         self.multi_plane = MultiPlaneCounters::default();
-        self.erasing.fill(None);
+        self.suspendable.clear();
         self.erase_suspends = 0;
+        self.program_suspends = 0;
         if let Some(p) = self.power.as_mut() {
             p.reset();
         }
@@ -1710,6 +1718,7 @@ mod tests {
             plane_parallel: false,
             multi_plane: false,
             erase_suspend_us: 0.0,
+            program_suspend_us: 0.0,
         };
         set(&mut t);
         let timing = Timing::new(&t, 2048, 1.0);

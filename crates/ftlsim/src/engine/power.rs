@@ -45,6 +45,13 @@ impl PowerTrack {
         self.programs.push((ppn.0, done, self.command));
     }
 
+    /// The program of `ppn` now ends at `done` (suspended for a read).
+    pub fn moved_later(&mut self, ppn: Ppn, done: SimTime) {
+        if let Some(p) = self.programs.iter_mut().rev().find(|p| p.0 == ppn.0) {
+            p.1 = p.1.max(done);
+        }
+    }
+
     #[inline]
     pub fn erase_started(&mut self, start: SimTime) {
         self.last_erase_start = self.last_erase_start.max(start);

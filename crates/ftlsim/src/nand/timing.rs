@@ -18,6 +18,8 @@ pub struct Timing {
     pub multi_plane: bool,
     /// Erase suspend latency (zero: erases are not suspended).
     pub erase_suspend: Nanos,
+    /// Program suspend latency (zero: programs are not suspended).
+    pub program_suspend: Nanos,
 }
 
 impl Timing {
@@ -32,6 +34,7 @@ impl Timing {
             plane_parallel: t.plane_parallel,
             multi_plane: t.multi_plane,
             erase_suspend: Nanos::from_us_f64(t.erase_suspend_us),
+            program_suspend: Nanos::from_us_f64(t.program_suspend_us),
         }
     }
 

@@ -109,6 +109,7 @@ mod tests {
             plane_parallel,
             multi_plane: !plane_parallel,
             erase_suspend: Nanos::ZERO,
+            program_suspend: Nanos::ZERO,
         }
     }
 

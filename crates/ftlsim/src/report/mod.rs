@@ -263,6 +263,10 @@ pub struct Report {
     /// (`timing.erase_suspend_us`; absent without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub erase_suspends: Option<u64>,
+    /// Host and map reads served by suspending a GC copy's program
+    /// (`timing.program_suspend_us`; absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program_suspends: Option<u64>,
     /// COFTL's data cache, merges, summaries and log figures (`coftl` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coftl: Option<crate::ftl::coftl::CoftlStats>,

@@ -101,14 +101,8 @@ fn rows(r: &Report, brief: bool) -> Vec<(&'static str, String)> {
             format!("{} / {} / {}", r.host_pages_read, r.host_pages_written, r.host_pages_trimmed),
         ),
         ("flash pages read", causes(&r.flash_reads_by_cause)),
-        ("flash pages programmed", causes(&r.flash_programs_by_cause)),
-        (
-            "blocks erased",
-            match r.erase_suspends {
-                Some(n) => format!("{}; suspended for {n} reads", causes(&r.erases_by_cause)),
-                None => causes(&r.erases_by_cause),
-            },
-        ),
+        ("flash pages programmed", suspended(causes(&r.flash_programs_by_cause), r.program_suspends)),
+        ("blocks erased", suspended(causes(&r.erases_by_cause), r.erase_suspends)),
         (
             "write amplification pages / bytes",
             format!("{} / {}", opt(r.write_amplification, 3), opt(r.write_amplification_bytes, 3)),
@@ -200,6 +194,15 @@ fn rows(r: &Report, brief: bool) -> Vec<(&'static str, String)> {
             },
         ),
     ]
+}
+
+/// A row of operations, with the reads that suspended them where suspend
+/// is on (`timing.erase_suspend_us`, `timing.program_suspend_us`).
+fn suspended(row: String, reads: Option<u64>) -> String {
+    match reads {
+        Some(n) => format!("{row}; suspended for {n} reads"),
+        None => row,
+    }
 }
 
 /// Where the table's figures are defined.
