@@ -732,8 +732,8 @@ fn suspend_takes_whole_erases_out_of_the_read_tail_and_gc_programs_out_of_its_me
         preset("modern-tlc", &sets.iter().map(String::as_str).collect::<Vec<_>>())
     };
     let t = cfg("300").timing;
-    let (off, on) =
-        (run(cfg("0"), spec, Precondition::new(1.0, 0.5)), run(cfg("300"), spec, Precondition::new(1.0, 0.5)));
+    let pre = Precondition::new(1.0, 0.5);
+    let (off, on) = (run(cfg("0"), spec, pre), run(cfg("300"), spec, pre));
     assert_eq!(off.erase_suspends, None);
     let suspends = on.erase_suspends.expect("reported when on");
     assert!(suspends > 0 && off.erases_by_cause.gc > 0, "{suspends} suspends, {:?}", off.erases_by_cause);
@@ -755,7 +755,7 @@ fn suspend_takes_whole_erases_out_of_the_read_tail_and_gc_programs_out_of_its_me
     // progress no longer wait out its tPROG.
     let mut both = cfg("300");
     both.timing.program_suspend_us = 50.0;
-    let both = run(both, spec, Precondition::new(1.0, 0.5));
+    let both = run(both, spec, pre);
     let programs = both.program_suspends.expect("reported when on");
     assert!(programs > 0, "{programs}");
     assert!(

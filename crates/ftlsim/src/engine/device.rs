@@ -166,11 +166,17 @@ fn slot(
     }
 }
 
+/// The cause of GC's copy into `ppn`, named from the copied page's LPN.
+#[inline(always)]
+fn copy_cause(array: &NandArray, ppn: Ppn, cause_of: &impl Fn(Lpn) -> Cause) -> Cause {
+    cause_of(Lpn(array.oob_lpn_raw(ppn)))
+}
+
 /// Counts a GC copy's read and program (the page copied to `ppn`) under
 /// the cause `cause_of` names for its LPN; returns that cause.
 #[inline(always)]
 fn count_copy(counters: &mut FlashCounters, array: &NandArray, ppn: Ppn, cause_of: &impl Fn(Lpn) -> Cause) -> Cause {
-    let cause = cause_of(Lpn(array.oob_lpn_raw(ppn)));
+    let cause = copy_cause(array, ppn, cause_of);
     counters.reads[cause as usize] += 1;
     counters.programs[cause as usize] += 1;
     cause
@@ -944,7 +950,7 @@ impl Device {
         if !KEEP && self.suspendable.programs() {
             // Suspendable from when its page programs (its data is in).
             let last = Ppn(dst_page + n as u32 - 1);
-            let cause = cause_of(Lpn(self.array.oob_lpn_raw(last)));
+            let cause = copy_cause(&self.array, last, &cause_of);
             self.copy_booked(unit_w, last, cause, SimTime(dst_last.0 - self.timing.program.0), dst_last);
         }
         src_last

@@ -161,22 +161,19 @@ impl Device {
         if self.units[unit].fits(op.end, end).is_err() {
             return None;
         }
-        if self.preempt.any() {
-            self.preempt.confirm(unit);
-        }
         self.served.serve(start, cause);
         self.channels[ch].insert(on_bus, transfer);
         self.served.bus_wait(on_bus - (start + before), cause);
-        self.units[unit].insert(op.end, end - op.end);
-        self.unit_free.set(unit, self.units[unit].last_end());
+        // The unit holds the operation longer; of that, the read's hold is
+        // the read's, the latency the operation's.
+        self.hold(unit, Some(op.block), op.end, end, op.cause);
+        let read = (done - start).0;
+        self.busy.units[op.cause as usize] -= read;
+        self.busy.units[cause as usize] += read;
         if let Some(b) = block {
             let last = &mut self.block_last[b.idx()];
             *last = (*last).max(done);
         }
-        self.block_last[op.block.idx()] = self.block_last[op.block.idx()].max(end);
-        // The read's hold is the read's; the latency, the operation's.
-        self.busy.units[cause as usize] += (done - start).0;
-        self.busy.units[op.cause as usize] += (end - op.end).0 - (done - start).0;
         let moved = Some(Suspendable { end, resume: done, ..op });
         if is_erase {
             self.suspendable.erases[unit] = moved;
