@@ -13,6 +13,10 @@
 # run minus the preconditioning-only run). CPU time, not wall time: the machine is shared,
 # so the load average is printed before and after. Each point runs REPEAT
 # times (FTLSIM_BENCH_REPEAT, default 3); the median is the figure.
+# Then memory: peak RSS per physical page of a 1 TiB raw drive
+# (bench/raw-1tib.toml, fill=0.1, 1,000 requests) without a snapshot, saving
+# one and loading it (a 2 GiB file in bench-out/, removed after; ~40 s). Set
+# FTLSIM_BENCH_LONG=0 to skip it.
 source "$(dirname "$0")/lib.sh"
 
 repeat=${FTLSIM_BENCH_REPEAT:-3}
@@ -88,3 +92,19 @@ print(f"measured phase (full run minus preconditioning only): {requests / (no_sn
       f"requests per CPU-second (goal: 3,000,000)")
 PY
 echo "load after: $(uptime)"
+
+if [ "${FTLSIM_BENCH_LONG:-1}" != 0 ]; then
+  echo "== memory: 1 TiB raw drive, fill=0.1, 1,000 random writes"
+  big="$out/snapshots-1tib"
+  rm -rf "$big"
+  for point in no-snapshot saving loading; do
+    extra=()
+    [ "$point" = no-snapshot ] || extra=(--snapshot-dir "$big")
+    $bin run -c bench/raw-1tib.toml --workload rw=randwrite,bs=4k,ios=1000,seed=7,iodepth=32 \
+        --precondition fill=0.1 --json "$out/snapshot-1tib-$point.json" -q "${extra[@]}" > /dev/null
+    field "$out/snapshot-1tib-$point.json" \
+        "'$point: peak RSS %.2f GiB = %.2f bytes per physical page, snapshot %s' % (peak_rss_bytes / 2**30, peak_rss_bytes / (physical_bytes / 4096), input.get('snapshot'))"
+  done
+  du -h "$big"/*.snap
+  rm -rf "$big"
+fi

@@ -305,7 +305,7 @@ impl StateDir {
     }
 
     /// The newest saved state loaded into `sim` with the image's data, and
-    /// where it stands; else (`sim` untouched) why not.
+    /// where it stands; else (`sim` as newly built) why not.
     fn load_state(
         &self,
         sim: &mut Simulation,
@@ -317,13 +317,10 @@ impl StateDir {
             return Ok(Err("no saved state yet".into()));
         };
         let path = at.path(&self.dir);
-        let sections = match ftlsim::snapshot::read(&path, &at.key(sim, m)) {
-            Ok(Some(s)) => s,
-            Ok(None) => return Ok(Err(format!("{} is missing", path.display()))),
+        match sim.load_state(&path, &at.key(sim, m), precondition) {
+            Ok(true) => {}
+            Ok(false) => return Ok(Err(format!("{} is missing", path.display()))),
             Err(why) => return Ok(Err(format!("{}: not used ({why})", path.display()))),
-        };
-        if let Err(why) = sim.load_state(&sections, precondition) {
-            return Ok(Err(format!("{}: not used ({why})", path.display())));
         }
         let mut page = vec![0u8; image.page_bytes() as usize];
         for lpn in image.data_pages() {
@@ -341,10 +338,10 @@ fn save_state(dir: &Path, sim: &mut Simulation, m: &Manifest, commands: u64, crc
     if sim.state_unsaveable().is_some() {
         return None;
     }
-    let saved = sim.save_state().and_then(|(drive, ftl)| {
-        let mut at = SavedAt { commands, commands_crc: crc, bytes: 0 };
-        let path = at.path(dir);
-        ftlsim::snapshot::write(&path, &at.key(sim, m), &drive, &ftl)?;
+    let mut at = SavedAt { commands, commands_crc: crc, bytes: 0 };
+    let path = at.path(dir);
+    let key = at.key(sim, m);
+    let saved = sim.save_state(&path, &key).and_then(|()| {
         at.bytes = std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?.len();
         Ok(at)
     });

@@ -2,42 +2,67 @@
 //! pages where the OS offers them: the simulator's hot loops index them at
 //! random, and with 4 KiB pages nearly every such access also misses the TLB.
 
+/// A large table (forward map, OOB array): a `Vec` backed by huge pages
+/// when possible, also when a snapshot is loaded. Serialized as a `Vec`.
+/// Loaded in place (`Deserialize::deserialize_in_place`, what
+/// [`crate::snapshot`] does) it keeps its memory: a loaded 1 TiB drive then
+/// holds its tables once, not the fresh drive's and the snapshot's both.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(transparent)]
+pub struct BigVec<T>(Vec<T>);
+
+impl<T> std::ops::Deref for BigVec<T> {
+    type Target = Vec<T>;
+    fn deref(&self) -> &Vec<T> {
+        &self.0
+    }
+}
+
+impl<T> std::ops::DerefMut for BigVec<T> {
+    fn deref_mut(&mut self) -> &mut Vec<T> {
+        &mut self.0
+    }
+}
+
 /// A vector of `n` copies of `value`, backed by huge pages when possible.
-pub fn big_vec<T: Copy>(n: usize, value: T) -> Vec<T> {
+pub fn big_vec<T: Copy>(n: usize, value: T) -> BigVec<T> {
     let mut v: Vec<T> = Vec::with_capacity(n);
     advise_huge(v.as_mut_ptr() as *mut u8, n * std::mem::size_of::<T>());
     v.resize(n, value);
-    v
+    BigVec(v)
 }
 
-/// Deserializes a table [`big_vec`] allocated (a snapshot's forward map or
-/// OOB array) into huge-page backed memory again, so a loaded drive runs as
-/// fast as one built in place.
-pub fn deserialize_big<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Copy + serde::Deserialize<'de>,
-{
-    struct Seq<T>(std::marker::PhantomData<T>);
-    impl<'de, T: Copy + serde::Deserialize<'de>> serde::de::Visitor<'de> for Seq<T> {
-        type Value = Vec<T>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a sequence")
-        }
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
-            // A length read from a file is not trusted with an allocation
-            // beyond this; longer tables grow as they are read.
-            const MAX_RESERVE: usize = 1 << 26;
-            let n = seq.size_hint().unwrap_or(0).min(MAX_RESERVE);
-            let mut v: Vec<T> = Vec::with_capacity(n);
-            advise_huge(v.as_mut_ptr() as *mut u8, n * std::mem::size_of::<T>());
-            while let Some(x) = seq.next_element()? {
-                v.push(x);
+impl<'de, T: Copy + serde::Deserialize<'de>> serde::Deserialize<'de> for BigVec<T> {
+    /// Into huge-page backed memory again, so a drive decoded whole runs as
+    /// fast as one built in place.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<BigVec<T>, D::Error> {
+        struct Seq<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Copy + serde::Deserialize<'de>> serde::de::Visitor<'de> for Seq<T> {
+            type Value = Vec<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a sequence")
             }
-            Ok(v)
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
+                // A length read from a file is not trusted with an allocation
+                // beyond this; longer tables grow as they are read.
+                const MAX_RESERVE: usize = 1 << 26;
+                let n = seq.size_hint().unwrap_or(0).min(MAX_RESERVE);
+                let mut v: Vec<T> = Vec::with_capacity(n);
+                advise_huge(v.as_mut_ptr() as *mut u8, n * std::mem::size_of::<T>());
+                while let Some(x) = seq.next_element()? {
+                    v.push(x);
+                }
+                Ok(v)
+            }
         }
+        d.deserialize_seq(Seq(std::marker::PhantomData)).map(BigVec)
     }
-    d.deserialize_seq(Seq(std::marker::PhantomData))
+
+    /// Over the table's own elements (same length: same config), in its
+    /// huge pages.
+    fn deserialize_in_place<D: serde::Deserializer<'de>>(d: D, place: &mut BigVec<T>) -> Result<(), D::Error> {
+        Vec::deserialize_in_place(d, &mut place.0)
+    }
 }
 
 #[cfg(target_os = "linux")]

@@ -217,10 +217,17 @@ struct Durability {
     trimmed: std::collections::HashMap<u32, u64>,
 }
 
-impl Simulation {
-    /// Builds the drive and the FTL named by `cfg.ftl.name`.
-    pub fn new(cfg: Config) -> Result<Simulation> {
-        cfg.validate()?;
+/// What a snapshot holds: the drive's whole state, FTL included.
+struct Drive {
+    dev: Device,
+    ftl: Box<dyn Ftl>,
+    ctrl: Controller,
+    trim: TrimModel,
+}
+
+impl Drive {
+    /// The drive `cfg` describes, as built: erased, unmapped, time zero.
+    fn build(cfg: &Config) -> Result<Drive> {
         let geo = Geometry::new(&cfg.geometry);
         let timing = Timing::new(&cfg.timing, geo.page_size, cfg.host.link_ns_per_byte);
         let array = NandArray::with_units(
@@ -230,19 +237,27 @@ impl Simulation {
             cfg.nand.records_sequence(),
             cfg.units_per_page(),
         );
-        let dev = Device::new(array, timing).with_pcm(
+        let mut dev = Device::new(array, timing).with_pcm(
             Nanos::from_us_f64(cfg.pcm.read_us),
             Nanos::from_us_f64(cfg.pcm.write_us),
             cfg.pcm.write_queue,
         );
-        let mut dev = dev;
         if cfg.nand.records_sequence() {
             // A power cut can be made on this drive: programs in flight then tear.
             dev.track_power_cuts();
         }
-        let ftl = ftl::build(&cfg.ftl.name, &cfg, &dev)?;
-        let ctrl = Controller::new(&cfg, &dev);
-        let trim = TrimModel::new(&cfg, cfg.nand.store_payloads);
+        let ftl = ftl::build(&cfg.ftl.name, cfg, &dev)?;
+        let ctrl = Controller::new(cfg, &dev);
+        let trim = TrimModel::new(cfg, cfg.nand.store_payloads);
+        Ok(Drive { dev, ftl, ctrl, trim })
+    }
+}
+
+impl Simulation {
+    /// Builds the drive and the FTL named by `cfg.ftl.name`.
+    pub fn new(cfg: Config) -> Result<Simulation> {
+        cfg.validate()?;
+        let Drive { dev, ftl, ctrl, trim } = Drive::build(&cfg)?;
         let cuts = cfg.host.power_cuts.iter().map(|c| c.parse()).collect::<Result<Vec<PowerCutAt>>>()?;
         let durability = (!cuts.is_empty()).then(|| Durability {
             flushed_seq: vec![0; cfg.logical_pages() as usize],
@@ -653,23 +668,16 @@ impl Simulation {
         let key = snapshot::key(&self.cfg, p);
         let path = snapshot::path(dir, &self.cfg, &key);
         let _lock = snapshot::KeyLock::acquire(&path)?;
-        let refused = match snapshot::read(&path, &key) {
-            Ok(None) => None,
-            Ok(Some(sections)) => match self.restore(&sections) {
-                Ok(()) => {
-                    self.precondition = Some(p);
-                    return Ok(SnapshotUse::Loaded);
-                }
-                Err(why) => Some(format!("damaged: {why}")),
-            },
+        let refused = match self.load_state(&path, &key, Some(p)) {
+            Ok(true) => return Ok(SnapshotUse::Loaded),
+            Ok(false) => None,
             Err(why) => Some(why),
         };
         if let Some(why) = &refused {
             eprintln!("ftlsim: snapshot {}: refused ({why}); preconditioning again", path.display());
         }
         self.precondition_observed(p, on_progress)?;
-        let (drive, ftl) = self.save_state()?;
-        if let Err(e) = snapshot::write(&path, &key, &drive, &ftl) {
+        if let Err(e) = self.save_state(&path, &key) {
             eprintln!("ftlsim: snapshot not saved: {e}");
             return Ok(SnapshotUse::NotSaved(e.to_string()));
         }
@@ -682,14 +690,6 @@ impl Simulation {
     fn snapshot_unavailable(&mut self) -> Option<String> {
         // A snapshot file holds no data, and preconditioned data are not kept elsewhere.
         if self.cfg.nand.store_payloads { Some("the drive stores payloads".into()) } else { self.state_unsaveable() }
-    }
-
-    /// The drive's state replaced by a snapshot's, all or nothing; else why not.
-    fn restore(&mut self, s: &snapshot::Sections) -> std::result::Result<(), String> {
-        let (dev, ctrl, trim): (Device, Controller, TrimModel) = snapshot::decode(s.drive())?;
-        self.ftl.saved_state().ok_or("the FTL has no saved state")?.load(s.ftl())?;
-        (self.dev, self.ctrl, self.trim) = (dev, ctrl, trim);
-        Ok(())
     }
 
     /// Why [`Simulation::save_state`] cannot save this drive; `None` when
@@ -707,40 +707,62 @@ impl Simulation {
         }
     }
 
-    /// The whole drive's state, as a snapshot's two sections (flash with
-    /// its OOB, wear and timelines, the controller with its buffer, the TRIM
-    /// model; the FTL), at any point between commands: loaded by
-    /// [`Simulation::load_state`] into a simulation of the same config, it
-    /// goes on exactly as this one would. The pages' data (payload mode) are
-    /// not in it; the caller keeps them.
-    pub fn save_state(&mut self) -> Result<(Vec<u8>, Vec<u8>)> {
+    /// Saves the whole drive's state as the snapshot of `key` at `path`
+    /// (flash with its OOB, wear and timelines, the controller with its
+    /// buffer, the TRIM model; then the FTL), at any point between
+    /// commands, streamed to the file: loaded by [`Simulation::load_state`]
+    /// into a simulation of the same config, it goes on exactly as this one
+    /// would. The pages' data (payload mode) are not in it; the caller
+    /// keeps them.
+    pub fn save_state(&mut self, path: &Path, key: &str) -> Result<()> {
         self.dev.book_deferred();
-        let (mut drive, mut ftl) = (Vec::new(), Vec::new());
-        snapshot::encode_into(&(&self.dev, &self.ctrl, &self.trim), &mut drive)?;
         let name = self.ftl.name();
-        let state = self.ftl.saved_state();
-        state
-            .ok_or_else(|| Error::invariant("snapshot", format!("the '{name}' FTL has no saved state")))?
-            .save(&mut ftl)?;
-        Ok((drive, ftl))
+        let Some(ftl) = self.ftl.saved_state() else {
+            return Err(Error::invariant("snapshot", format!("the '{name}' FTL has no saved state")));
+        };
+        let mut w = snapshot::Writer::create(path, key)?;
+        w.section(&(&self.dev, &self.ctrl, &self.trim))?;
+        ftl.save(&mut w)?;
+        w.finish()
     }
 
-    /// Replaces the drive's state with one [`Simulation::save_state`] made
-    /// of a drive of the same config; unchanged, and why, when it does not
-    /// decode. In payload mode every page's data are then zeros: give the
-    /// pages whose data are not back with [`Simulation::restore_page`].
-    /// `preconditioned` is what the saved drive was preconditioned with.
+    /// Replaces the drive's state with the snapshot of `key` at `path`,
+    /// which [`Simulation::save_state`] made of a drive of the same config,
+    /// decoded in place over this drive's own tables (a loaded drive takes
+    /// its memory once). `Ok(false)`: there is none, nothing changed.
+    /// `Err(why)`: stale or damaged, and the drive is as newly built (a
+    /// damaged file may have half-overwritten it). In payload mode every
+    /// page's data are then zeros: give the pages whose data are not back
+    /// with [`Simulation::restore_page`]. `preconditioned` is what the
+    /// saved drive was preconditioned with.
     pub fn load_state(
         &mut self,
-        s: &snapshot::Sections,
+        path: &Path,
+        key: &str,
         preconditioned: Option<Precondition>,
-    ) -> std::result::Result<(), String> {
-        self.restore(s)?;
+    ) -> std::result::Result<bool, String> {
+        let Some(mut r) = snapshot::Reader::open(path, key)? else {
+            return Ok(false);
+        };
+        let loaded = self.load_from(&mut r).and_then(|()| r.finish());
+        if let Err(why) = loaded {
+            let Drive { dev, ftl, ctrl, trim } =
+                Drive::build(&self.cfg).map_err(|e| format!("{why}; rebuilding the drive failed: {e}"))?;
+            (self.dev, self.ftl, self.ctrl, self.trim) = (dev, ftl, ctrl, trim);
+            return Err(why);
+        }
         if self.cfg.nand.store_payloads {
             self.dev.array.reset_payloads();
         }
         self.precondition = preconditioned;
-        Ok(())
+        Ok(true)
+    }
+
+    /// The snapshot's two sections, in the order [`Simulation::save_state`]
+    /// wrote them, over the drive's own values.
+    fn load_from(&mut self, r: &mut snapshot::Reader) -> std::result::Result<(), String> {
+        r.section(&mut [&mut self.dev, &mut self.ctrl, &mut self.trim])?;
+        self.ftl.saved_state().ok_or("the FTL has no saved state")?.load(r)
     }
 
     /// Puts back logical page `lpn`'s data after [`Simulation::load_state`]

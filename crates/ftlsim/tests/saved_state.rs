@@ -79,17 +79,15 @@ fn check(ftl: &str, overrides: &[&str], before: usize, after: usize) {
         // Issues often overlap the previous command's background work.
         now = if i % 3 == 0 { done } else { SimTime(now.0 + 50_000) };
     }
-    let (drive, ftl_state) = sim.save_state().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.snap");
+    sim.save_state(&path, "key").unwrap();
     let pages = cfg.logical_pages() as u32;
     let contents: Vec<(u32, Vec<u8>)> =
         (0..pages).filter_map(|lpn| sim.page_contents(lpn).map(|c| (lpn, c.into_owned()))).collect();
 
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.snap");
-    ftlsim::snapshot::write(&path, "key", &drive, &ftl_state).unwrap();
-    let sections = ftlsim::snapshot::read(&path, "key").unwrap().unwrap();
     let mut loaded = Simulation::new(cfg.clone()).unwrap();
-    loaded.load_state(&sections, None).unwrap();
+    assert_eq!(loaded.load_state(&path, "key", None), Ok(true));
     for (lpn, bytes) in &contents {
         loaded.restore_page(*lpn, bytes).unwrap();
     }

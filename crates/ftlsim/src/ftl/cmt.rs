@@ -38,8 +38,7 @@ pub struct Entry {
 pub struct MapCache {
     capacity: u32,
     len: u32,
-    #[serde(deserialize_with = "crate::mem::deserialize_big")]
-    pub ent: Vec<Entry>,
+    pub ent: crate::mem::BigVec<Entry>,
     key: Vec<u32>,
     dirty: Vec<bool>,
     /// LRU list over slots: `head` most, `tail` least recently used.

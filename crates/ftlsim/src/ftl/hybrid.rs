@@ -52,8 +52,7 @@ fn is_mapped(v: u32) -> bool {
 pub struct Hybrid {
     pub geo: Geometry,
     pub stripes: Stripes,
-    #[serde(deserialize_with = "crate::mem::deserialize_big")]
-    fwd: Vec<u32>,
+    fwd: crate::mem::BigVec<u32>,
     /// Data block of each key, or [`NONE`].
     data: Vec<u32>,
     pub pool: BlockPool,

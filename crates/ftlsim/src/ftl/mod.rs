@@ -284,23 +284,23 @@ pub trait Ftl: Send {
     }
 }
 
-/// An FTL's state as bytes and back ([`Ftl::saved_state`]); every
+/// An FTL's state to a snapshot and back ([`Ftl::saved_state`]); every
 /// serde-derived FTL has it.
 pub trait SavedState {
-    /// Appends the state to `out`.
-    fn save(&self, out: &mut Vec<u8>) -> Result<()>;
-    /// Replaces the state with `bytes` that [`save`](SavedState::save) wrote
-    /// for the same config; unchanged, and why, when they do not decode.
-    fn load(&mut self, bytes: &[u8]) -> std::result::Result<(), String>;
+    /// Writes the state as the snapshot's next section.
+    fn save(&self, out: &mut crate::snapshot::Writer) -> Result<()>;
+    /// Replaces the state, in place, with the snapshot's next section, which
+    /// [`save`](SavedState::save) wrote for the same config; else why not,
+    /// the state then unspecified (rebuild the FTL).
+    fn load(&mut self, r: &mut crate::snapshot::Reader) -> std::result::Result<(), String>;
 }
 
 impl<T: Serialize + serde::de::DeserializeOwned> SavedState for T {
-    fn save(&self, out: &mut Vec<u8>) -> Result<()> {
-        crate::snapshot::encode_into(self, out)
+    fn save(&self, out: &mut crate::snapshot::Writer) -> Result<()> {
+        out.section(self)
     }
-    fn load(&mut self, bytes: &[u8]) -> std::result::Result<(), String> {
-        *self = crate::snapshot::decode(bytes)?;
-        Ok(())
+    fn load(&mut self, r: &mut crate::snapshot::Reader) -> std::result::Result<(), String> {
+        r.section(&mut [self])
     }
 }
 

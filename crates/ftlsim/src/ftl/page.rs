@@ -276,16 +276,14 @@ pub trait MapTable: Send + Sized + serde::Serialize + serde::de::DeserializeOwne
 /// The whole forward map in DRAM: every access is a hit and costs nothing.
 #[derive(Serialize, Deserialize)]
 pub struct DramMap {
-    #[serde(deserialize_with = "crate::mem::deserialize_big")]
-    fwd: Vec<u32>,
+    fwd: crate::mem::BigVec<u32>,
     /// A bit per physical unit: set while an entry maps to it. What GC asks
     /// of every page of a victim, and again before each copy, is answered
     /// here instead of by the forward map: the map's entries are cache
     /// misses at random places (most of GC's time at high WA), these bits
     /// a few hundred KiB per 16 GiB, read a victim's worth per cache line.
     /// Simulator state, not the modelled controller's (not in `ram_bytes`).
-    #[serde(deserialize_with = "crate::mem::deserialize_big")]
-    live: Vec<u64>,
+    live: crate::mem::BigVec<u64>,
     ram_accesses: u64,
     /// Backward-map entries per physical page (mapping units per page).
     units_per_page: u32,

@@ -55,8 +55,7 @@ pub struct Superblock {
     geo: Geometry,
     pool: BlockPool,
     /// Where each logical page is (the spare-area page maps).
-    #[serde(deserialize_with = "crate::mem::deserialize_big")]
-    fwd: Vec<u32>,
+    fwd: crate::mem::BigVec<u32>,
     /// Physical blocks of each superblock, its update block among them.
     blocks: Vec<Vec<BlockId>>,
     update: Vec<u32>,

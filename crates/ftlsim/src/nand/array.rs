@@ -67,8 +67,7 @@ pub struct NandArray {
     /// log2 of the mapping units per page (0: one LPN a page).
     unit_shift: u32,
     endurance: u32,
-    #[serde(deserialize_with = "crate::mem::deserialize_big")]
-    oob_lpn: Vec<u32>,
+    oob_lpn: crate::mem::BigVec<u32>,
     oob_seq: Option<Vec<u64>>,
     write_ptr: Vec<u16>,
     erase_count: Vec<u32>,
