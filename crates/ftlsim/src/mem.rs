@@ -24,6 +24,12 @@ impl<T> std::ops::DerefMut for BigVec<T> {
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Tables this thread decoded whole (not in place), for tests.
+    pub(crate) static DECODED_WHOLE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// A vector of `n` copies of `value`, backed by huge pages when possible.
 pub fn big_vec<T: Copy>(n: usize, value: T) -> BigVec<T> {
     let mut v: Vec<T> = Vec::with_capacity(n);
@@ -36,6 +42,8 @@ impl<'de, T: Copy + serde::Deserialize<'de>> serde::Deserialize<'de> for BigVec<
     /// Into huge-page backed memory again, so a drive decoded whole runs as
     /// fast as one built in place.
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<BigVec<T>, D::Error> {
+        #[cfg(test)]
+        DECODED_WHOLE.with(|n| n.set(n.get() + 1));
         struct Seq<T>(std::marker::PhantomData<T>);
         impl<'de, T: Copy + serde::Deserialize<'de>> serde::de::Visitor<'de> for Seq<T> {
             type Value = Vec<T>;

@@ -1481,6 +1481,33 @@ fn mapped_page(ftl: &dyn Ftl, dev: &Device, lpn: u32) -> Result<Option<crate::un
 mod tests {
     use super::*;
 
+    /// Every FTL's snapshot loads over the built drive's big tables (the
+    /// maps, the OOB array), never into new ones beside them: a wrapper
+    /// without in-place decoding on the way to a table would double a
+    /// loaded drive's memory.
+    #[test]
+    fn a_loaded_drive_decodes_its_tables_in_place() {
+        use crate::mem::DECODED_WHOLE;
+        let dir = tempfile::tempdir().unwrap();
+        for &ftl in crate::ftl::FTL_NAMES {
+            let set = ["geometry.blocks_per_plane=64".into(), "overprovisioning=0.5".into(), format!("ftl.name={ftl}")];
+            let cfg = Config::load("k9lag08u0m-4ch", &set).unwrap_or_else(|e| panic!("{ftl}: {e}"));
+            let mut sim = Simulation::new(cfg.clone()).unwrap();
+            sim.precondition("fill=0.5".parse().unwrap()).unwrap();
+            let path = dir.path().join(format!("{ftl}.snap"));
+            sim.save_state(&path, "k").unwrap();
+            let mut loaded = Simulation::new(cfg).unwrap();
+            let before = DECODED_WHOLE.with(|n| n.get());
+            assert_eq!(loaded.load_state(&path, "k", None), Ok(true), "{ftl}");
+            assert_eq!(DECODED_WHOLE.with(|n| n.get()), before, "{ftl}: a table was decoded beside the drive");
+        }
+        // Decoded whole, a table counts: the check above can fail.
+        let bytes = bincode::serialize(&crate::mem::big_vec(3, 1u32)).unwrap();
+        let before = DECODED_WHOLE.with(|n| n.get());
+        let _: crate::mem::BigVec<u32> = bincode::deserialize(&bytes).unwrap();
+        assert_eq!(DECODED_WHOLE.with(|n| n.get()), before + 1);
+    }
+
     #[test]
     fn precondition_specs_are_bounded_and_complete() {
         let p: Precondition = "fill=0.5,overwrite=2,".parse().unwrap();
