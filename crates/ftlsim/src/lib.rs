@@ -20,7 +20,7 @@ pub mod error;
 pub mod ftl;
 pub mod job;
 pub mod limits;
-mod mem;
+pub mod mem;
 pub mod nand;
 pub mod report;
 pub mod repro;
