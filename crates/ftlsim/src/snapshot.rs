@@ -215,8 +215,11 @@ impl Write for Writer {
             self.drain()?;
         }
         if bytes.len() >= CHUNK {
-            self.buf.extend_from_slice(bytes);
-            return self.drain();
+            // Straight to the file, not through a buffer grown to its size.
+            self.crc.update(bytes);
+            self.file.write_all(bytes)?;
+            self.written += bytes.len() as u64;
+            return Ok(());
         }
         self.buf.extend_from_slice(bytes);
         Ok(())
@@ -309,7 +312,7 @@ impl Reader {
         self.section_left = len;
         for place in places {
             if let Err(e) = place.load(self) {
-                return Err(self.damage(format!("undecodable: {e}")));
+                return Err(self.damage(format!("damaged: undecodable: {e}")));
             }
         }
         match std::mem::take(&mut self.section_left) {
@@ -525,6 +528,23 @@ mod tests {
         w.finish().unwrap();
     }
 
+    #[test]
+    fn a_write_longer_than_the_buffer_goes_straight_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.snap");
+        let long = "x".repeat(CHUNK + 3);
+        let mut w = Writer::create(&p, "k").unwrap();
+        w.section(&long).unwrap();
+        w.section(&9u8).unwrap();
+        w.finish().unwrap();
+        let mut r = Reader::open(&p, "k").unwrap().unwrap();
+        let (mut a, mut b) = (String::new(), 0u8);
+        r.section(&mut [&mut a]).unwrap();
+        r.section(&mut [&mut b]).unwrap();
+        r.finish().unwrap();
+        assert_eq!((a.len(), b), (CHUNK + 3, 9));
+    }
+
     /// What `write_two` saved.
     type Two = (String, (Vec<u32>, u64));
 
@@ -598,6 +618,6 @@ mod tests {
         assert!(r.section(&mut [&mut short]).unwrap_err().contains("did not use"));
         let mut r = Reader::open(&p, "k").unwrap().unwrap();
         let mut more = (String::new(), 0u64);
-        assert!(r.section(&mut [&mut more]).unwrap_err().starts_with("undecodable"));
+        assert!(r.section(&mut [&mut more]).unwrap_err().starts_with("damaged: undecodable"));
     }
 }
