@@ -21,7 +21,7 @@ use std::time::Instant;
 
 const NONE: u32 = u32::MAX;
 
-/// One plane: its blocks' pages are `first_block..first_block + blocks`.
+/// One plane's blocks: free, being written (block, next page), and full.
 struct Plane {
     free: Vec<u32>,
     host: (u32, u32),
@@ -31,8 +31,16 @@ struct Plane {
     min: usize,
 }
 
+impl Plane {
+    /// The block GC (or the host) writes, and its next page.
+    fn open(&mut self, for_gc: bool) -> &mut (u32, u32) {
+        if for_gc { &mut self.gc } else { &mut self.host }
+    }
+}
+
 struct Drive {
     pages_per_block: u32,
+    blocks_per_plane: u32,
     map: BigVec<u32>,
     oob: BigVec<u32>,
     valid: Vec<u32>,
@@ -59,6 +67,7 @@ impl Drive {
             .collect();
         Drive {
             pages_per_block,
+            blocks_per_plane: blocks,
             map: ftlsim::mem::big_vec(logical as usize, NONE),
             oob: ftlsim::mem::big_vec((total * pages_per_block) as usize, NONE),
             valid: vec![0; total as usize],
@@ -99,9 +108,9 @@ impl Drive {
     }
 
     /// The page `ppn` no longer holds live data.
-    fn invalidate(&mut self, ppn: u32, plane_of: impl Fn(u32) -> usize) {
+    fn invalidate(&mut self, ppn: u32) {
         let b = ppn / self.pages_per_block;
-        let p = plane_of(b);
+        let p = (b / self.blocks_per_plane) as usize;
         let listed = self.is_listed(p, b);
         if listed {
             self.unlink(p, b);
@@ -120,11 +129,9 @@ impl Drive {
     }
 
     fn write(&mut self, lpn: u32) {
-        let blocks_per_plane = self.valid.len() as u32 / self.planes.len() as u32;
-        let plane_of = |b: u32| (b / blocks_per_plane) as usize;
         let old = self.map[lpn as usize];
         if old != NONE {
-            self.invalidate(old, plane_of);
+            self.invalidate(old);
         }
         let p = self.cursor;
         self.cursor = (self.cursor + 1) % self.planes.len();
@@ -139,13 +146,9 @@ impl Drive {
     /// when it is full, after GC if the plane is down to its reserve.
     fn take_page(&mut self, p: usize, for_gc: bool) -> u32 {
         let ppb = self.pages_per_block;
-        let (b, next) = if for_gc { self.planes[p].gc } else { self.planes[p].host };
+        let (b, next) = *self.planes[p].open(for_gc);
         if next < ppb {
-            if for_gc {
-                self.planes[p].gc.1 += 1;
-            } else {
-                self.planes[p].host.1 += 1;
-            }
+            self.planes[p].open(for_gc).1 += 1;
             return b * ppb + next;
         }
         // Full: listed by its valid count from now on.
@@ -156,11 +159,7 @@ impl Drive {
             }
         }
         let nb = self.planes[p].free.pop().expect("GC keeps a reserve");
-        if for_gc {
-            self.planes[p].gc = (nb, 1);
-        } else {
-            self.planes[p].host = (nb, 1);
-        }
+        *self.planes[p].open(for_gc) = (nb, 1);
         nb * ppb
     }
 

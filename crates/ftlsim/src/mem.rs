@@ -39,31 +39,12 @@ pub fn big_vec<T: Copy>(n: usize, value: T) -> BigVec<T> {
 }
 
 impl<'de, T: Copy + serde::Deserialize<'de>> serde::Deserialize<'de> for BigVec<T> {
-    /// Into huge-page backed memory again, so a drive decoded whole runs as
-    /// fast as one built in place.
+    /// An ordinary `Vec`: no drive is decoded whole (snapshots load in
+    /// place, over tables [`big_vec`] allocated; a test checks every FTL).
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<BigVec<T>, D::Error> {
         #[cfg(test)]
         DECODED_WHOLE.with(|n| n.set(n.get() + 1));
-        struct Seq<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Copy + serde::Deserialize<'de>> serde::de::Visitor<'de> for Seq<T> {
-            type Value = Vec<T>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a sequence")
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
-                // A length read from a file is not trusted with an allocation
-                // beyond this; longer tables grow as they are read.
-                const MAX_RESERVE: usize = 1 << 26;
-                let n = seq.size_hint().unwrap_or(0).min(MAX_RESERVE);
-                let mut v: Vec<T> = Vec::with_capacity(n);
-                advise_huge(v.as_mut_ptr() as *mut u8, n * std::mem::size_of::<T>());
-                while let Some(x) = seq.next_element()? {
-                    v.push(x);
-                }
-                Ok(v)
-            }
-        }
-        d.deserialize_seq(Seq(std::marker::PhantomData)).map(BigVec)
+        Vec::deserialize(d).map(BigVec)
     }
 
     /// Over the table's own elements (same length: same config), in its

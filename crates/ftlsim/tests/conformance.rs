@@ -1228,14 +1228,16 @@ fn page_multi_plane() {
 }
 
 /// Reads that suspend erases and GC copies move their ends (`engine/device/suspend.rs`).
+const SUSPEND: &[&str] = &["timing.erase_suspend_us=30", "timing.program_suspend_us=20"];
+
 #[test]
 fn page_erase_suspend() {
-    check_ftl("page", &["timing.erase_suspend_us=30", "timing.program_suspend_us=20"]);
+    check_ftl("page", SUSPEND);
 }
 
 #[test]
 fn page_power_cuts_erase_suspend() {
-    check_oob_recovery("page", &["timing.erase_suspend_us=30", "timing.program_suspend_us=20"]);
+    check_oob_recovery("page", SUSPEND);
 }
 
 #[test]
