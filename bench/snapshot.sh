@@ -8,8 +8,9 @@
 #   - the full run preconditioning itself (no snapshot),
 #   - the full run saving a snapshot, and the full run loading it,
 #   - a loading-only run (one request measured after loading),
-# and the snapshot's size; then issue 16's figures: requests per CPU-second
-# all-in (without and with the snapshot) and in the measured phase (the full
+# and the snapshot's size; the full run and a preconditioning-only run with
+# `mode=functional`; then issue 16's figures: requests per CPU-second
+# all-in (without and with the snapshot, and functional) and in the measured phase (the full
 # run minus the preconditioning-only run). CPU time, not wall time: the machine is shared,
 # so the load average is printed before and after. Each point runs REPEAT
 # times (FTLSIM_BENCH_REPEAT, default 3); the median is the figure.
@@ -32,7 +33,7 @@ full = "rw=randwrite,bs=4k,ios=1000000,seed=7,iodepth=32"
 one = "rw=randwrite,bs=4k,ios=1,seed=7"
 
 
-def cpu(name, workload, *extra):
+def cpu(name, workload, *extra, pre=pre):
     """CPU seconds of one ftlsim run (children's rusage delta) and its report."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     path = f"{out}/snapshot-{name}.json"
@@ -43,8 +44,8 @@ def cpu(name, workload, *extra):
     return secs, json.load(open(path))
 
 
-def median(name, workload, *extra):
-    runs = [cpu(name, workload, *extra) for _ in range(repeat)]
+def median(name, workload, *extra, pre=pre):
+    runs = [cpu(name, workload, *extra, pre=pre) for _ in range(repeat)]
     secs = sorted(s for s, _ in runs)
     return statistics.median(secs), secs, runs[0][1]
 
@@ -78,11 +79,21 @@ def strip(r):
 
 assert strip(no_snap[2]) == strip(loaded[2]), "the loaded run must report what the preconditioned one did"
 requests = no_snap[2]["requests"]
+functional_pre = "fill=1.0,overwrite=1.0,mode=functional"
+functional = median("functional", full, pre=functional_pre)
+show("full run, preconditioning functionally", *functional)
+functional_only = median("functional-only", one, pre=functional_pre)
+show("functional preconditioning only (1 request)", *functional_only)
+wa = lambda r: r["write_amplification"]
+print(f"measured WA after fast {wa(no_snap[2]):.4f}, after functional {wa(functional[2]):.4f}")
 print(f"snapshot {files[0]}: {size / 2**20:.1f} MiB")
 print(f"load {load_only[0]:.2f} s vs precondition {pre_only[0]:.2f} s (CPU, both with drive set-up and 1 request): "
       f"{pre_only[0] / load_only[0]:.0f}x")
 print(f"all-in requests per CPU-second: no snapshot {requests / no_snap[0]:,.0f}, "
-      f"with a snapshot {requests / loaded[0]:,.0f}")
+      f"with a snapshot {requests / loaded[0]:,.0f}, "
+      f"preconditioned functionally (mode=functional, no snapshot) {requests / functional[0]:,.0f}")
+print(f"functional preconditioning {functional_only[0]:.2f} s vs fast {pre_only[0]:.2f} s (CPU, with drive set-up "
+      f"and 1 request)")
 # Issue 16's measured-phase method: the whole run's CPU minus a
 # preconditioning-only run's (each a median; the one request it measures
 # is within the noise). A difference of two noisy figures: on a loaded

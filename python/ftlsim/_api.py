@@ -99,7 +99,7 @@ def precondition_spec(p: str | Mapping[str, float | str] | None) -> str | None:
         return p
     if isinstance(p, Mapping):
         return ",".join(f"{k}={v}" for k, v in p.items())
-    expected = "expected 'fill=F,overwrite=F[,mode=fast|timed]' or a dict with fill/overwrite/mode"
+    expected = "expected 'fill=F,overwrite=F[,mode=fast|timed|functional]' or a dict with fill/overwrite/mode"
     raise _error(WorkloadError, "precondition", expected)
 
 

@@ -131,6 +131,18 @@ def test_precondition_as_dict_equals_string():
     assert a["write_amplification"] == small_run().summary["write_amplification"]
 
 
+def test_functional_preconditioning_runs_or_says_why_not():
+    functional = {"fill": 1.0, "overwrite": 0.5, "mode": "functional"}
+    with pytest.raises(ftlsim.WorkloadError, match=r"precondition\.mode.*2048-byte pages.*use mode=fast"):
+        small_run(precondition=functional)
+    pages_4k = {**SMALL, "geometry.page_size": 4096}
+    with pytest.raises(ftlsim.WorkloadError, match=r"precondition\.mode.*'hat' FTL"):
+        small_run(precondition=functional, overrides=pages_4k)
+    r = small_run(precondition=functional, overrides=pages_4k, ftl="page").summary
+    assert r["input"]["precondition"] == "fill=1,overwrite=0.5,mode=functional"
+    assert r["gc_pages_copied"] > 0
+
+
 def test_ctrl_c_stops_a_long_run_promptly():
     # 20M requests would take minutes; SIGINT after 0.5 s must end it within a second or so.
     # A background job (`nohup ./scripts/test &`) starts with SIGINT ignored, and

@@ -112,7 +112,7 @@ struct ServeArgs {
     /// Print live counters to stderr every SECS seconds (SIGUSR1 prints them too).
     #[arg(long, value_name = "SECS")]
     stats_interval: Option<f64>,
-    /// Unmeasured conditioning before serving, e.g. fill=1.0,overwrite=0.5 (mode=fast, the default, fast-forwards the overwrites; mode=timed runs them as host commands; docs/preconditioning.md).
+    /// Unmeasured conditioning before serving, e.g. fill=1.0,overwrite=0.5 (mode=fast, the default, fast-forwards the overwrites; mode=timed runs them as host commands; mode=functional builds the page FTL's state without time; docs/preconditioning.md).
     #[arg(long, value_name = "SPEC")]
     precondition: Option<String>,
     /// Connections served at once; further clients are refused with a message.
@@ -262,7 +262,7 @@ struct InputArgs {
     /// Requests beyond the device: error, wrap or scale (host.out_of_range).
     #[arg(long, value_name = "POLICY")]
     out_of_range: Option<String>,
-    /// Unmeasured conditioning first, e.g. fill=1.0,overwrite=1.0 (mode=fast, the default, fast-forwards the overwrites; mode=timed runs them as host commands; docs/preconditioning.md).
+    /// Unmeasured conditioning first, e.g. fill=1.0,overwrite=1.0 (mode=fast, the default, fast-forwards the overwrites; mode=timed runs them as host commands; mode=functional builds the page FTL's state without time; docs/preconditioning.md).
     #[arg(long, value_name = "SPEC")]
     precondition: Option<String>,
     /// Keep the preconditioned drive here and load it next time instead of

@@ -264,7 +264,7 @@ impl StateDir {
                 ),
             ));
         }
-        // `ftlsim-state-2` names the mode (`mode=fast|timed`) the drive was conditioned in.
+        // `ftlsim-state-2` names the mode (`mode=fast|timed|functional`) the drive was conditioned in.
         let precondition =
             m.precondition.as_deref().map(str::parse::<Precondition>).transpose().map_err(|e| bad(&manifest, e))?;
         let page_bytes = sim.config().geometry.page_size as u64;

@@ -79,6 +79,12 @@ pub enum PreconditionMode {
     /// Every overwrite is a host command at queue depth 1 through the timed
     /// path, GC running in the idle time between them.
     Timed,
+    /// No time at all, fill included: the page FTL's state built on the
+    /// array and its block pool, overwrites drawn as uniform valid pages
+    /// (the same distribution as uniform LPNs), planes in stripe order,
+    /// GC by whole victims; see `ftl::page::functional` and
+    /// `docs/preconditioning.md`.
+    Functional,
 }
 
 impl PreconditionMode {
@@ -86,6 +92,7 @@ impl PreconditionMode {
         match self {
             PreconditionMode::Fast => "fast",
             PreconditionMode::Timed => "timed",
+            PreconditionMode::Functional => "functional",
         }
     }
 }
@@ -99,7 +106,12 @@ impl std::str::FromStr for Precondition {
         };
         let mut p = Precondition::new(1.0, 0.0);
         let parts = crate::workload::split_fields(s).map_err(|why| {
-            bad("", format!("'{s}' {why}; give fill=F[,overwrite=X][,mode=fast|timed], e.g. fill=1.0,overwrite=1.0"))
+            bad(
+                "",
+                format!(
+                    "'{s}' {why}; give fill=F[,overwrite=X][,mode=fast|timed|functional], e.g. fill=1.0,overwrite=1.0"
+                ),
+            )
         })?;
         let mut seen = Vec::new();
         for part in parts {
@@ -113,7 +125,10 @@ impl std::str::FromStr for Precondition {
                 p.mode = match v.trim() {
                     "fast" => PreconditionMode::Fast,
                     "timed" => PreconditionMode::Timed,
-                    other => return Err(bad(k, format!("'{other}' is not a mode; expected fast or timed"))),
+                    "functional" => PreconditionMode::Functional,
+                    other => {
+                        return Err(bad(k, format!("'{other}' is not a mode; expected fast, timed or functional")));
+                    }
                 };
                 continue;
             }
@@ -513,7 +528,6 @@ impl Simulation {
         let spp = self.cfg.geometry.page_size as u64 / SECTOR_BYTES;
         let pages = self.cfg.logical_pages();
         let filled = ((pages as f64 * p.fill).round() as u64).min(pages);
-        let chunk = 64u64; // pages per sequential fill write
         // Overwrites of 4 KiB or a mapping unit, whichever is larger: whole
         // pages unless units are smaller (`ftl.map_unit_bytes`).
         let unit = self.cfg.map_unit_bytes() as u64 / SECTOR_BYTES;
@@ -525,12 +539,52 @@ impl Simulation {
         let slots = filled * per_page / write_pages;
         let overwrites = if slots > 0 { overwrites } else { 0 };
         let total = filled + overwrites * write_pages / per_page;
-        let mut commands = 0u64;
-        let mut tick = |done: u64| {
-            commands += 1;
-            let go_on = commands % PRECONDITION_PROGRESS != 0 || on_progress(Progress { done, total: Some(total) });
-            if go_on { Ok(()) } else { Err(Error::Interrupted) }
-        };
+        if p.mode == PreconditionMode::Functional {
+            if write_pages != 1 {
+                let why =
+                    format!("its {}-byte pages are smaller than the 4 KiB overwrites", self.cfg.geometry.page_size);
+                return Err(ftl::page::functional_unsupported(why));
+            }
+            // Each overwrite rewrites one page (a partial one read first),
+            // `per_page` of them a filled page's worth.
+            let c = ftl::page::Conditioning {
+                filled,
+                overwrites,
+                page_time: Nanos::from_us_f64(self.cfg.timing.program_us),
+            };
+            let mut rng = SimRng::derived(self.cfg.seed, 0x7072_6563);
+            let mut tick = |n: u64| {
+                let done = if n <= filled { n } else { filled + (n - filled) / per_page };
+                let go_on = n % PRECONDITION_PROGRESS != 0 || on_progress(Progress { done, total: Some(total) });
+                if go_on { Ok(()) } else { Err(Error::Interrupted) }
+            };
+            self.ftl.precondition_functional(&mut self.dev, &c, &mut rng, &mut tick)?;
+        } else {
+            let mut commands = 0u64;
+            let mut tick = |done: u64| {
+                commands += 1;
+                let go_on = commands % PRECONDITION_PROGRESS != 0 || on_progress(Progress { done, total: Some(total) });
+                if go_on { Ok(()) } else { Err(Error::Interrupted) }
+            };
+            self.precondition_timed(p, filled, overwrites, (slots, write_sectors, write_pages, per_page), &mut tick)?;
+        }
+        on_progress(Progress { done: total, total: Some(total) });
+        self.restart_measurement()?;
+        self.precondition = Some(p);
+        Ok(())
+    }
+
+    /// Preconditioning's fill, timed, and its overwrites, fast-forwarded or timed.
+    fn precondition_timed(
+        &mut self,
+        p: Precondition,
+        filled: u64,
+        overwrites: u64,
+        (slots, write_sectors, write_pages, per_page): (u64, u64, u64, u64),
+        tick: &mut dyn FnMut(u64) -> Result<()>,
+    ) -> Result<()> {
+        let spp = self.cfg.geometry.page_size as u64 / SECTOR_BYTES;
+        let chunk = 64u64; // pages per sequential fill write
         let mut now = SimTime::ZERO;
         let mut lpn = 0;
         while lpn < filled {
@@ -545,7 +599,7 @@ impl Simulation {
         if p.mode == PreconditionMode::Fast {
             let overwrite =
                 Overwrites { slots, count: overwrites, write_sectors, progress_pages: (write_pages, per_page) };
-            self.fast_forward(overwrite, &mut rng, now, filled, &mut tick)?;
+            self.fast_forward(overwrite, &mut rng, now, filled, tick)?;
         } else {
             for i in 0..overwrites {
                 let slot = rng.below(slots);
@@ -561,9 +615,6 @@ impl Simulation {
                 tick(filled + (i + 1) * write_pages / per_page)?;
             }
         }
-        on_progress(Progress { done: total, total: Some(total) });
-        self.restart_measurement()?;
-        self.precondition = Some(p);
         Ok(())
     }
 
@@ -1525,13 +1576,17 @@ mod tests {
         }
         assert_eq!("overwrite=100".parse::<Precondition>().unwrap().overwrite, limits::MAX_OVERWRITE);
         // Fast unless asked otherwise; the spec round-trips with its mode.
-        for (spec, mode) in [("fill=1", PreconditionMode::Fast), ("fill=1,mode=timed", PreconditionMode::Timed)] {
+        for (spec, mode) in [
+            ("fill=1", PreconditionMode::Fast),
+            ("fill=1,mode=timed", PreconditionMode::Timed),
+            ("fill=1,mode=functional", PreconditionMode::Functional),
+        ] {
             let p: Precondition = spec.parse().unwrap();
             assert_eq!(p.mode, mode);
             assert_eq!(p.to_string().parse::<Precondition>().unwrap(), p);
         }
         let err = "fill=1,mode=slow".parse::<Precondition>().unwrap_err().to_string();
-        assert!(err.contains("precondition.mode: 'slow' is not a mode; expected fast or timed"), "{err}");
+        assert!(err.contains("precondition.mode: 'slow' is not a mode; expected fast, timed or functional"), "{err}");
     }
 
     #[test]

@@ -271,6 +271,19 @@ pub trait Ftl: Send {
         None
     }
 
+    /// Conditions a new drive without time (`--precondition
+    /// ...,mode=functional`, see `page::functional`); `tick` is told the
+    /// pages written so far. Only the page FTL has it.
+    fn precondition_functional(
+        &mut self,
+        _dev: &mut Device,
+        _c: &page::Conditioning,
+        _rng: &mut crate::rng::SimRng,
+        _tick: &mut dyn FnMut(u64) -> Result<()>,
+    ) -> Result<()> {
+        Err(page::functional_unsupported(format!("this drive runs the '{}' FTL", self.name())))
+    }
+
     /// Power fails at `now`: the FTL drops everything volatile (RAM
     /// tables, its data cache), rebuilds its tables from flash alone (OOB,
     /// summary and log pages), timing the reads on `dev`, and reports.

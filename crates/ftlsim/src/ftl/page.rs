@@ -99,7 +99,10 @@ use crate::units::{BlockId, Lpn, Nanos, PlaneId, Ppn, SimTime};
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
 
+mod functional;
 mod units;
+
+pub use functional::{Conditioning, unsupported as functional_unsupported};
 
 /// Forward-map value of a logical page never written (and never trimmed).
 pub(super) const NEVER: u32 = u32::MAX;
@@ -271,6 +274,12 @@ pub trait MapTable: Send + Sized + serde::Serialize + serde::de::DeserializeOwne
     fn gc_stream(&mut self, _x: u32) -> usize {
         0
     }
+
+    /// The map as the page FTL's own, for what only it supports
+    /// (functional preconditioning).
+    fn as_dram(&mut self) -> Option<&mut DramMap> {
+        None
+    }
 }
 
 /// The whole forward map in DRAM: every access is a hit and costs nothing.
@@ -416,6 +425,10 @@ impl MapTable for DramMap {
     fn ram_bytes(&self, geo: &Geometry) -> u64 {
         // Forward map, backward map, and a 16-bit valid counter per block.
         self.fwd.len() as u64 * 4 + geo.pages as u64 * self.units_per_page as u64 * 4 + geo.blocks as u64 * 2
+    }
+
+    fn as_dram(&mut self) -> Option<&mut DramMap> {
+        Some(self)
     }
 
     fn recover(&mut self, _: &mut PageCore, _: &mut Device, values: &[u32], now: SimTime) -> Result<SimTime> {
@@ -1265,6 +1278,19 @@ impl PageCore {
     /// the plane has more free blocks than its reserve, and below the
     /// trigger until it has gained one (victims worth it only).
     fn collect<M: MapTable>(&mut self, map: &mut M, dev: &mut Device, plane: PlaneId, now: SimTime) -> Result<()> {
+        self.collect_by(dev, plane, now, |core, dev, victim| core.reclaim(map, dev, victim, now))
+    }
+
+    /// [`collect`](Self::collect)'s choice of victims, each emptied and
+    /// erased by `reclaim` (the timed path's, or functional
+    /// preconditioning's, `page::functional`).
+    fn collect_by(
+        &mut self,
+        dev: &mut Device,
+        plane: PlaneId,
+        now: SimTime,
+        mut reclaim: impl FnMut(&mut PageCore, &mut Device, BlockId) -> Result<()>,
+    ) -> Result<()> {
         // FIFO, random and d-choices may pick full blocks (the models count
         // that waste too); bound the work per call. Past that budget, a plane
         // still at its last free block would refuse the host a page while
@@ -1293,7 +1319,7 @@ impl PageCore {
             if self.no_gain(self.pool.valid(victim)) && self.pool.fewest_valid(plane).is_none_or(|v| self.no_gain(v)) {
                 break; // the plane is full of live data: nothing to gain
             }
-            self.reclaim(map, dev, victim, now)?;
+            reclaim(self, dev, victim)?;
         }
         Ok(())
     }
@@ -2320,6 +2346,19 @@ impl<M: MapTable> Ftl for PageMapped<M> {
             return self.core.page_of_units(&self.map, dev, lpn).map(std::borrow::Cow::Owned);
         }
         self.physical(lpn).and_then(|p| dev.array.page_data(p)).map(std::borrow::Cow::Borrowed)
+    }
+
+    fn precondition_functional(
+        &mut self,
+        dev: &mut Device,
+        c: &Conditioning,
+        rng: &mut crate::rng::SimRng,
+        tick: &mut dyn FnMut(u64) -> Result<()>,
+    ) -> Result<()> {
+        match self.map.as_dram() {
+            Some(map) => functional::precondition(&mut self.core, map, dev, c, rng, tick),
+            None => Err(functional::unsupported(format!("this drive runs the '{}' FTL", M::NAME))),
+        }
     }
 
     fn check_invariants(&self, dev: &Device) -> Result<()> {

@@ -440,6 +440,12 @@ impl NandArray {
         self.oob_lpn[ppn.idx() << self.unit_shift]
     }
 
+    /// Hints the cache to load a page's OOB LPN (a random place in a big table).
+    #[inline]
+    pub fn prefetch_oob(&self, ppn: Ppn) {
+        crate::mem::prefetch(&self.oob_lpn, ppn.idx() << self.unit_shift);
+    }
+
     /// The program sequence number of a page, when recording is on.
     pub fn oob_seq(&self, ppn: Ppn) -> Option<u64> {
         let seq = self.oob_seq.as_ref()?;

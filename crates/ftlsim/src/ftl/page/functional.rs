@@ -1,0 +1,315 @@
+//! Functional preconditioning of the page FTL (`--precondition
+//! fill=F,overwrite=X,mode=functional`): the state a sequential fill and
+//! uniform random page overwrites leave, built on the NAND array and the
+//! FTL's own block pool with no time at all: no device timing, no engine,
+//! no write buffer, and the forward map written once, at the end.
+//!
+//! Why it leaves the state `fast` leaves, in distribution: every filled
+//! LPN is mapped to exactly one valid page, so an LPN drawn uniformly is a
+//! valid page drawn uniformly. The overwrites therefore draw physical pages
+//! uniformly, redrawing until one is live (a bit each, [`DramMap`]'s live
+//! bits), and take the LPN from its OOB; GC moves OOB entries and live
+//! bits. Neither host writes nor GC copies touch the forward map, whose
+//! random accesses are most of a fast-forwarded overwrite's cost.
+//!
+//! What differs from `fast` (measured in `docs/preconditioning.md`):
+//!
+//! - planes are taken in stripe order, as `ftl.allocation = "static"`
+//!   does: without time no plane is free sooner than another;
+//! - GC reclaims whole victims: with `gc.mode = "blocking"` when the host
+//!   opens a block on a plane at its reserve, as the timed path does; with
+//!   preemptible GC, the job a host block opened below the trigger starts
+//!   is done at once, and the jobs it chains to while the plane stays
+//!   below it, their copies ahead of the host's pages (a job's are spread
+//!   over the block, paced to end as it fills), so the plane's free blocks
+//!   go as with jobs, one below the reserve and back;
+//! - ages (cost-benefit's) run on a clock of one tPROG a host page;
+//! - the seed's random numbers draw pages, not LPNs: the same seed gives
+//!   another drive than `fast`, with the same statistics.
+//!
+//! Supported: the page FTL (a map wholly in RAM) with whole-page mapping
+//! units and no multi-plane GC, on a new drive; others are refused, naming
+//! why.
+
+use super::{DramMap, PageCore};
+use crate::config::GcMode;
+use crate::engine::Device;
+use crate::error::{Error, Result};
+use crate::ftl::pool::BlockState;
+use crate::nand::Payload;
+use crate::rng::SimRng;
+use crate::units::{BlockId, Lpn, Nanos, PlaneId, Ppn, SimTime};
+use std::collections::VecDeque;
+
+/// What functional preconditioning writes: `filled` logical pages in
+/// order from LPN 0, then `overwrites` of uniformly drawn filled pages.
+#[derive(Clone, Copy, Debug)]
+pub struct Conditioning {
+    pub filled: u64,
+    pub overwrites: u64,
+    /// Time a host page advances the pool's clock (ages for cost-benefit).
+    pub page_time: Nanos,
+}
+
+/// Candidate pages drawn ahead of their use, their live bit and OOB
+/// prefetched: both are cache misses at random places. (An overwrite
+/// takes physical / filled pages draws on average: 1.07 on the bench
+/// drive filled whole, 10.7 filled to a tenth.)
+const AHEAD: usize = 16;
+
+/// The refusal of a drive functional preconditioning does not model.
+pub fn unsupported(why: impl std::fmt::Display) -> Error {
+    Error::Workload {
+        key: "precondition.mode".into(),
+        reason: format!(
+            "functional preconditioning models the page FTL with whole-page mapping units and no multi-plane GC \
+             on a new drive; {why}: use mode=fast"
+        ),
+    }
+}
+
+/// Conditions a new drive as `c` says (see the module doc); `tick` is
+/// told the pages written so far, fill then overwrites.
+pub(super) fn precondition(
+    core: &mut PageCore,
+    map: &mut DramMap,
+    dev: &mut Device,
+    c: &Conditioning,
+    rng: &mut SimRng,
+    tick: &mut dyn FnMut(u64) -> Result<()>,
+) -> Result<()> {
+    if core.unit_shift != 0 {
+        return Err(unsupported("this drive maps units smaller than the page (ftl.map_unit_bytes)"));
+    }
+    if core.multi_plane_gc {
+        return Err(unsupported("this drive's GC copies across planes (timing.multi_plane)"));
+    }
+    if (0..core.geo.blocks).any(|b| dev.array.written_pages(BlockId(b)) != 0) {
+        return Err(unsupported("this drive has been written"));
+    }
+    let mut f = Functional { core, live: &mut map.live, dev, now: SimTime::ZERO, page_time: c.page_time };
+    for lpn in 0..c.filled {
+        f.host_page(Lpn(lpn as u32))?;
+        tick(lpn + 1)?;
+    }
+    f.overwrite(c, rng, tick)?;
+    map.map_from_live(&core.geo, dev);
+    Ok(())
+}
+
+impl DramMap {
+    /// The forward map from the live bits and the OOB LPNs they mark.
+    fn map_from_live(&mut self, geo: &crate::nand::Geometry, dev: &Device) {
+        self.fwd.fill(super::NEVER);
+        for (w, &bits) in self.live.iter().enumerate() {
+            let mut bits = bits;
+            while bits != 0 {
+                let ppn = (w * 64) as u32 + bits.trailing_zeros();
+                bits &= bits - 1;
+                debug_assert!(ppn < geo.pages);
+                self.fwd[dev.array.oob_lpn_raw(Ppn(ppn)) as usize] = ppn;
+            }
+        }
+    }
+}
+
+/// The page FTL's core with its live bits and the array, as functional
+/// preconditioning changes them.
+struct Functional<'a> {
+    core: &'a mut PageCore,
+    live: &'a mut [u64],
+    dev: &'a mut Device,
+    now: SimTime,
+    page_time: Nanos,
+}
+
+#[inline]
+fn is_live(live: &[u64], p: u32) -> bool {
+    live[p as usize / 64] >> (p % 64) & 1 == 1
+}
+
+#[inline]
+fn set_live(live: &mut [u64], p: u32, on: bool) {
+    let (word, bit) = (&mut live[p as usize / 64], 1u64 << (p % 64));
+    *word = if on { *word | bit } else { *word & !bit };
+}
+
+/// Sets (`on`) or clears the bits of `pages`.
+fn set_range(live: &mut [u64], pages: std::ops::Range<u32>, on: bool) {
+    let mut p = pages.start;
+    while p < pages.end {
+        let (w, bit) = (p as usize / 64, p % 64);
+        let n = (64 - bit).min(pages.end - p);
+        let mask = (u64::MAX >> (64 - n)) << bit;
+        live[w] = if on { live[w] | mask } else { live[w] & !mask };
+        p += n;
+    }
+}
+
+/// Appends the live pages among `pages` to `out`, in order.
+fn live_in(live: &[u64], pages: std::ops::Range<u32>, out: &mut Vec<u32>) {
+    let mut p = pages.start;
+    while p < pages.end {
+        let (w, bit) = (p as usize / 64, p % 64);
+        let n = (64 - bit).min(pages.end - p);
+        let mut bits = live[w] >> bit & (u64::MAX >> (64 - n));
+        while bits != 0 {
+            out.push(p + bits.trailing_zeros());
+            bits &= bits - 1;
+        }
+        p += n;
+    }
+}
+
+impl Functional<'_> {
+    /// `c.overwrites` overwrites of valid pages drawn uniformly.
+    fn overwrite(&mut self, c: &Conditioning, rng: &mut SimRng, tick: &mut dyn FnMut(u64) -> Result<()>) -> Result<()> {
+        if c.overwrites == 0 {
+            return Ok(());
+        }
+        let pages = self.core.geo.pages as u64;
+        let mut ahead: VecDeque<u32> = VecDeque::with_capacity(AHEAD);
+        for i in 0..c.overwrites {
+            let old = loop {
+                while ahead.len() < AHEAD {
+                    let p = rng.below(pages) as u32;
+                    crate::mem::prefetch(self.live, p as usize / 64);
+                    self.dev.array.prefetch_oob(Ppn(p));
+                    ahead.push_back(p);
+                }
+                let p = ahead.pop_front().expect("drawn ahead");
+                if is_live(self.live, p) {
+                    break p;
+                }
+            };
+            let lpn = self.dev.array.oob_lpn_raw(Ppn(old));
+            set_live(self.live, old, false);
+            self.core.stale(self.core.geo.block_of(Ppn(old)), self.now);
+            self.host_page(Lpn(lpn))?;
+            self.reclaim_empties()?;
+            tick(c.filled + i + 1)?;
+        }
+        Ok(())
+    }
+
+    /// Programs `lpn` on the next plane in stripe order with room.
+    fn host_page(&mut self, lpn: Lpn) -> Result<()> {
+        let n = self.core.stripe.len();
+        for _ in 0..n {
+            let plane = self.core.stripe[self.core.cursor];
+            self.core.cursor = (self.core.cursor + 1) % n;
+            if let Some(ppn) = self.next_page(plane, false)? {
+                self.dev.array.program(ppn, lpn, Payload::None)?;
+                set_live(self.live, ppn.0, true);
+                self.core.pool.add_valid(self.core.geo.block_of(ppn), self.now);
+                self.now += self.page_time;
+                return Ok(());
+            }
+        }
+        Err(Error::DeviceFull("functional preconditioning: no plane has a free page and GC cannot reclaim one".into()))
+    }
+
+    /// The next page of `plane` for the host or (`for_gc`) GC's copies, as
+    /// `PageCore::next_page` finds it: a host page opening a block first
+    /// lets GC restore the plane's reserve; GC draws on the reserve.
+    fn next_page(&mut self, plane: PlaneId, for_gc: bool) -> Result<Option<Ppn>> {
+        let slot = if for_gc { self.core.gc_slot(plane) } else { plane.idx() * self.core.streams };
+        let mut collected = for_gc;
+        loop {
+            if let Some((ppn, _)) = self.core.active_page(&*self.dev, slot, self.now) {
+                return Ok(Some(ppn));
+            }
+            let core = &mut *self.core;
+            let free = core.pool.free_count(plane);
+            if !collected {
+                collected = true;
+                let due = match core.gc_mode {
+                    GcMode::Blocking => free <= core.reserve || free < core.trigger,
+                    // The job fell behind: the host waits for whole victims.
+                    GcMode::Preemptible => free < core.host_floor,
+                };
+                if due {
+                    let (live, now) = (&mut *self.live, self.now);
+                    core.collect_by(self.dev, plane, now, |core, dev, victim| reclaim(core, live, dev, victim, now))?;
+                }
+                continue;
+            }
+            // The last free block stays GC's, as on the timed path.
+            if !for_gc && free <= 1 {
+                return Ok(None);
+            }
+            let Some(b) = core.pool.take_free(plane) else { return Ok(None) };
+            core.active[slot] = b.0;
+            if !for_gc && core.gc_mode == GcMode::Preemptible && core.pool.free_count(plane) < core.trigger {
+                // Its copies may take the block's first pages.
+                self.job(plane)?;
+                continue;
+            }
+            return Ok(Some(core.geo.ppn(b, 0)));
+        }
+    }
+
+    /// The GC job a host block opened below the trigger starts
+    /// (`PageCore::start_job`'s victim), and those it chains to while the
+    /// plane stays below it (`PageCore::end_job`), done at once: a job is
+    /// paced to end as the host fills the block, so the plane's free
+    /// blocks go as a job's do, one below the reserve and back.
+    fn job(&mut self, plane: PlaneId) -> Result<()> {
+        let core = &mut *self.core;
+        for _ in 0..core.geo.blocks_per_plane {
+            if core.pool.free_count(plane) >= core.trigger || !core.worth_collecting(plane) {
+                break;
+            }
+            let Some(victim) = core.select_victim(self.dev, plane, self.now) else { break };
+            if core.no_gain(core.pool.valid(victim)) && core.pool.fewest_valid(plane).is_none_or(|v| core.no_gain(v)) {
+                break; // the plane is full of live data: nothing to gain
+            }
+            reclaim(core, self.live, self.dev, victim, self.now)?;
+        }
+        Ok(())
+    }
+
+    /// Erases the closed blocks an overwrite left without a valid page
+    /// (`gc.reclaim_empty`).
+    fn reclaim_empties(&mut self) -> Result<()> {
+        while let Some(block) = self.core.empties.pop() {
+            if self.core.pool.valid(block) == 0 && self.core.pool.state(block) == BlockState::Closed {
+                self.dev.array.erase(block)?;
+                self.core.pool.release(block)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Empties GC's `victim` into its plane's GC block (the copies' OOB and
+/// live bits) and erases it.
+fn reclaim(core: &mut PageCore, live: &mut [u64], dev: &mut Device, victim: BlockId, now: SimTime) -> Result<()> {
+    core.pool.start_reclaim(victim);
+    let plane = core.geo.plane_of(victim);
+    let first = core.geo.ppn(victim, 0).0;
+    let mut pages = std::mem::take(&mut core.live_scratch);
+    pages.clear();
+    let written = dev.array.written_pages(victim);
+    live_in(live, first..first + written, &mut pages);
+    set_range(live, first..first + written, false);
+    let mut rest = &pages[..];
+    let mut f = Functional { core, live, dev, now, page_time: Nanos::ZERO };
+    while !rest.is_empty() {
+        let dst = f.next_page(plane, true)?.ok_or_else(|| {
+            Error::invariant(
+                "page",
+                format!("functional preconditioning: GC of {victim} found no free page in its plane"),
+            )
+        })?;
+        let room = (f.core.geo.pages_per_block - f.core.geo.page_in_block(dst)) as usize;
+        let (run, after) = rest.split_at(room.min(rest.len()));
+        f.dev.array.copy_run(run, dst)?;
+        set_range(f.live, dst.0..dst.0 + run.len() as u32, true);
+        f.core.pool.transfer_valid(victim, f.core.geo.block_of(dst), run.len() as u32, now);
+        rest = after;
+    }
+    f.core.live_scratch = pages;
+    f.dev.array.erase(victim)?;
+    f.core.pool.release(victim)
+}
