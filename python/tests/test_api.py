@@ -137,8 +137,8 @@ def test_functional_preconditioning_runs_or_says_why_not():
         small_run(precondition=functional)
     pages_4k = {**SMALL, "geometry.page_size": 4096}
     with pytest.raises(ftlsim.WorkloadError, match=r"precondition\.mode.*'hat' FTL"):
-        small_run(precondition=functional, overrides=pages_4k)
-    r = small_run(precondition=functional, overrides=pages_4k, ftl="page").summary
+        small_run(precondition=functional, overrides=pages_4k, ftl="hat")
+    r = small_run(precondition=functional, overrides=pages_4k).summary
     assert r["input"]["precondition"] == "fill=1,overwrite=0.5,mode=functional"
     assert r["gc_pages_copied"] > 0
 

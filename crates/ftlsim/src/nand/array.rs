@@ -296,15 +296,20 @@ impl NandArray {
         if src_block == block {
             return Err(Error::Physics(format!("copy of pages of {block} into itself")));
         }
-        // All checked before anything changes, so a refused run leaves no trace.
-        if let Some(&s) = src.iter().find(|&&s| s.wrapping_sub(src_first) >= src_written) {
-            self.check_readable(Ppn(s))?;
-            return Err(Error::Physics(format!("copy run mixes {src_block} with {}", Ppn(s))));
-        }
-        if let Some(&s) = src.iter().find(|&&s| !self.torn.is_empty() && self.torn.contains(&s)) {
-            self.check_readable(Ppn(s))?;
-        }
-        if let Some(&s) = src.iter().find(|&&s| self.oob_lpn[(s as usize) << self.unit_shift] == NO_LPN) {
+        // All checked before anything changes, so a refused run leaves no
+        // trace; in one pass (GC copies are most of a run's programs), the
+        // first bad page then told apart.
+        let outside = |s: u32| s.wrapping_sub(src_first) >= src_written;
+        let torn = |s: u32| !self.torn.is_empty() && self.torn.contains(&s);
+        let skipped = |s: u32| self.oob_lpn[(s as usize) << self.unit_shift] == NO_LPN;
+        if let Some(&s) = src.iter().find(|&&s| outside(s) || skipped(s) || torn(s)) {
+            if outside(s) {
+                self.check_readable(Ppn(s))?;
+                return Err(Error::Physics(format!("copy run mixes {src_block} with {}", Ppn(s))));
+            }
+            if torn(s) {
+                self.check_readable(Ppn(s))?;
+            }
             return Err(Error::Physics(format!("copy of {}: the page was skipped, it holds no data", Ppn(s))));
         }
         for (i, &s) in src.iter().enumerate() {

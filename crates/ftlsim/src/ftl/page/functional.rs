@@ -197,7 +197,7 @@ impl Functional<'_> {
         let n = self.core.stripe.len();
         for _ in 0..n {
             let plane = self.core.stripe[self.core.cursor];
-            self.core.cursor = (self.core.cursor + 1) % n;
+            self.core.cursor = if self.core.cursor + 1 == n { 0 } else { self.core.cursor + 1 };
             if let Some(ppn) = self.next_page(plane, false)? {
                 self.dev.array.program(ppn, lpn, Payload::None)?;
                 set_live(self.live, ppn.0, true);
