@@ -539,26 +539,15 @@ impl Simulation {
         let slots = filled * per_page / write_pages;
         let overwrites = if slots > 0 { overwrites } else { 0 };
         let total = filled + overwrites * write_pages / per_page;
+        let w = Overwrites { slots, count: overwrites, write_sectors, progress_pages: (write_pages, per_page) };
         if p.mode == PreconditionMode::Functional {
-            if write_pages != 1 {
-                let why =
-                    format!("its {}-byte pages are smaller than the 4 KiB overwrites", self.cfg.geometry.page_size);
-                return Err(ftl::page::functional_unsupported(why));
-            }
-            // Each overwrite rewrites one page (a partial one read first),
-            // `per_page` of them a filled page's worth.
-            let c = ftl::page::Conditioning {
-                filled,
-                overwrites,
-                page_time: Nanos::from_us_f64(self.cfg.timing.program_us),
-            };
-            let mut rng = SimRng::derived(self.cfg.seed, 0x7072_6563);
             let mut tick = |n: u64| {
+                // `n`: pages programmed; `per_page` overwrites rewrite a filled page's worth.
                 let done = if n <= filled { n } else { filled + (n - filled) / per_page };
                 let go_on = n % PRECONDITION_PROGRESS != 0 || on_progress(Progress { done, total: Some(total) });
                 if go_on { Ok(()) } else { Err(Error::Interrupted) }
             };
-            self.ftl.precondition_functional(&mut self.dev, &c, &mut rng, &mut tick)?;
+            self.precondition_functional(filled, &w, &mut tick)?;
         } else {
             let mut commands = 0u64;
             let mut tick = |done: u64| {
@@ -566,7 +555,7 @@ impl Simulation {
                 let go_on = commands % PRECONDITION_PROGRESS != 0 || on_progress(Progress { done, total: Some(total) });
                 if go_on { Ok(()) } else { Err(Error::Interrupted) }
             };
-            self.precondition_timed(p, filled, overwrites, (slots, write_sectors, write_pages, per_page), &mut tick)?;
+            self.precondition_timed(p.mode, filled, w, &mut tick)?;
         }
         on_progress(Progress { done: total, total: Some(total) });
         self.restart_measurement()?;
@@ -574,13 +563,33 @@ impl Simulation {
         Ok(())
     }
 
+    /// `mode=functional`: the FTL builds the state itself, each overwrite
+    /// rewriting one page (a partial one read first, as `fast` does).
+    fn precondition_functional(
+        &mut self,
+        filled: u64,
+        w: &Overwrites,
+        tick: &mut dyn FnMut(u64) -> Result<()>,
+    ) -> Result<()> {
+        if w.progress_pages.0 != 1 {
+            let why = format!("its {}-byte pages are smaller than the 4 KiB overwrites", self.cfg.geometry.page_size);
+            return Err(ftl::page::functional_unsupported(why));
+        }
+        let c = ftl::page::Conditioning {
+            filled,
+            overwrites: w.count,
+            page_time: Nanos::from_us_f64(self.cfg.timing.program_us),
+        };
+        let mut rng = SimRng::derived(self.cfg.seed, 0x7072_6563);
+        self.ftl.precondition_functional(&mut self.dev, &c, &mut rng, tick)
+    }
+
     /// Preconditioning's fill, timed, and its overwrites, fast-forwarded or timed.
     fn precondition_timed(
         &mut self,
-        p: Precondition,
+        mode: PreconditionMode,
         filled: u64,
-        overwrites: u64,
-        (slots, write_sectors, write_pages, per_page): (u64, u64, u64, u64),
+        w: Overwrites,
         tick: &mut dyn FnMut(u64) -> Result<()>,
     ) -> Result<()> {
         let spp = self.cfg.geometry.page_size as u64 / SECTOR_BYTES;
@@ -596,13 +605,12 @@ impl Simulation {
             tick(lpn)?;
         }
         let mut rng = SimRng::derived(self.cfg.seed, 0x7072_6563);
-        if p.mode == PreconditionMode::Fast {
-            let overwrite =
-                Overwrites { slots, count: overwrites, write_sectors, progress_pages: (write_pages, per_page) };
-            self.fast_forward(overwrite, &mut rng, now, filled, tick)?;
+        if mode == PreconditionMode::Fast {
+            self.fast_forward(w, &mut rng, now, filled, tick)?;
         } else {
-            for i in 0..overwrites {
-                let slot = rng.below(slots);
+            let ((write_pages, per_page), write_sectors) = (w.progress_pages, w.write_sectors);
+            for i in 0..w.count {
+                let slot = rng.below(w.slots);
                 let cmd = HostCmd {
                     time: now,
                     op: Op::Write,

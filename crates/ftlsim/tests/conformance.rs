@@ -27,7 +27,7 @@ use ftlsim::trace::batch::TrimBatcher;
 use ftlsim::trace::list::CmdList;
 use ftlsim::trace::{CmdSource, HostCmd, Op};
 use ftlsim::units::{Nanos, Sector, SimTime};
-use ftlsim::{Config, Precondition, Simulation};
+use ftlsim::{Config, Precondition, PreconditionMode, Simulation};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as PtConfig, TestCaseError, TestRunner};
 
@@ -71,11 +71,17 @@ fn trim_reference(cfg: &Config, reference: &mut [u8], ranges: &[(u64, u64)], dur
 }
 
 /// A test case: optional preconditioning (sequential fill + random
-/// overwrites, which write zeros), then the commands.
+/// overwrites, which write zeros; `fill=1.0,overwrite=1.0` in the mode
+/// given), then the commands.
 #[derive(Clone, Debug)]
 struct Case {
-    precondition: bool,
+    precondition: Option<PreconditionMode>,
     cmds: Vec<Cmd>,
+}
+
+/// Fast preconditioning, or none.
+fn fast(on: bool) -> Option<PreconditionMode> {
+    on.then_some(PreconditionMode::Fast)
 }
 
 /// The tiny drive: 1 channel, 2 planes × 16 blocks × 8 pages of 1 KiB.
@@ -147,8 +153,9 @@ fn run_case_counting(cfg: &Config, case: &Case) -> Result<u64, String> {
     let spp = cfg.geometry.page_size / 512;
     let mut sim = Simulation::new(cfg.clone()).map_err(|e| e.to_string())?;
     let mut reference = vec![0u8; (sim.logical_sectors() * 512) as usize];
-    if case.precondition {
-        sim.precondition(Precondition::new(1.0, 1.0)).map_err(|e| format!("precondition: {e}"))?;
+    if let Some(mode) = case.precondition {
+        let p = Precondition { mode, ..Precondition::new(1.0, 1.0) };
+        sim.precondition(p).map_err(|e| format!("precondition: {e}"))?;
         sim.check_invariants().map_err(|e| format!("after precondition: {e}"))?;
     }
     let mut now = SimTime::ZERO;
@@ -302,7 +309,8 @@ fn check_cases(ftl_name: &str, overrides: &[&str], cases: u32, cuts: bool) -> u6
     let cfg = config(ftl_name, overrides);
     let cap = cfg.logical_sectors();
     let spp = (cfg.geometry.page_size / 512) as u64;
-    let strategy = (any::<bool>(), cmds(cap, spp, cuts)).prop_map(|(precondition, cmds)| Case { precondition, cmds });
+    let strategy = (any::<bool>(), cmds(cap, spp, cuts))
+        .prop_map(|(precondition, cmds)| Case { precondition: fast(precondition), cmds });
     check_strategy(&cfg, strategy, cases, &format!("{ftl_name} {overrides:?}"))
 }
 
@@ -402,7 +410,10 @@ pub fn check_ftl_batched(ftl_name: &str, overrides: &[&str]) {
     let cap = cfg.logical_sectors();
     let spp = (cfg.geometry.page_size / 512) as u64;
     let strategy = (any::<bool>(), cmds(cap, spp, false), 2u32..=64, 1u64..40).prop_map(
-        move |(precondition, cmds, max, window)| Case { precondition, cmds: batched(&cmds, max, window, spp) },
+        move |(precondition, cmds, max, window)| Case {
+            precondition: fast(precondition),
+            cmds: batched(&cmds, max, window, spp),
+        },
     );
     check_strategy(&cfg, strategy, 48, &format!("{ftl_name} {overrides:?} batched"));
 }
@@ -433,7 +444,7 @@ fn batching_never_changes_what_reads_return() {
 /// Replays one case (regression tests of shrunk failures).
 fn replay(ftl_name: &str, overrides: &[&str], precondition: bool, cmds: &[Cmd]) {
     let cfg = config(ftl_name, overrides);
-    if let Err(e) = run_case(&cfg, &Case { precondition, cmds: cmds.to_vec() }) {
+    if let Err(e) = run_case(&cfg, &Case { precondition: fast(precondition), cmds: cmds.to_vec() }) {
         panic!("{ftl_name} {overrides:?}: {e}");
     }
 }
@@ -504,6 +515,30 @@ fn page_sector_pages() {
 #[test]
 fn page_one_block_reserve() {
     check_ftl("page", &["gc.min_free_blocks=1", "gc.threshold=0", "gc.policy=random"]);
+}
+
+/// The page FTL conditioned functionally (`mode=functional`: the state
+/// built with no time, on the array and the block pool) is an ordinary
+/// drive: what it then reads, writes, trims and flushes conforms, power
+/// cuts among the commands (recovery rebuilds the map from the OOB it
+/// wrote). 4 KiB pages: the tiny drive's 1 KiB ones are under the 4 KiB
+/// overwrites it models.
+#[test]
+fn page_after_functional_preconditioning() {
+    let variants: [&[&str]; 4] = [
+        &[],
+        &["gc.mode=\"blocking\"", "ftl.allocation=\"static\"", "gc.policy=cost-benefit"],
+        &["gc.frontier=\"separate\"", "cache.bytes=16384"],
+        &PAPER_GC,
+    ];
+    for extra in variants {
+        let cfg = config("page", &[&["geometry.page_size=4096"], extra].concat());
+        let (cap, spp) = (cfg.logical_sectors(), 8);
+        let functional = Some(PreconditionMode::Functional);
+        let strategy = cmds(cap, spp, true).prop_map(move |cmds| Case { precondition: functional, cmds });
+        let cuts = check_strategy(&cfg, strategy, 24, &format!("page after functional preconditioning {extra:?}"));
+        assert!(cuts > 0, "{extra:?}: no power cut was made");
+    }
 }
 
 /// GC as the TRIM paper runs it: below 30% free space, and blocks erased as
@@ -598,7 +633,7 @@ fn dftl_trims_of_whole_translation_pages() {
                     let i = at.index(cmds.len() + 1);
                     cmds.insert(i, trim);
                 }
-                Case { precondition, cmds }
+                Case { precondition: fast(precondition), cmds }
             });
         let made = check_strategy(&cfg, strategy, 96, &format!("dftl {o:?}, cuts {cuts}"));
         assert!(!cuts || made >= 500, "{made} power cuts");
@@ -924,7 +959,7 @@ fn fast_with_write_buffer() {
 fn fast_with_write_buffer_skipping_a_listed_page() {
     let cfg = config("fast", &["cache.bytes=8192"]);
     let cmds = include!("drives/fast_write_buffer_case.rs");
-    run_case(&cfg, &Case { precondition: false, cmds }).unwrap();
+    run_case(&cfg, &Case { precondition: None, cmds }).unwrap();
 }
 
 #[test]
@@ -1177,7 +1212,7 @@ fn fifo_victims_keep_room_for_gc_through_power_cuts() {
 #[test]
 fn regression_power_cut_leaving_a_plane_no_room() {
     let cfg = config("page", &["gc.policy=random", "host.unwritten_reads=\"place\""]);
-    let cuts = run_case_counting(&cfg, &Case { precondition: false, cmds: plane_without_room() }).unwrap();
+    let cuts = run_case_counting(&cfg, &Case { precondition: None, cmds: plane_without_room() }).unwrap();
     assert_eq!(cuts, 14);
 }
 
@@ -1271,7 +1306,7 @@ fn dac_power_cuts() {
 fn dac_power_cut_while_gc_held_the_last_free_block() {
     let cfg = config("dac", &["ftl.dac_regions=2"]);
     let cmds = include!("drives/dac_power_cut_case.rs");
-    run_case(&cfg, &Case { precondition: true, cmds }).unwrap();
+    run_case(&cfg, &Case { precondition: Some(PreconditionMode::Fast), cmds }).unwrap();
 }
 
 #[test]
@@ -1706,7 +1741,7 @@ fn random_combinations(options: &[(&str, &[&str])], cuts: bool) {
         }
         // A drive that refuses power cuts (sub-page units, no program
         // sequences) says so at the first.
-        let cut = Case { precondition: false, cmds: vec![W(0, 1, 1), P(0)] };
+        let cut = Case { precondition: None, cmds: vec![W(0, 1, 1), P(0)] };
         if cuts && run_case(&cfg, &cut).is_err_and(|e| e.contains(": config: ")) {
             continue;
         }
@@ -1869,7 +1904,7 @@ fn a_gc_frontier_of_its_own_keeps_room_for_gc_through_power_cuts() {
     ];
     let cfg = config("page", &overrides);
     let case = Case {
-        precondition: true,
+        precondition: Some(PreconditionMode::Fast),
         cmds: vec![
             W(438, 3, 16859651189834734071),
             W(41, 15, 14066166366288077068),
