@@ -133,7 +133,7 @@ def test_precondition_as_dict_equals_string():
 
 def test_functional_preconditioning_runs_or_says_why_not():
     functional = {"fill": 1.0, "overwrite": 0.5, "mode": "functional"}
-    with pytest.raises(ftlsim.WorkloadError, match=r"precondition\.mode.*2048-byte pages.*use mode=fast"):
+    with pytest.raises(ftlsim.WorkloadError, match=r"precondition\.mode.*2048-byte mapping units.*use mode=fast"):
         small_run(precondition=functional)
     pages_4k = {**SMALL, "geometry.page_size": 4096}
     with pytest.raises(ftlsim.WorkloadError, match=r"precondition\.mode.*'hat' FTL"):

@@ -214,7 +214,7 @@ fn functional_preconditioning_runs_and_refuses_what_it_does_not_model() {
     assert!(a > 1.5 && (a / b - 1.0).abs() < 0.15, "WA functional {a}, fast {b}");
     let mut dftl = small(&["--workload", GC_WORKLOAD, "--precondition", spec]);
     dftl.extend(args(&["--set", "ftl.name=\"dftl\""]));
-    fails_with(dftl.clone(), &["precondition.mode", "2048-byte pages", "use mode=fast"]);
+    fails_with(dftl.clone(), &["precondition.mode", "2048-byte mapping units", "use mode=fast"]);
     dftl.extend(args(&["--set", "geometry.page_size=4096"]));
     fails_with(dftl, &["precondition.mode", "'dftl' FTL", "use mode=fast"]);
 }

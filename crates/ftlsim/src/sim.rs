@@ -80,7 +80,7 @@ pub enum PreconditionMode {
     /// path, GC running in the idle time between them.
     Timed,
     /// No time at all, fill included: the page FTL's state built on the
-    /// array and its block pool, overwrites drawn as uniform valid pages
+    /// array and its block pool, overwrites drawn as uniform valid units
     /// (the same distribution as uniform LPNs), planes in stripe order,
     /// GC by whole victims; see `ftl::page::functional` and
     /// `docs/preconditioning.md`.
@@ -542,7 +542,7 @@ impl Simulation {
         let w = Overwrites { slots, count: overwrites, write_sectors, progress_pages: (write_pages, per_page) };
         if p.mode == PreconditionMode::Functional {
             let mut tick = |n: u64| {
-                // `n`: pages programmed; `per_page` overwrites rewrite a filled page's worth.
+                // `n`: pages filled, then units overwritten, `per_page` of them a page's worth.
                 let done = if n <= filled { n } else { filled + (n - filled) / per_page };
                 let go_on = n % PRECONDITION_PROGRESS != 0 || on_progress(Progress { done, total: Some(total) });
                 if go_on { Ok(()) } else { Err(Error::Interrupted) }
@@ -564,20 +564,22 @@ impl Simulation {
     }
 
     /// `mode=functional`: the FTL builds the state itself, each overwrite
-    /// rewriting one page (a partial one read first, as `fast` does).
+    /// one mapping unit, packed into pages as `fast` packs them.
     fn precondition_functional(
         &mut self,
         filled: u64,
         w: &Overwrites,
         tick: &mut dyn FnMut(u64) -> Result<()>,
     ) -> Result<()> {
-        if w.progress_pages.0 != 1 {
-            let why = format!("its {}-byte pages are smaller than the 4 KiB overwrites", self.cfg.geometry.page_size);
+        let unit_bytes = self.cfg.map_unit_bytes();
+        if w.write_sectors * SECTOR_BYTES != unit_bytes as u64 {
+            let why = format!("its {unit_bytes}-byte mapping units are smaller than the 4 KiB overwrites");
             return Err(ftl::page::functional_unsupported(why));
         }
         let c = ftl::page::Conditioning {
             filled,
             overwrites: w.count,
+            batch: self.fast_forward_batch(w.write_sectors),
             page_time: Nanos::from_us_f64(self.cfg.timing.program_us),
         };
         let mut rng = SimRng::derived(self.cfg.seed, 0x7072_6563);

@@ -445,10 +445,11 @@ impl NandArray {
         self.oob_lpn[ppn.idx() << self.unit_shift]
     }
 
-    /// Hints the cache to load a page's OOB LPN (a random place in a big table).
+    /// Hints the cache to load unit address `u`'s OOB LPN (a random place
+    /// in a big table).
     #[inline]
-    pub fn prefetch_oob(&self, ppn: Ppn) {
-        crate::mem::prefetch(&self.oob_lpn, ppn.idx() << self.unit_shift);
+    pub fn prefetch_oob_unit(&self, u: u32) {
+        crate::mem::prefetch(&self.oob_lpn, u as usize);
     }
 
     /// The program sequence number of a page, when recording is on.

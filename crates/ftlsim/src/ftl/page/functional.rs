@@ -5,12 +5,18 @@
 //! no write buffer, and the forward map written once, at the end.
 //!
 //! Why it leaves the state `fast` leaves, in distribution: every filled
-//! LPN is mapped to exactly one valid page, so an LPN drawn uniformly is a
-//! valid page drawn uniformly. The overwrites therefore draw physical pages
-//! uniformly, redrawing until one is live (a bit each, [`DramMap`]'s live
-//! bits), and take the LPN from its OOB; GC moves OOB entries and live
-//! bits. Neither host writes nor GC copies touch the forward map, whose
-//! random accesses are most of a fast-forwarded overwrite's cost.
+//! LPN is mapped to exactly one valid unit (page, with one unit a page), so
+//! an LPN drawn uniformly is a valid unit drawn uniformly. The overwrites
+//! therefore draw physical units uniformly, redrawing until one is live (a
+//! bit each, [`DramMap`]'s live bits), and take the LPN from its OOB; GC
+//! moves OOB entries and live bits. Neither host writes nor GC copies touch
+//! the forward map, whose random accesses are most of a fast-forwarded
+//! overwrite's cost. Units smaller than the page are packed as `fast`
+//! packs them: a page's worth of distinct overwrites a program behind a
+//! write buffer (an LPN drawn while its unit waits for the page is a hit,
+//! drawn with the probability a uniform LPN would be), one unit and
+//! padding without one; GC packs a victim's live units, padding its last
+//! page.
 //!
 //! What differs from `fast` (measured in `docs/preconditioning.md`):
 //!
@@ -27,26 +33,31 @@
 //! - the seed's random numbers draw pages, not LPNs: the same seed gives
 //!   another drive than `fast`, with the same statistics.
 //!
-//! Supported: the page FTL (a map wholly in RAM) with whole-page mapping
-//! units and no multi-plane GC, on a new drive; others are refused, naming
-//! why.
+//! Supported: the page FTL (a map wholly in RAM) whose mapping units are at
+//! least the 4 KiB an overwrite writes (one unit an overwrite), without
+//! multi-plane GC, on a new drive; others are refused, naming why.
 
 use super::{DramMap, PageCore};
 use crate::config::GcMode;
 use crate::engine::Device;
 use crate::error::{Error, Result};
 use crate::ftl::pool::BlockState;
-use crate::nand::Payload;
+use crate::nand::{NO_LPN, Payload};
 use crate::rng::SimRng;
 use crate::units::{BlockId, Lpn, Nanos, PlaneId, Ppn, SimTime};
 use std::collections::VecDeque;
 
 /// What functional preconditioning writes: `filled` logical pages in
-/// order from LPN 0, then `overwrites` of uniformly drawn filled pages.
+/// order from LPN 0, then `overwrites` of uniformly drawn filled mapping
+/// units (pages, unless `ftl.map_unit_bytes` is smaller).
 #[derive(Clone, Copy, Debug)]
 pub struct Conditioning {
     pub filled: u64,
     pub overwrites: u64,
+    /// Overwritten units packed into a page program: a page's worth behind
+    /// a write buffer (its destagers pack them, as `fast` does), else one,
+    /// the rest of the page padded.
+    pub batch: usize,
     /// Time a host page advances the pool's clock (ages for cost-benefit).
     pub page_time: Nanos,
 }
@@ -62,7 +73,7 @@ pub fn unsupported(why: impl std::fmt::Display) -> Error {
     Error::Workload {
         key: "precondition.mode".into(),
         reason: format!(
-            "functional preconditioning models the page FTL with whole-page mapping units and no multi-plane GC \
+            "functional preconditioning models the page FTL, overwrites of one mapping unit and no multi-plane GC, \
              on a new drive; {why}: use mode=fast"
         ),
     }
@@ -78,38 +89,55 @@ pub(super) fn precondition(
     rng: &mut SimRng,
     tick: &mut dyn FnMut(u64) -> Result<()>,
 ) -> Result<()> {
-    if core.unit_shift != 0 {
-        return Err(unsupported("this drive maps units smaller than the page (ftl.map_unit_bytes)"));
-    }
     if core.multi_plane_gc {
         return Err(unsupported("this drive's GC copies across planes (timing.multi_plane)"));
     }
     if (0..core.geo.blocks).any(|b| dev.array.written_pages(BlockId(b)) != 0) {
         return Err(unsupported("this drive has been written"));
     }
-    let mut f = Functional { core, live: &mut map.live, dev, now: SimTime::ZERO, page_time: c.page_time };
-    for lpn in 0..c.filled {
-        f.host_page(Lpn(lpn as u32))?;
-        tick(lpn + 1)?;
+    let upp = 1usize << core.unit_shift;
+    let mut f = Functional {
+        core,
+        live: &mut map.live,
+        dev,
+        now: SimTime::ZERO,
+        page_time: c.page_time,
+        staged: Vec::with_capacity(upp),
+    };
+    // The fill packs each filled page's units, in order, into one page.
+    for page in 0..c.filled {
+        f.staged.extend((0..upp as u32).map(|k| ((page as u32) << f.core.unit_shift) + k));
+        f.program_staged()?;
+        tick(page + 1)?;
     }
     f.overwrite(c, rng, tick)?;
-    map.map_from_live(&core.geo, dev);
+    // Every filled unit once on flash: none left behind in a batch, none twice.
+    let (mapped, filled) = (map.map_from_live(dev), c.filled << core.unit_shift);
+    let live: u64 = map.live.iter().map(|w| w.count_ones() as u64).sum();
+    if mapped != filled || live != filled {
+        let why = format!("functional preconditioning left {mapped} of {filled} units mapped, {live} live");
+        return Err(Error::invariant("page", why));
+    }
     Ok(())
 }
 
 impl DramMap {
-    /// The forward map from the live bits and the OOB LPNs they mark.
-    fn map_from_live(&mut self, geo: &crate::nand::Geometry, dev: &Device) {
+    /// The forward map from the live bits and the OOB LPNs of the units
+    /// they mark; returns the entries mapped.
+    fn map_from_live(&mut self, dev: &Device) -> u64 {
         self.fwd.fill(super::NEVER);
+        let mut mapped = 0;
         for (w, &bits) in self.live.iter().enumerate() {
             let mut bits = bits;
             while bits != 0 {
-                let ppn = (w * 64) as u32 + bits.trailing_zeros();
+                let unit = (w * 64) as u32 + bits.trailing_zeros();
                 bits &= bits - 1;
-                debug_assert!(ppn < geo.pages);
-                self.fwd[dev.array.oob_lpn_raw(Ppn(ppn)) as usize] = ppn;
+                let entry = &mut self.fwd[dev.array.oob_unit_raw(unit) as usize];
+                mapped += (*entry == super::NEVER) as u64;
+                *entry = unit;
             }
         }
+        mapped
     }
 }
 
@@ -117,10 +145,13 @@ impl DramMap {
 /// preconditioning changes them.
 struct Functional<'a> {
     core: &'a mut PageCore,
+    /// A bit per mapping unit (a page, with one unit a page).
     live: &'a mut [u64],
     dev: &'a mut Device,
     now: SimTime,
     page_time: Nanos,
+    /// The LPNs of the units the next page programs.
+    staged: Vec<u32>,
 }
 
 #[inline]
@@ -162,46 +193,72 @@ fn live_in(live: &[u64], pages: std::ops::Range<u32>, out: &mut Vec<u32>) {
 }
 
 impl Functional<'_> {
-    /// `c.overwrites` overwrites of valid pages drawn uniformly.
+    /// `c.overwrites` overwrites of valid units drawn uniformly, `c.batch`
+    /// distinct ones to a page.
     fn overwrite(&mut self, c: &Conditioning, rng: &mut SimRng, tick: &mut dyn FnMut(u64) -> Result<()>) -> Result<()> {
         if c.overwrites == 0 {
             return Ok(());
         }
-        let pages = self.core.geo.pages as u64;
+        let units = (self.core.geo.pages as u64) << self.core.unit_shift;
+        let filled = c.filled << self.core.unit_shift;
         let mut ahead: VecDeque<u32> = VecDeque::with_capacity(AHEAD);
         for i in 0..c.overwrites {
+            // A staged unit's LPN has no valid unit on flash: drawn among
+            // the filled LPNs (as `fast` draws), it is a hit on the
+            // gathering batch, as on a write buffer.
+            if !self.staged.is_empty() && rng.below(filled) < self.staged.len() as u64 {
+                tick(c.filled + i + 1)?;
+                continue;
+            }
             let old = loop {
                 while ahead.len() < AHEAD {
-                    let p = rng.below(pages) as u32;
-                    crate::mem::prefetch(self.live, p as usize / 64);
-                    self.dev.array.prefetch_oob(Ppn(p));
-                    ahead.push_back(p);
+                    let u = rng.below(units) as u32;
+                    crate::mem::prefetch(self.live, u as usize / 64);
+                    self.dev.array.prefetch_oob_unit(u);
+                    ahead.push_back(u);
                 }
-                let p = ahead.pop_front().expect("drawn ahead");
-                if is_live(self.live, p) {
-                    break p;
+                let u = ahead.pop_front().expect("drawn ahead");
+                if is_live(self.live, u) {
+                    break u;
                 }
             };
-            let lpn = self.dev.array.oob_lpn_raw(Ppn(old));
             set_live(self.live, old, false);
-            self.core.stale(self.core.geo.block_of(Ppn(old)), self.now);
-            self.host_page(Lpn(lpn))?;
+            self.core.stale(self.core.geo.block_of(Ppn(old >> self.core.unit_shift)), self.now);
+            self.staged.push(self.dev.array.oob_unit_raw(old));
+            if self.staged.len() == c.batch {
+                self.program_staged()?;
+            }
             self.reclaim_empties()?;
             tick(c.filled + i + 1)?;
+        }
+        // The last batch, however few (its last draw may have been a hit).
+        if !self.staged.is_empty() {
+            self.program_staged()?;
+            self.reclaim_empties()?;
         }
         Ok(())
     }
 
-    /// Programs `lpn` on the next plane in stripe order with room.
-    fn host_page(&mut self, lpn: Lpn) -> Result<()> {
+    /// Programs the staged units as one page (the rest padded) on the next
+    /// plane in stripe order with room.
+    fn program_staged(&mut self) -> Result<()> {
         let n = self.core.stripe.len();
         for _ in 0..n {
             let plane = self.core.stripe[self.core.cursor];
             self.core.cursor = if self.core.cursor + 1 == n { 0 } else { self.core.cursor + 1 };
             if let Some(ppn) = self.next_page(plane, false)? {
-                self.dev.array.program(ppn, lpn, Payload::None)?;
-                set_live(self.live, ppn.0, true);
-                self.core.pool.add_valid(self.core.geo.block_of(ppn), self.now);
+                let (shift, units) = (self.core.unit_shift, self.staged.len() as u32);
+                if shift == 0 {
+                    self.dev.array.program(ppn, Lpn(self.staged[0]), Payload::None)?;
+                } else {
+                    self.staged.resize(1 << shift, NO_LPN);
+                    self.dev.array.program_units(ppn, &self.staged, None)?;
+                }
+                set_range(self.live, ppn.0 << shift..(ppn.0 << shift) + units, true);
+                for _ in 0..units {
+                    self.core.pool.add_valid(self.core.geo.block_of(ppn), self.now);
+                }
+                self.staged.clear();
                 self.now += self.page_time;
                 return Ok(());
             }
@@ -286,15 +343,15 @@ impl Functional<'_> {
 /// live bits) and erases it.
 fn reclaim(core: &mut PageCore, live: &mut [u64], dev: &mut Device, victim: BlockId, now: SimTime) -> Result<()> {
     core.pool.start_reclaim(victim);
-    let plane = core.geo.plane_of(victim);
-    let first = core.geo.ppn(victim, 0).0;
-    let mut pages = std::mem::take(&mut core.live_scratch);
-    pages.clear();
-    let written = dev.array.written_pages(victim);
-    live_in(live, first..first + written, &mut pages);
-    set_range(live, first..first + written, false);
-    let mut rest = &pages[..];
-    let mut f = Functional { core, live, dev, now, page_time: Nanos::ZERO };
+    let (plane, shift) = (core.geo.plane_of(victim), core.unit_shift);
+    let units =
+        core.geo.ppn(victim, 0).0 << shift..(core.geo.ppn(victim, 0).0 + dev.array.written_pages(victim)) << shift;
+    let mut moving = std::mem::take(&mut core.live_scratch);
+    moving.clear();
+    live_in(live, units.clone(), &mut moving);
+    set_range(live, units, false);
+    let mut rest = &moving[..];
+    let mut f = Functional { core, live, dev, now, page_time: Nanos::ZERO, staged: Vec::new() };
     while !rest.is_empty() {
         let dst = f.next_page(plane, true)?.ok_or_else(|| {
             Error::invariant(
@@ -302,14 +359,19 @@ fn reclaim(core: &mut PageCore, live: &mut [u64], dev: &mut Device, victim: Bloc
                 format!("functional preconditioning: GC of {victim} found no free page in its plane"),
             )
         })?;
-        let room = (f.core.geo.pages_per_block - f.core.geo.page_in_block(dst)) as usize;
+        // Packed from `dst` on; only the victim's last page is padded.
+        let room = ((f.core.geo.pages_per_block - f.core.geo.page_in_block(dst)) as usize) << shift;
         let (run, after) = rest.split_at(room.min(rest.len()));
-        f.dev.array.copy_run(run, dst)?;
-        set_range(f.live, dst.0..dst.0 + run.len() as u32, true);
+        if shift == 0 {
+            f.dev.array.copy_run(run, dst)?;
+        } else {
+            f.dev.array.copy_units(run, dst)?;
+        }
+        set_range(f.live, dst.0 << shift..(dst.0 << shift) + run.len() as u32, true);
         f.core.pool.transfer_valid(victim, f.core.geo.block_of(dst), run.len() as u32, now);
         rest = after;
     }
-    f.core.live_scratch = pages;
+    f.core.live_scratch = moving;
     f.dev.array.erase(victim)?;
     f.core.pool.release(victim)
 }
