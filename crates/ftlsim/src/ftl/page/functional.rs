@@ -154,17 +154,6 @@ struct Functional<'a> {
     staged: Vec<u32>,
 }
 
-#[inline]
-fn is_live(live: &[u64], p: u32) -> bool {
-    live[p as usize / 64] >> (p % 64) & 1 == 1
-}
-
-#[inline]
-fn set_live(live: &mut [u64], p: u32, on: bool) {
-    let (word, bit) = (&mut live[p as usize / 64], 1u64 << (p % 64));
-    *word = if on { *word | bit } else { *word & !bit };
-}
-
 /// Sets (`on`) or clears the bits of `pages`.
 fn set_range(live: &mut [u64], pages: std::ops::Range<u32>, on: bool) {
     let mut p = pages.start;
@@ -218,11 +207,11 @@ impl Functional<'_> {
                     ahead.push_back(u);
                 }
                 let u = ahead.pop_front().expect("drawn ahead");
-                if is_live(self.live, u) {
+                if self.live[u as usize / 64] >> (u % 64) & 1 == 1 {
                     break u;
                 }
             };
-            set_live(self.live, old, false);
+            set_range(self.live, old..old + 1, false);
             self.core.stale(self.core.geo.block_of(Ppn(old >> self.core.unit_shift)), self.now);
             self.staged.push(self.dev.array.oob_unit_raw(old));
             if self.staged.len() == c.batch {
