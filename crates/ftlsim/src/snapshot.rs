@@ -15,7 +15,9 @@
 //! UTF-8); the drive's state (u64 length, bincode of the device — NAND array
 //! with OOB and erase counts, timelines, counters — the controller and the
 //! TRIM model); the FTL's state (u64 length, bincode of the FTL: maps, block
-//! pool with its RNG, GC jobs); a CRC-32 of everything before it.
+//! pool with its RNG, GC jobs); a CRC-32 of everything before it. The large
+//! tables in them ([`crate::mem::BigVec`]) are byte strings of up to 1 MiB,
+//! copied over the table on load, not decoded element by element.
 //!
 //! Both ways the state streams between the file and the drive through a
 //! 1 MiB buffer, and a load decodes in place over the tables of the drive
@@ -51,7 +53,7 @@ use std::path::{Path, PathBuf};
 
 /// Bumped whenever the saved state's shape changes (a field added to any
 /// saved struct): older files are then refused as stale, not misread.
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
 /// First bytes of every snapshot file.
 pub const MAGIC: &[u8; 8] = b"FTLSNAP\n";
 
@@ -527,7 +529,7 @@ mod tests {
     fn write_two(p: &Path, key: &str) {
         let mut w = Writer::create(p, key).unwrap();
         w.section("drive").unwrap();
-        w.section(&(vec![7u32; 300_000], 5u64)).unwrap();
+        w.section(&(crate::mem::big_vec(300_000, 7u32), 5u64)).unwrap();
         w.finish().unwrap();
     }
 
@@ -549,12 +551,12 @@ mod tests {
     }
 
     /// What `write_two` saved.
-    type Two = (String, (Vec<u32>, u64));
+    type Two = (String, (crate::mem::BigVec<u32>, u64));
 
     /// Reads `write_two`'s snapshot back into fresh values.
     fn read_two(p: &Path, key: &str) -> std::result::Result<Option<Two>, String> {
         let Some(mut r) = Reader::open(p, key)? else { return Ok(None) };
-        let (mut a, mut b) = (String::new(), (Vec::new(), 0));
+        let (mut a, mut b) = (String::new(), (crate::mem::big_vec(0, 0), 0));
         r.section(&mut [&mut a])?;
         r.section(&mut [&mut b])?;
         r.finish()?;
@@ -566,7 +568,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x.snap");
         write_two(&p, "k");
-        assert_eq!(read_two(&p, "k").unwrap(), Some(("drive".into(), (vec![7; 300_000], 5))));
+        assert_eq!(read_two(&p, "k").unwrap(), Some(("drive".into(), (crate::mem::big_vec(300_000, 7), 5))));
         assert!(read_two(&p, "other").err().unwrap().starts_with("stale"));
         assert_eq!(read_two(&dir.path().join("none.snap"), "k").unwrap(), None);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file left");

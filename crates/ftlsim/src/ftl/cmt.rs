@@ -18,6 +18,7 @@
 use crate::config::FtlConfig;
 use crate::error::{Error, Result};
 use crate::ftl::FtlStats;
+use crate::mem::Flat;
 use crate::nand::Geometry;
 use crate::units::Lpn;
 use serde::{Deserialize, Serialize};
@@ -26,12 +27,26 @@ const NIL: u32 = u32::MAX;
 
 /// One mapping entry: its current value, its backing-store image, and its
 /// cache slot (or `NIL`).
-#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug)]
 #[repr(C, align(16))]
 pub struct Entry {
     pub cur: u32,
     pub stored: u32,
     slot: u32,
+}
+
+impl Flat for Entry {
+    const BYTES: usize = 12;
+    #[inline(always)]
+    fn put(self, out: &mut [u8]) {
+        for (field, out) in [self.cur, self.stored, self.slot].into_iter().zip(out.chunks_exact_mut(4)) {
+            field.put(out);
+        }
+    }
+    #[inline(always)]
+    fn get(b: &[u8]) -> Entry {
+        Entry { cur: u32::get(&b[0..4]), stored: u32::get(&b[4..8]), slot: u32::get(&b[8..12]) }
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -405,6 +420,24 @@ impl CachedMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entries_round_trip_through_a_snapshot_table() {
+        use bincode::Options;
+        let enc = bincode::options().with_fixint_encoding();
+        let per = crate::mem::CHUNK_BYTES / Entry::BYTES;
+        let v = crate::mem::big_vec(per + 2, Entry { cur: 0, stored: 0, slot: NIL });
+        let mut v = v.clone();
+        for (i, e) in v.iter_mut().enumerate() {
+            *e = Entry { cur: i as u32, stored: !(i as u32), slot: (i as u32).rotate_left(7) };
+        }
+        let bytes = enc.serialize(&v).unwrap();
+        let back: crate::mem::BigVec<Entry> = enc.deserialize(&bytes).unwrap();
+        assert_eq!(back.len(), v.len());
+        for (a, b) in back.iter().zip(v.iter()) {
+            assert_eq!((a.cur, a.stored, a.slot), (b.cur, b.stored, b.slot));
+        }
+    }
 
     #[test]
     fn lru_evicts_least_recently_used_and_refuses_dirty_victims() {
