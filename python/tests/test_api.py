@@ -133,14 +133,16 @@ def test_precondition_as_dict_equals_string():
 
 def test_functional_preconditioning_runs_or_says_why_not():
     functional = {"fill": 1.0, "overwrite": 0.5, "mode": "functional"}
-    with pytest.raises(ftlsim.WorkloadError, match=r"precondition\.mode.*2048-byte mapping units.*use mode=fast"):
-        small_run(precondition=functional)
-    pages_4k = {**SMALL, "geometry.page_size": 4096}
+    units_1k = {**SMALL, "ftl.map_unit_bytes": 1024}
+    with pytest.raises(ftlsim.WorkloadError, match=r"precondition\.mode.*1024-byte mapping units.*use mode=fast"):
+        small_run(precondition=functional, overrides=units_1k)
     with pytest.raises(ftlsim.WorkloadError, match=r"precondition\.mode.*'hat' FTL"):
-        small_run(precondition=functional, overrides=pages_4k, ftl="hat")
-    r = small_run(precondition=functional, overrides=pages_4k).summary
-    assert r["input"]["precondition"] == "fill=1,overwrite=0.5,mode=functional"
-    assert r["gc_pages_copied"] > 0
+        small_run(precondition=functional, ftl="hat")
+    # The preset's 2 KiB pages, overwritten two at a time, and 4 KiB pages.
+    for overrides in (SMALL, {**SMALL, "geometry.page_size": 4096}):
+        r = small_run(precondition=functional, overrides=overrides).summary
+        assert r["input"]["precondition"] == "fill=1,overwrite=0.5,mode=functional"
+        assert r["gc_pages_copied"] > 0
 
 
 def test_ctrl_c_stops_a_long_run_promptly():

@@ -203,19 +203,21 @@ fn run_writes_a_complete_sane_json_report() {
 #[test]
 fn functional_preconditioning_runs_and_refuses_what_it_does_not_model() {
     let spec = "fill=1.0,overwrite=0.5,mode=functional";
-    // The preset's 2 KiB pages are smaller than the 4 KiB overwrites.
-    let page = ["--set", "geometry.page_size=4096", "--set", "ftl.name=\"page\"", "--workload", GC_WORKLOAD];
-    let page = [&page[..], &["--precondition"]].concat();
-    let r = report(&[&page[..], &[spec]].concat());
-    assert_eq!(r["input"]["precondition"], "fill=1,overwrite=0.5,mode=functional");
-    // Steady state: the run after it collects garbage as after `fast`.
-    let fast = report(&[&page[..], &[GC_PRECONDITION]].concat());
-    let (a, b) = (num(&r, "write_amplification"), num(&fast, "write_amplification"));
-    assert!(a > 1.5 && (a / b - 1.0).abs() < 0.15, "WA functional {a}, fast {b}");
+    // Whole 4 KiB pages, and the preset's 2 KiB pages, overwritten two at a time.
+    for size in ["geometry.page_size=4096", "geometry.page_size=2048"] {
+        let page = ["--set", size, "--set", "ftl.name=\"page\"", "--workload", GC_WORKLOAD, "--precondition"];
+        let r = report(&[&page[..], &[spec]].concat());
+        assert_eq!(r["input"]["precondition"], "fill=1,overwrite=0.5,mode=functional");
+        // Steady state: the run after it collects garbage as after `fast`.
+        let fast = report(&[&page[..], &[GC_PRECONDITION]].concat());
+        let (a, b) = (num(&r, "write_amplification"), num(&fast, "write_amplification"));
+        assert!(a > 1.5 && (a / b - 1.0).abs() < 0.15, "{size}: WA functional {a}, fast {b}");
+    }
+    let mut units = small(&["--workload", GC_WORKLOAD, "--precondition", spec]);
+    units.extend(args(&["--set", "ftl.name=\"page\"", "--set", "ftl.map_unit_bytes=1024"]));
+    fails_with(units, &["precondition.mode", "1024-byte mapping units are smaller than the page", "use mode=fast"]);
     let mut dftl = small(&["--workload", GC_WORKLOAD, "--precondition", spec]);
     dftl.extend(args(&["--set", "ftl.name=\"dftl\""]));
-    fails_with(dftl.clone(), &["precondition.mode", "2048-byte mapping units", "use mode=fast"]);
-    dftl.extend(args(&["--set", "geometry.page_size=4096"]));
     fails_with(dftl, &["precondition.mode", "'dftl' FTL", "use mode=fast"]);
 }
 

@@ -572,8 +572,10 @@ impl Simulation {
         tick: &mut dyn FnMut(u64) -> Result<()>,
     ) -> Result<()> {
         let unit_bytes = self.cfg.map_unit_bytes();
-        if w.write_sectors * SECTOR_BYTES != unit_bytes as u64 {
-            let why = format!("its {unit_bytes}-byte mapping units are smaller than the 4 KiB overwrites");
+        // An overwrite is one unit, or whole pages smaller than 4 KiB.
+        let group = (w.write_sectors * SECTOR_BYTES / unit_bytes as u64) as u32;
+        if group > 1 && self.cfg.units_per_page() > 1 {
+            let why = format!("its {unit_bytes}-byte mapping units are smaller than the page and the 4 KiB overwrites");
             return Err(ftl::page::functional_unsupported(why));
         }
         let c = ftl::page::Conditioning {
@@ -581,6 +583,7 @@ impl Simulation {
             overwrites: w.count,
             batch: self.fast_forward_batch(w.write_sectors),
             page_time: Nanos::from_us_f64(self.cfg.timing.program_us),
+            group,
         };
         let mut rng = SimRng::derived(self.cfg.seed, 0x7072_6563);
         self.ftl.precondition_functional(&mut self.dev, &c, &mut rng, tick)

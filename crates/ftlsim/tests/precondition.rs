@@ -252,7 +252,8 @@ fn conditioned(cfg: &Config, p: Precondition) -> Simulation {
 fn functional_fill_places_pages_as_the_timed_fill() {
     let units = ["geometry.page_size=16384", "ftl.map_unit_bytes=4096"];
     let buffered = [units[0], units[1], "cache.bytes=65536"];
-    for extra in [&[][..], &["ftl.allocation=\"static\""][..], &units[..], &buffered[..]] {
+    let small = ["geometry.page_size=2048"];
+    for extra in [&[][..], &["ftl.allocation=\"static\""][..], &units[..], &buffered[..], &small[..]] {
         let cfg = functional_config(extra);
         let [a, b] = [PreconditionMode::Fast, PreconditionMode::Functional]
             .map(|mode| placement(&conditioned(&cfg, Precondition { mode, ..Precondition::new(0.9, 0.0) })));
@@ -279,33 +280,36 @@ fn functional_leaves_the_state_fast_leaves_in_distribution() {
     ];
     for extra in configs {
         for fill in [1.0, 0.6] {
-            let cfg = functional_config(extra);
-            let [mut fast, mut functional] = [PreconditionMode::Fast, PreconditionMode::Functional]
-                .map(|mode| conditioned(&cfg, Precondition { mode, ..Precondition::new(fill, 2.0) }));
-            let [a, b] = [&fast, &functional].map(state_stats);
-            let name = format!("{extra:?} fill {fill}");
-            let wear = b.erase_mean / a.erase_mean;
-            assert!(
-                (0.97..1.07).contains(&wear),
-                "{name}: mean erases fast {} functional {}",
-                a.erase_mean,
-                b.erase_mean
-            );
-            // Where each plane is in its GC cycle: a block either way at most.
-            let planes = fast.device().array.geometry().planes as u64;
-            assert!(a.free.abs_diff(b.free) <= planes, "{name}: free blocks fast {} functional {}", a.free, b.free);
-            let mean = |v: &[u32]| v.iter().sum::<u32>() as f64 / v.len() as f64;
-            let (va, vb) = (mean(&a.valid), mean(&b.valid));
-            assert!((vb / va - 1.0).abs() < 0.015, "{name}: closed blocks' mean valid pages fast {va} functional {vb}");
-            // The least-valid tenth, where greedy's next victims are.
-            let low = |v: &[u32]| mean(&v[..v.len() / 10]);
-            let (la, lb) = (low(&a.valid), low(&b.valid));
-            assert!((lb - la).abs() < 1.5, "{name}: least-valid tenth's pages fast {la} functional {lb} (of 64)");
-            let wa = |v: &serde_json::Value| v["write_amplification"].as_f64().unwrap();
-            let (x, y) = (wa(&measured(&mut fast)), wa(&measured(&mut functional)));
-            assert!((y / x - 1.0).abs() < 0.08, "{name}: measured WA fast {x} functional {y}");
+            like_fast(extra, fill, 0.97..1.07);
         }
     }
+}
+
+/// Conditions `extra`'s drive at `fill` with `overwrite=2` both ways and
+/// checks what a later run depends on agrees: mean erases (their ratio in
+/// `wear`), free blocks, the closed blocks' valid pages and the later run's
+/// write amplification.
+fn like_fast(extra: &[&str], fill: f64, wear: std::ops::Range<f64>) {
+    let cfg = functional_config(extra);
+    let [mut fast, mut functional] = [PreconditionMode::Fast, PreconditionMode::Functional]
+        .map(|mode| conditioned(&cfg, Precondition { mode, ..Precondition::new(fill, 2.0) }));
+    let [a, b] = [&fast, &functional].map(state_stats);
+    let name = format!("{extra:?} fill {fill}");
+    let ratio = b.erase_mean / a.erase_mean;
+    assert!(wear.contains(&ratio), "{name}: mean erases fast {} functional {}", a.erase_mean, b.erase_mean);
+    // Where each plane is in its GC cycle: a block either way at most.
+    let planes = fast.device().array.geometry().planes as u64;
+    assert!(a.free.abs_diff(b.free) <= planes, "{name}: free blocks fast {} functional {}", a.free, b.free);
+    let mean = |v: &[u32]| v.iter().sum::<u32>() as f64 / v.len() as f64;
+    let (va, vb) = (mean(&a.valid), mean(&b.valid));
+    assert!((vb / va - 1.0).abs() < 0.015, "{name}: closed blocks' mean valid pages fast {va} functional {vb}");
+    // The least-valid tenth, where greedy's next victims are.
+    let low = |v: &[u32]| mean(&v[..v.len() / 10]);
+    let (la, lb) = (low(&a.valid), low(&b.valid));
+    assert!((lb - la).abs() < 1.5, "{name}: least-valid tenth's pages fast {la} functional {lb} (of 64)");
+    let wa = |v: &serde_json::Value| v["write_amplification"].as_f64().unwrap();
+    let (x, y) = (wa(&measured(&mut fast)), wa(&measured(&mut functional)));
+    assert!((y / x - 1.0).abs() < 0.08, "{name}: measured WA fast {x} functional {y}");
 }
 
 #[test]
@@ -332,8 +336,8 @@ fn functional_refuses_what_it_does_not_model_naming_why() {
     refused(config("dftl", &["geometry.page_size=4096", "ftl.cache_bytes=64"]), "'dftl'");
     refused(config("fast", &["geometry.page_size=4096", "ftl.striping=page"]), "'fast' FTL");
     // An overwrite of 4 KiB would write four 1 KiB units.
-    refused(functional_config(&["ftl.map_unit_bytes=1024"]), "1024-byte mapping units are smaller");
-    refused(config("page", &[]), "1024-byte mapping units are smaller");
+    refused(functional_config(&["ftl.map_unit_bytes=1024"]), "1024-byte mapping units are smaller than the page");
+    refused(functional_config(&["ftl.map_unit_bytes=2048"]), "2048-byte mapping units are smaller than the page");
     // A drive already written: conditioned once, not again.
     let mut sim = conditioned(&functional_config(&[]), p);
     let e = sim.precondition(p).unwrap_err().to_string();
@@ -362,5 +366,27 @@ fn functional_packs_units_as_fast_does() {
         let wa = |v: &serde_json::Value| v["write_amplification"].as_f64().unwrap();
         let (x, y) = (wa(&measured(&mut fast)), wa(&measured(&mut functional)));
         assert!((y / x - 1.0).abs() < 0.08, "{extra:?}: measured WA fast {x} functional {y}");
+    }
+}
+
+/// Pages smaller than the 4 KiB an overwrite writes (the 2 KiB pages of the
+/// TRIM and HAT papers' drives, and 1 KiB): each overwrite rewrites the
+/// aligned run of pages `fast` draws, found in the forward map kept as the
+/// state is built. The same checks as for whole pages; observed on this
+/// drive: mean erases −2% to +3% of `fast`'s, the closed blocks' mean valid
+/// pages within 0.8%, the later run's WA within 2%.
+#[test]
+fn functional_overwrites_small_pages_in_aligned_runs() {
+    let configs: [&[&str]; 5] = [
+        &["geometry.page_size=2048"],
+        &["geometry.page_size=2048", "gc.mode=\"blocking\"", "gc.policy=cost-benefit"],
+        &["geometry.page_size=2048", "ftl.allocation=\"static\"", "gc.frontier=\"separate\""],
+        &["geometry.page_size=2048", "cache.bytes=65536"],
+        &["geometry.page_size=1024"],
+    ];
+    for extra in configs {
+        for fill in [1.0, 0.6] {
+            like_fast(extra, fill, 0.96..1.06);
+        }
     }
 }

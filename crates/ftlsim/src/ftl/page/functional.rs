@@ -33,8 +33,15 @@
 //! - the seed's random numbers draw pages, not LPNs: the same seed gives
 //!   another drive than `fast`, with the same statistics.
 //!
-//! Supported: the page FTL (a map wholly in RAM) whose mapping units are at
-//! least the 4 KiB an overwrite writes (one unit an overwrite), without
+//! Pages smaller than the 4 KiB an overwrite writes (the 2 KiB pages of
+//! the TRIM and HAT papers' drives) are written `group` pages an overwrite,
+//! the 4 KiB-aligned run `fast` draws: its other pages cannot be found from
+//! the drawn one's OOB, so there the forward map is kept as the state is
+//! built (each program and GC copy updates it) and the overwrites draw
+//! runs of LPNs, as `fast` does.
+//!
+//! Supported: the page FTL (a map wholly in RAM) whose mapping units are
+//! whole pages or at least 4 KiB (one unit an overwrite), without
 //! multi-plane GC, on a new drive; others are refused, naming why.
 
 use super::{DramMap, PageCore};
@@ -60,6 +67,9 @@ pub struct Conditioning {
     pub batch: usize,
     /// Time a host page advances the pool's clock (ages for cost-benefit).
     pub page_time: Nanos,
+    /// Units (pages) an overwrite writes: 1, or with pages smaller than
+    /// 4 KiB, 4 KiB's worth, the aligned run of LPNs `group * s ..`.
+    pub group: u32,
 }
 
 /// Candidate pages drawn ahead of their use, their live bit and OOB
@@ -73,8 +83,8 @@ pub fn unsupported(why: impl std::fmt::Display) -> Error {
     Error::Workload {
         key: "precondition.mode".into(),
         reason: format!(
-            "functional preconditioning models the page FTL, overwrites of one mapping unit and no multi-plane GC, \
-             on a new drive; {why}: use mode=fast"
+            "functional preconditioning models the page FTL, overwrites of whole mapping units and no multi-plane \
+             GC, on a new drive; {why}: use mode=fast"
         ),
     }
 }
@@ -96,9 +106,13 @@ pub(super) fn precondition(
         return Err(unsupported("this drive has been written"));
     }
     let upp = 1usize << core.unit_shift;
+    if c.group > 1 && upp > 1 {
+        return Err(unsupported("its mapping units are smaller than the page and than the 4 KiB overwrites"));
+    }
     let mut f = Functional {
         core,
         live: &mut map.live,
+        fwd: (c.group > 1).then_some(&mut map.fwd[..]),
         dev,
         now: SimTime::ZERO,
         page_time: c.page_time,
@@ -110,7 +124,11 @@ pub(super) fn precondition(
         f.program_staged()?;
         tick(page + 1)?;
     }
-    f.overwrite(c, rng, tick)?;
+    if f.fwd.is_some() {
+        f.overwrite_groups(c, rng, tick)?;
+    } else {
+        f.overwrite(c, rng, tick)?;
+    }
     // Every filled unit once on flash: none left behind in a batch, none twice.
     let (mapped, filled) = (map.map_from_live(dev), c.filled << core.unit_shift);
     let live: u64 = map.live.iter().map(|w| w.count_ones() as u64).sum();
@@ -147,6 +165,9 @@ struct Functional<'a> {
     core: &'a mut PageCore,
     /// A bit per mapping unit (a page, with one unit a page).
     live: &'a mut [u64],
+    /// The forward map, kept as the state is built (overwrites of several
+    /// units a write); `None`: written from the live bits at the end.
+    fwd: Option<&'a mut [u32]>,
     dev: &'a mut Device,
     now: SimTime,
     page_time: Nanos,
@@ -228,6 +249,46 @@ impl Functional<'_> {
         Ok(())
     }
 
+    /// `c.overwrites` overwrites of `c.group` pages each, the aligned runs
+    /// of filled LPNs drawn uniformly (as `fast` draws them), their old
+    /// pages found in the forward map kept as it goes.
+    fn overwrite_groups(
+        &mut self,
+        c: &Conditioning,
+        rng: &mut SimRng,
+        tick: &mut dyn FnMut(u64) -> Result<()>,
+    ) -> Result<()> {
+        let runs = c.filled / c.group as u64;
+        if c.overwrites == 0 || runs == 0 {
+            return Ok(());
+        }
+        let mut ahead: VecDeque<u32> = VecDeque::with_capacity(AHEAD);
+        for i in 0..c.overwrites {
+            while ahead.len() < AHEAD {
+                let first = rng.below(runs) as u32 * c.group;
+                crate::mem::prefetch(self.fwd.as_deref().expect("kept"), first as usize);
+                ahead.push_back(first);
+            }
+            let first = ahead.pop_front().expect("drawn ahead");
+            for lpn in first..first + c.group {
+                let old = self.fwd.as_deref().expect("kept")[lpn as usize];
+                let on_flash = old != super::NEVER && self.dev.array.oob_unit_raw(old) == lpn;
+                if !on_flash || self.live[old as usize / 64] >> (old % 64) & 1 == 0 {
+                    let why =
+                        format!("functional preconditioning: logical page {lpn} maps to {old}, not its live copy");
+                    return Err(Error::invariant("page", why));
+                }
+                set_range(self.live, old..old + 1, false);
+                self.core.stale(self.core.geo.block_of(Ppn(old)), self.now);
+                self.staged.push(lpn);
+                self.program_staged()?;
+                self.reclaim_empties()?;
+            }
+            tick(c.filled + (i + 1) * c.group as u64)?;
+        }
+        Ok(())
+    }
+
     /// Programs the staged units as one page (the rest padded) on the next
     /// plane in stripe order with room.
     fn program_staged(&mut self) -> Result<()> {
@@ -244,6 +305,11 @@ impl Functional<'_> {
                     self.dev.array.program_units(ppn, &self.staged, None)?;
                 }
                 set_range(self.live, ppn.0 << shift..(ppn.0 << shift) + units, true);
+                if let Some(fwd) = self.fwd.as_deref_mut() {
+                    for (k, &lpn) in self.staged.iter().take(units as usize).enumerate() {
+                        fwd[lpn as usize] = (ppn.0 << shift) + k as u32;
+                    }
+                }
                 for _ in 0..units {
                     self.core.pool.add_valid(self.core.geo.block_of(ppn), self.now);
                 }
@@ -275,8 +341,10 @@ impl Functional<'_> {
                     GcMode::Preemptible => free < core.host_floor,
                 };
                 if due {
-                    let (live, now) = (&mut *self.live, self.now);
-                    core.collect_by(self.dev, plane, now, |core, dev, victim| reclaim(core, live, dev, victim, now))?;
+                    let (live, mut fwd, now) = (&mut *self.live, self.fwd.as_deref_mut(), self.now);
+                    core.collect_by(self.dev, plane, now, |core, dev, victim| {
+                        reclaim(core, live, fwd.as_deref_mut(), dev, victim, now)
+                    })?;
                 }
                 continue;
             }
@@ -310,7 +378,7 @@ impl Functional<'_> {
             if core.no_gain(core.pool.valid(victim)) && core.pool.fewest_valid(plane).is_none_or(|v| core.no_gain(v)) {
                 break; // the plane is full of live data: nothing to gain
             }
-            reclaim(core, self.live, self.dev, victim, self.now)?;
+            reclaim(core, self.live, self.fwd.as_deref_mut(), self.dev, victim, self.now)?;
         }
         Ok(())
     }
@@ -330,7 +398,14 @@ impl Functional<'_> {
 
 /// Empties GC's `victim` into its plane's GC block (the copies' OOB and
 /// live bits) and erases it.
-fn reclaim(core: &mut PageCore, live: &mut [u64], dev: &mut Device, victim: BlockId, now: SimTime) -> Result<()> {
+fn reclaim(
+    core: &mut PageCore,
+    live: &mut [u64],
+    fwd: Option<&mut [u32]>,
+    dev: &mut Device,
+    victim: BlockId,
+    now: SimTime,
+) -> Result<()> {
     core.pool.start_reclaim(victim);
     let (plane, shift) = (core.geo.plane_of(victim), core.unit_shift);
     let units =
@@ -340,7 +415,7 @@ fn reclaim(core: &mut PageCore, live: &mut [u64], dev: &mut Device, victim: Bloc
     live_in(live, units.clone(), &mut moving);
     set_range(live, units, false);
     let mut rest = &moving[..];
-    let mut f = Functional { core, live, dev, now, page_time: Nanos::ZERO, staged: Vec::new() };
+    let mut f = Functional { core, live, fwd, dev, now, page_time: Nanos::ZERO, staged: Vec::new() };
     while !rest.is_empty() {
         let dst = f.next_page(plane, true)?.ok_or_else(|| {
             Error::invariant(
@@ -357,6 +432,11 @@ fn reclaim(core: &mut PageCore, live: &mut [u64], dev: &mut Device, victim: Bloc
             f.dev.array.copy_units(run, dst)?;
         }
         set_range(f.live, dst.0 << shift..(dst.0 << shift) + run.len() as u32, true);
+        if let Some(fwd) = f.fwd.as_deref_mut() {
+            for unit in dst.0 << shift..(dst.0 << shift) + run.len() as u32 {
+                fwd[f.dev.array.oob_unit_raw(unit) as usize] = unit;
+            }
+        }
         f.core.pool.transfer_valid(victim, f.core.geo.block_of(dst), run.len() as u32, now);
         rest = after;
     }
