@@ -266,7 +266,16 @@ impl Functional<'_> {
         for i in 0..c.overwrites {
             while ahead.len() < AHEAD {
                 let first = rng.below(runs) as u32 * c.group;
-                crate::mem::prefetch(self.fwd.as_deref().expect("kept"), first as usize);
+                let fwd = self.fwd.as_deref().expect("kept");
+                crate::mem::prefetch(fwd, first as usize);
+                // Halfway, the run's entries have landed: where they point
+                // (its old pages' OOB and live bits) is the next miss.
+                if let Some(&half) = ahead.get(AHEAD / 2) {
+                    for &old in &fwd[half as usize..(half + c.group) as usize] {
+                        self.dev.array.prefetch_oob_unit(old);
+                        crate::mem::prefetch(self.live, old as usize / 64);
+                    }
+                }
                 ahead.push_back(first);
             }
             let first = ahead.pop_front().expect("drawn ahead");
