@@ -577,9 +577,10 @@ mod tests {
         let n = good.len();
         // A flipped byte in the state is the checksum's mismatch, whatever
         // it did to the decoding first: in the table, in the string's
-        // length, in the table's (a section's own length reads as truncation).
+        // length, in the table's chunk count and its first chunk's byte
+        // length, low and high (a section's own length reads as truncation).
         let (string_len, table_len) = (8 + 4 + 4 + 1 + 8, 8 + 4 + 4 + 1 + 8 + 8 + 5 + 8);
-        for at in [n - 8, n / 2, string_len + 3, table_len + 2] {
+        for at in [n - 8, n / 2, string_len + 3, table_len + 2, table_len + 8 + 1, table_len + 8 + 5] {
             let mut flipped = good.clone();
             flipped[at] ^= 1;
             std::fs::write(&p, &flipped).unwrap();
