@@ -133,9 +133,9 @@ def test_precondition_as_dict_equals_string():
 
 def test_functional_preconditioning_runs_or_says_why_not():
     functional = {"fill": 1.0, "overwrite": 0.5, "mode": "functional"}
-    units_1k = {**SMALL, "ftl.map_unit_bytes": 1024}
-    with pytest.raises(ftlsim.WorkloadError, match=r"precondition\.mode.*1024-byte mapping units.*use mode=fast"):
-        small_run(precondition=functional, overrides=units_1k)
+    part = {**SMALL, "geometry.page_size": 8192, "ftl.map_unit_bytes": 2048}
+    with pytest.raises(ftlsim.WorkloadError, match=r"precondition\.mode.*2048-byte mapping units.*use mode=fast"):
+        small_run(precondition=functional, overrides=part)
     with pytest.raises(ftlsim.WorkloadError, match=r"precondition\.mode.*'hat' FTL"):
         small_run(precondition=functional, ftl="hat")
     # The preset's 2 KiB pages, overwritten two at a time, and 4 KiB pages.

@@ -214,8 +214,11 @@ fn functional_preconditioning_runs_and_refuses_what_it_does_not_model() {
         assert!(a > 1.5 && (a / b - 1.0).abs() < 0.15, "{size}: WA functional {a}, fast {b}");
     }
     let mut units = small(&["--workload", GC_WORKLOAD, "--precondition", spec]);
-    units.extend(args(&["--set", "ftl.name=\"page\"", "--set", "ftl.map_unit_bytes=1024"]));
-    fails_with(units, &["precondition.mode", "1024-byte mapping units are smaller than the page", "use mode=fast"]);
+    units.extend(args(&["--set", "ftl.name=\"page\"", "--set", "geometry.page_size=8192"]));
+    units.extend(args(&["--set", "ftl.map_unit_bytes=2048"]));
+    let why =
+        "2048-byte mapping units are smaller than the 4 KiB overwrites, which would fill part of a 8192-byte page";
+    fails_with(units, &["precondition.mode", why, "use mode=fast"]);
     let mut dftl = small(&["--workload", GC_WORKLOAD, "--precondition", spec]);
     dftl.extend(args(&["--set", "ftl.name=\"dftl\""]));
     fails_with(dftl, &["precondition.mode", "'dftl' FTL", "use mode=fast"]);

@@ -526,12 +526,13 @@ fn page_one_block_reserve() {
 /// overwrites it models.
 #[test]
 fn page_after_functional_preconditioning() {
-    let variants: [&[&str]; 8] = [
+    let variants: [&[&str]; 9] = [
         &["geometry.page_size=4096"],
-        // Pages under the 4 KiB an overwrite writes: runs of pages, the
+        // Units under the 4 KiB an overwrite writes: runs of them, the
         // forward map kept as the state is built.
         &["geometry.page_size=2048", PAPER_GC[0], PAPER_GC[1], PAPER_GC[2]],
         &[],
+        &["geometry.page_size=2048", "ftl.map_unit_bytes=512"],
         &["geometry.page_size=4096", "gc.mode=\"blocking\"", "ftl.allocation=\"static\"", "gc.policy=cost-benefit"],
         &["geometry.page_size=4096", "gc.frontier=\"separate\"", "cache.bytes=16384"],
         &["geometry.page_size=4096", PAPER_GC[0], PAPER_GC[1], PAPER_GC[2]],

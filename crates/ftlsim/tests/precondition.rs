@@ -336,8 +336,12 @@ fn functional_refuses_what_it_does_not_model_naming_why() {
     refused(config("dftl", &["geometry.page_size=4096", "ftl.cache_bytes=64"]), "'dftl'");
     refused(config("fast", &["geometry.page_size=4096", "ftl.striping=page"]), "'fast' FTL");
     // An overwrite of 4 KiB would write four 1 KiB units.
-    refused(functional_config(&["ftl.map_unit_bytes=1024"]), "1024-byte mapping units are smaller than the page");
-    refused(functional_config(&["ftl.map_unit_bytes=2048"]), "2048-byte mapping units are smaller than the page");
+    // An overwrite of 4 KiB would fill part of a page with 2 KiB units.
+    let part = ["geometry.page_size=8192", "ftl.map_unit_bytes=2048"];
+    refused(
+        functional_config(&part),
+        "2048-byte mapping units are smaller than the 4 KiB overwrites, which would fill",
+    );
     // A drive already written: conditioned once, not again.
     let mut sim = conditioned(&functional_config(&[]), p);
     let e = sim.precondition(p).unwrap_err().to_string();
@@ -346,15 +350,26 @@ fn functional_refuses_what_it_does_not_model_naming_why() {
 
 /// Larger pages: whole 16 KiB pages (an overwrite is a mapping unit,
 /// 16 KiB), and 4 KiB units in them, packed four to a page behind a write
-/// buffer and one to a page, padded, without one. Unit placement is
-/// compared by what follows from it: GC's erases while conditioning, the
-/// free blocks, and the write amplification of the same run after it.
+/// buffer and one to a page, padded, without one; and units under 4 KiB
+/// (1 and 2 KiB in 4 KiB pages, 512 bytes in 2 KiB pages), each overwrite
+/// whole pages of them, the forward map kept. Unit placement is compared
+/// by what follows from it: GC's erases while conditioning, the free
+/// blocks, and the write amplification of the same run after it. Observed
+/// for the units under 4 KiB: erases +2.3% to +5.1% of `fast`'s (two seeds
+/// of `fast` within 0.6%: GC pads each victim's last page, which a job's
+/// steps in `fast` do too, yet the gap is there), the later run's WA
+/// within 2.2%.
 #[test]
 fn functional_packs_units_as_fast_does() {
     let pages = ["geometry.page_size=16384", "geometry.pages_per_block=16"];
     let units = [pages[0], pages[1], "ftl.map_unit_bytes=4096"];
     let buffered = [units[0], units[1], units[2], "cache.bytes=65536"];
-    for extra in [&pages[..], &units[..], &buffered[..]] {
+    let small: [&[&str]; 3] = [
+        &["ftl.map_unit_bytes=1024"],
+        &["ftl.map_unit_bytes=2048", "cache.bytes=65536", "gc.mode=\"blocking\""],
+        &["geometry.page_size=2048", "ftl.map_unit_bytes=512"],
+    ];
+    for extra in [&pages[..], &units[..], &buffered[..]].into_iter().chain(small) {
         let cfg = functional_config(extra);
         let [mut fast, mut functional] = [PreconditionMode::Fast, PreconditionMode::Functional]
             .map(|mode| conditioned(&cfg, Precondition { mode, ..Precondition::new(1.0, 2.0) }));

@@ -33,16 +33,18 @@
 //! - the seed's random numbers draw pages, not LPNs: the same seed gives
 //!   another drive than `fast`, with the same statistics.
 //!
-//! Pages smaller than the 4 KiB an overwrite writes (the 2 KiB pages of
-//! the TRIM and HAT papers' drives) are written `group` pages an overwrite,
-//! the 4 KiB-aligned run `fast` draws: its other pages cannot be found from
-//! the drawn one's OOB, so there the forward map is kept as the state is
-//! built (each program and GC copy updates it) and the overwrites draw
-//! runs of LPNs, as `fast` does.
+//! Mapping units smaller than the 4 KiB an overwrite writes (the 2 KiB
+//! pages of the TRIM and HAT papers' drives; 1 KiB units in 4 KiB pages)
+//! are written `group` units an overwrite, the 4 KiB-aligned run `fast`
+//! draws: its other units cannot be found from the drawn one's OOB, so
+//! there the forward map is kept as the state is built (each program and
+//! GC copy updates it) and the overwrites draw runs of LPNs, as `fast`
+//! does.
 //!
-//! Supported: the page FTL (a map wholly in RAM) whose mapping units are
-//! whole pages or at least 4 KiB (one unit an overwrite), without
-//! multi-plane GC, on a new drive; others are refused, naming why.
+//! Supported: the page FTL (a map wholly in RAM), without multi-plane GC,
+//! on a new drive, whose overwrites write whole mapping units (units of at
+//! least 4 KiB, one an overwrite) or whole pages (smaller units, pages of
+//! at most 4 KiB); others are refused, naming why.
 
 use super::{DramMap, PageCore};
 use crate::config::GcMode;
@@ -67,8 +69,9 @@ pub struct Conditioning {
     pub batch: usize,
     /// Time a host page advances the pool's clock (ages for cost-benefit).
     pub page_time: Nanos,
-    /// Units (pages) an overwrite writes: 1, or with pages smaller than
-    /// 4 KiB, 4 KiB's worth, the aligned run of LPNs `group * s ..`.
+    /// Units an overwrite writes: 1, or with units smaller than 4 KiB,
+    /// 4 KiB's worth (whole pages of them), the aligned run of LPNs
+    /// `group * s ..`.
     pub group: u32,
 }
 
@@ -106,8 +109,8 @@ pub(super) fn precondition(
         return Err(unsupported("this drive has been written"));
     }
     let upp = 1usize << core.unit_shift;
-    if c.group > 1 && upp > 1 {
-        return Err(unsupported("its mapping units are smaller than the page and than the 4 KiB overwrites"));
+    if c.group > 1 && c.group as usize % upp != 0 {
+        return Err(unsupported("an overwrite would fill part of a page with mapping units"));
     }
     let mut f = Functional {
         core,
@@ -249,16 +252,17 @@ impl Functional<'_> {
         Ok(())
     }
 
-    /// `c.overwrites` overwrites of `c.group` pages each, the aligned runs
-    /// of filled LPNs drawn uniformly (as `fast` draws them), their old
-    /// pages found in the forward map kept as it goes.
+    /// `c.overwrites` overwrites of `c.group` units each (whole pages),
+    /// the aligned runs of filled LPNs drawn uniformly (as `fast` draws
+    /// them), their old units found in the forward map kept as it goes.
     fn overwrite_groups(
         &mut self,
         c: &Conditioning,
         rng: &mut SimRng,
         tick: &mut dyn FnMut(u64) -> Result<()>,
     ) -> Result<()> {
-        let runs = c.filled / c.group as u64;
+        let shift = self.core.unit_shift;
+        let runs = (c.filled << shift) / c.group as u64;
         if c.overwrites == 0 || runs == 0 {
             return Ok(());
         }
@@ -288,12 +292,14 @@ impl Functional<'_> {
                     return Err(Error::invariant("page", why));
                 }
                 set_range(self.live, old..old + 1, false);
-                self.core.stale(self.core.geo.block_of(Ppn(old)), self.now);
+                self.core.stale(self.core.geo.block_of(Ppn(old >> shift)), self.now);
                 self.staged.push(lpn);
-                self.program_staged()?;
-                self.reclaim_empties()?;
+                if self.staged.len() == 1 << shift {
+                    self.program_staged()?;
+                    self.reclaim_empties()?;
+                }
             }
-            tick(c.filled + (i + 1) * c.group as u64)?;
+            tick(c.filled + (i + 1) * (c.group >> shift) as u64)?;
         }
         Ok(())
     }
