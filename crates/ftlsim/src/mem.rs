@@ -48,13 +48,13 @@ pub trait Flat: Copy {
     fn put(self, out: &mut [u8]);
     fn get(bytes: &[u8]) -> Self;
 
-    /// `chunk`'s stored bytes, encoded into `buf` (at least as long).
-    fn encode<'a>(chunk: &'a [Self], buf: &'a mut [u8]) -> &'a [u8] {
-        let bytes = &mut buf[..chunk.len() * Self::BYTES];
-        for (&x, out) in chunk.iter().zip(bytes.chunks_exact_mut(Self::BYTES)) {
+    /// `chunk`'s stored bytes, encoded into `buf`.
+    fn encode<'a>(chunk: &'a [Self], buf: &'a mut Vec<u8>) -> &'a [u8] {
+        buf.resize(chunk.len() * Self::BYTES, 0);
+        for (&x, out) in chunk.iter().zip(buf.chunks_exact_mut(Self::BYTES)) {
             x.put(out);
         }
-        bytes
+        buf
     }
 
     /// Decodes `bytes` (`out.len()` elements) over `out`.
@@ -80,7 +80,7 @@ macro_rules! flat_int {
             // Little-endian memory is the stored form: no copy to save
             // (bincode's size pass then costs nothing), one to load.
             #[cfg(target_endian = "little")]
-            fn encode<'a>(chunk: &'a [$t], _buf: &'a mut [u8]) -> &'a [u8] {
+            fn encode<'a>(chunk: &'a [$t], _buf: &'a mut Vec<u8>) -> &'a [u8] {
                 bytemuck::cast_slice(chunk)
             }
             #[cfg(target_endian = "little")]
@@ -109,7 +109,6 @@ impl<T: Flat> serde::Serialize for BigVec<T> {
         let mut seq = s.serialize_seq(Some(self.0.len().div_ceil(per)))?;
         let mut buf = Vec::new();
         for chunk in self.0.chunks(per) {
-            buf.resize(chunk.len() * T::BYTES, 0);
             seq.serialize_element(&Bytes(T::encode(chunk, &mut buf)))?;
         }
         seq.end()

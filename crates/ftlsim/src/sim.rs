@@ -571,17 +571,8 @@ impl Simulation {
         w: &Overwrites,
         tick: &mut dyn FnMut(u64) -> Result<()>,
     ) -> Result<()> {
-        let unit_bytes = self.cfg.map_unit_bytes();
-        // An overwrite is one unit, or whole pages of units under 4 KiB.
-        let group = (w.write_sectors * SECTOR_BYTES / unit_bytes as u64) as u32;
-        if group > 1 && group % self.cfg.units_per_page() != 0 {
-            let why = format!(
-                "its {unit_bytes}-byte mapping units are smaller than the 4 KiB overwrites, which would fill part \
-                 of a {}-byte page",
-                self.cfg.geometry.page_size
-            );
-            return Err(ftl::page::functional_unsupported(why));
-        }
+        // An overwrite is one unit, or 4 KiB's worth of smaller ones.
+        let group = (w.write_sectors * SECTOR_BYTES / self.cfg.map_unit_bytes() as u64) as u32;
         let c = ftl::page::Conditioning {
             filled,
             overwrites: w.count,

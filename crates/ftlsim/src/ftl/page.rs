@@ -341,8 +341,14 @@ impl DramMap {
     /// Whether an entry maps to unit `u`.
     #[inline]
     fn unit_live(&self, u: u32) -> bool {
-        self.live.get(u as usize / 64).is_some_and(|w| w >> (u % 64) & 1 == 1)
+        unit_live(&self.live, u)
     }
+}
+
+/// Whether unit `u`'s bit is set in `live` ([`DramMap`]'s live bits).
+#[inline]
+fn unit_live(live: &[u64], u: u32) -> bool {
+    live.get(u as usize / 64).is_some_and(|w| w >> (u % 64) & 1 == 1)
 }
 
 impl MapTable for DramMap {

@@ -110,7 +110,12 @@ pub(super) fn precondition(
     }
     let upp = 1usize << core.unit_shift;
     if c.group > 1 && c.group as usize % upp != 0 {
-        return Err(unsupported("an overwrite would fill part of a page with mapping units"));
+        let page = core.geo.page_size;
+        return Err(unsupported(format!(
+            "its {}-byte mapping units are smaller than the 4 KiB overwrites, which would fill part of a \
+             {page}-byte page",
+            page >> core.unit_shift
+        )));
     }
     let mut f = Functional {
         core,
@@ -190,6 +195,13 @@ fn set_range(live: &mut [u64], pages: std::ops::Range<u32>, on: bool) {
     }
 }
 
+/// Maps the LPN each of `units` holds (its OOB entry) to it.
+fn map_units(fwd: &mut [u32], dev: &Device, units: std::ops::Range<u32>) {
+    for unit in units {
+        fwd[dev.array.oob_unit_raw(unit) as usize] = unit;
+    }
+}
+
 /// Appends the live pages among `pages` to `out`, in order.
 fn live_in(live: &[u64], pages: std::ops::Range<u32>, out: &mut Vec<u32>) {
     let mut p = pages.start;
@@ -231,7 +243,7 @@ impl Functional<'_> {
                     ahead.push_back(u);
                 }
                 let u = ahead.pop_front().expect("drawn ahead");
-                if self.live[u as usize / 64] >> (u % 64) & 1 == 1 {
+                if super::unit_live(self.live, u) {
                     break u;
                 }
             };
@@ -286,7 +298,7 @@ impl Functional<'_> {
             for lpn in first..first + c.group {
                 let old = self.fwd.as_deref().expect("kept")[lpn as usize];
                 let on_flash = old != super::NEVER && self.dev.array.oob_unit_raw(old) == lpn;
-                if !on_flash || self.live[old as usize / 64] >> (old % 64) & 1 == 0 {
+                if !on_flash || !super::unit_live(self.live, old) {
                     let why =
                         format!("functional preconditioning: logical page {lpn} maps to {old}, not its live copy");
                     return Err(Error::invariant("page", why));
@@ -319,11 +331,10 @@ impl Functional<'_> {
                     self.staged.resize(1 << shift, NO_LPN);
                     self.dev.array.program_units(ppn, &self.staged, None)?;
                 }
-                set_range(self.live, ppn.0 << shift..(ppn.0 << shift) + units, true);
+                let written = ppn.0 << shift..(ppn.0 << shift) + units;
+                set_range(self.live, written.clone(), true);
                 if let Some(fwd) = self.fwd.as_deref_mut() {
-                    for (k, &lpn) in self.staged.iter().take(units as usize).enumerate() {
-                        fwd[lpn as usize] = (ppn.0 << shift) + k as u32;
-                    }
+                    map_units(fwd, self.dev, written);
                 }
                 for _ in 0..units {
                     self.core.pool.add_valid(self.core.geo.block_of(ppn), self.now);
@@ -446,11 +457,10 @@ fn reclaim(
         } else {
             f.dev.array.copy_units(run, dst)?;
         }
-        set_range(f.live, dst.0 << shift..(dst.0 << shift) + run.len() as u32, true);
+        let copied = dst.0 << shift..(dst.0 << shift) + run.len() as u32;
+        set_range(f.live, copied.clone(), true);
         if let Some(fwd) = f.fwd.as_deref_mut() {
-            for unit in dst.0 << shift..(dst.0 << shift) + run.len() as u32 {
-                fwd[f.dev.array.oob_unit_raw(unit) as usize] = unit;
-            }
+            map_units(fwd, f.dev, copied);
         }
         f.core.pool.transfer_valid(victim, f.core.geo.block_of(dst), run.len() as u32, now);
         rest = after;
