@@ -542,6 +542,17 @@ pub struct PageCore {
     count_owing: bool,
     owing: Vec<bool>,
     owing_count: u32,
+    /// With `debt_behind` where planes are the array units: a bit per
+    /// stripe position, set while its plane takes host pages owing nothing
+    /// ([`takes_pages`](Self::takes_pages)), noted as jobs and free blocks
+    /// change, so a host page's search visits only those planes rather
+    /// than testing every one (the benchmark drive's host pages found none
+    /// half the time, after 16 tests). Built when first needed, and again
+    /// after a load or a power cut (`takes_known` false).
+    #[serde(skip)]
+    takes: Vec<u64>,
+    #[serde(skip)]
+    takes_known: bool,
     /// TRIMs not yet durable (see `recovery`).
     journal: TrimJournal,
     stats: FtlStats,
@@ -733,6 +744,8 @@ impl PageCore {
             jobs: (0..geo.planes).map(|_| GcJob::default()).collect(),
             owing: vec![false; geo.planes as usize],
             owing_count: 0,
+            takes: Vec::new(),
+            takes_known: false,
             journal: TrimJournal::new(dev),
             stats: FtlStats::default(),
             unit_shift,
@@ -809,7 +822,7 @@ impl PageCore {
             if !for_gc && self.pool.free_count(plane) <= 1 {
                 return Ok(None);
             }
-            let Some(b) = self.pool.take_free(plane) else {
+            let Some(b) = self.take_free(plane) else {
                 if !for_gc {
                     return Ok(None);
                 }
@@ -898,7 +911,7 @@ impl PageCore {
         if let Some((ppn, _)) = self.active_page(dev, slot, now) {
             return Some(ppn);
         }
-        let b = self.pool.take_free(other)?;
+        let b = self.take_free(other)?;
         self.active[slot] = b.0;
         Some(self.geo.ppn(b, 0))
     }
@@ -932,6 +945,9 @@ impl PageCore {
             // step at a time; if there is none, the soonest plane, paying
             // ahead. (A fast-forward has no background steps: it pays ahead.)
             let mut behind = paced && self.debt_behind && !dev.units_only();
+            if behind && !self.takes_known && !self.die_unit {
+                self.know_takes();
+            }
             let free_of_debt = if behind { self.soonest_in_stripe_owing_nothing(dev, rank) } else { None };
             behind &= free_of_debt.is_some();
             let ranked = || rank.and_then(|rank| self.soonest_ranked(dev, |_| true, rank));
@@ -1066,17 +1082,92 @@ impl PageCore {
         // against 2.2): a die whose plane of least live data owes copies
         // takes none. (Its other planes still take pages when it does not:
         // with `timing.multi_plane` a page joins its die's group there.)
-        let takes_pages = |plane: PlaneId| {
-            !self.owes_copies(plane)
-                && (self.jobs[plane.idx()].victim != NO_BLOCK || self.pool.free_count(plane) >= self.trigger)
-        };
+        let takes_pages = |plane: PlaneId| self.takes_pages(plane);
         if self.die_unit {
             return self.soonest_die_owing_nothing(dev, takes_pages, rank);
         }
         if let Some(rank) = rank {
             return self.soonest_ranked(dev, takes_pages, rank);
         }
+        if self.takes_known && !dev.grouping() {
+            let best = self.soonest_taking(dev);
+            debug_assert_eq!(best, self.soonest_by_unit_where(dev, |plane| plane, takes_pages));
+            return best;
+        }
         self.soonest_eligible(dev, |plane| plane, takes_pages)
+    }
+
+    /// Whether `plane` takes host pages while owing its GC nothing (see
+    /// [`soonest_in_stripe_owing_nothing`](Self::soonest_in_stripe_owing_nothing)).
+    #[inline(always)]
+    fn takes_pages(&self, plane: PlaneId) -> bool {
+        !self.owes_copies(plane)
+            && (self.jobs[plane.idx()].victim != NO_BLOCK || self.pool.free_count(plane) >= self.trigger)
+    }
+
+    /// Sets [`takes`](Self::takes) from every plane, and keeps it from now on.
+    fn know_takes(&mut self) {
+        self.takes = vec![0; self.stripe.len().div_ceil(64)];
+        self.takes_known = true;
+        for i in 0..self.stripe.len() {
+            self.note_takes(self.stripe[i]);
+        }
+    }
+
+    /// Notes whether `plane` [`takes_pages`](Self::takes_pages), after its
+    /// job or free blocks changed.
+    #[inline]
+    fn note_takes(&mut self, plane: PlaneId) {
+        if !self.takes_known {
+            return;
+        }
+        let pos = self.stripe_pos[plane.idx()] as usize;
+        let (word, bit) = (pos / 64, 1u64 << (pos % 64));
+        if self.takes_pages(plane) {
+            self.takes[word] |= bit;
+        } else {
+            self.takes[word] &= !bit;
+        }
+    }
+
+    /// [`soonest_by_unit_where`](Self::soonest_by_unit_where) (planes the
+    /// units) among the planes [`takes`](Self::takes) holds: the same
+    /// answer, as it depends on no visiting order.
+    fn soonest_taking(&self, dev: &Device) -> Option<usize> {
+        let (free_at, horizon, n) = (dev.unit_free_times(), dev.horizon().0, self.stripe.len());
+        let (mut soonest, mut best) = (u64::MAX, u64::MAX);
+        for (w, &word) in self.takes.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let pos = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let plane = self.stripe[pos];
+                let t = free_at[plane.idx()].0.max(horizon);
+                if t > soonest {
+                    continue;
+                }
+                if t < soonest {
+                    (soonest, best) = (t, u64::MAX);
+                }
+                let from_cursor = if pos >= self.cursor { pos - self.cursor } else { pos + n - self.cursor };
+                best = best.min(self.tie_key(plane, from_cursor));
+            }
+        }
+        (best != u64::MAX).then(|| self.stripe_index(best))
+    }
+
+    /// Takes a free block of `plane` from the pool.
+    fn take_free(&mut self, plane: PlaneId) -> Option<BlockId> {
+        let b = self.pool.take_free(plane);
+        self.note_takes(plane);
+        b
+    }
+
+    /// Returns an erased block to the pool.
+    fn release(&mut self, b: BlockId) -> Result<()> {
+        self.pool.release(b)?;
+        self.note_takes(self.geo.plane_of(b));
+        Ok(())
     }
 
     /// The soonest plane that is `eligible`, as a stripe position: by the
@@ -1248,10 +1339,12 @@ impl PageCore {
         job.victim != NO_BLOCK && (job.debt >= COPY || job.run_booked)
     }
 
-    /// Keeps [`every_plane_owes`](Self::every_plane_owes)'s count, after
-    /// `plane`'s job or debt changed (only where it is asked).
+    /// Keeps [`every_plane_owes`](Self::every_plane_owes)'s count (only
+    /// where it is asked) and [`takes`](Self::takes), after `plane`'s job
+    /// or debt changed.
     #[inline]
     fn note_owing(&mut self, plane: PlaneId) {
+        self.note_takes(plane);
         if !self.count_owing {
             return;
         }
@@ -1376,7 +1469,7 @@ impl PageCore {
             // Trimmed pages of the block must stay trimmed after a power cut.
             let journalled = self.journal.before_erase(dev, now);
             dev.erase(block, journalled, Cause::Gc)?;
-            self.pool.release(block)?;
+            self.release(block)?;
         }
         Ok(())
     }
@@ -1432,7 +1525,7 @@ impl PageCore {
         if map.background_backlog() > 0 {
             dev.wake(plane);
         }
-        self.pool.release(victim)
+        self.release(victim)
     }
 
     /// Fills `live` with the victim's live pages; returns the cause its
@@ -1528,7 +1621,7 @@ impl PageCore {
             if self.active[slot(q)] != NO_BLOCK {
                 self.pool.close(BlockId(self.active[slot(q)]), now);
             }
-            self.active[slot(q)] = self.pool.take_free(PlaneId(first + q))?.0;
+            self.active[slot(q)] = self.take_free(PlaneId(first + q))?.0;
         }
         // The blocks came out of the planes' free space as a host block
         // would: below the trigger, their own GC is due.
@@ -2428,6 +2521,7 @@ impl PageCore {
         }
         self.owing.fill(false);
         self.owing_count = 0;
+        self.takes_known = false;
         (self.stream, self.cursor) = (0, 0);
     }
 }
@@ -2471,6 +2565,17 @@ impl PageCore {
                 return fail(format!("active block {a} of plane {plane}, stream {stream} is not in the active state"));
             }
         }
+        if self.takes_known {
+            for (pos, &plane) in self.stripe.iter().enumerate() {
+                let noted = self.takes[pos / 64] >> (pos % 64) & 1 == 1;
+                if noted != self.takes_pages(plane) {
+                    return fail(format!(
+                        "plane {} noted as taking host pages while owing GC nothing: {noted}, but takes them: {}",
+                        plane.0, !noted
+                    ));
+                }
+            }
+        }
         Ok(())
     }
 }
@@ -2505,6 +2610,24 @@ fn next_live<M: MapTable>(map: &M, dev: &Device, pages: &[u32], next: &mut usize
 mod tests {
     use super::*;
     use crate::ftl::hybrid::testing::drive;
+
+    /// A block TRIM leaves empty is erased at once (`gc.reclaim_empty`),
+    /// outside any GC job: its plane's free blocks grow, and whether it
+    /// takes host pages while owing nothing can change (`check` compares
+    /// the planes noted so with each plane's state).
+    #[test]
+    fn planes_taking_host_pages_are_noted_as_trimmed_blocks_are_erased() {
+        use crate::ftl::hybrid::testing::{trim, write};
+        let (mut ftl, mut dev) = drive("page", &["geometry.channels=2", "gc.reclaim_empty=true"]);
+        let lpns: Vec<u32> = (0..64).collect();
+        let mut rng = crate::rng::SimRng::new(5);
+        for _ in 0..40 {
+            write(ftl.as_mut(), &mut dev, &lpns[..rng.below(64) as usize]);
+            let start = rng.below(56) as u32;
+            trim(ftl.as_mut(), &mut dev, start, 8);
+        }
+        assert!(dev.counters.erases[Cause::Gc as usize] > 0, "no block was erased");
+    }
 
     #[test]
     fn a_units_live_bit_follows_the_entry_that_maps_to_it() {

@@ -378,7 +378,7 @@ impl Functional<'_> {
             if !for_gc && free <= 1 {
                 return Ok(None);
             }
-            let Some(b) = core.pool.take_free(plane) else { return Ok(None) };
+            let Some(b) = core.take_free(plane) else { return Ok(None) };
             core.active[slot] = b.0;
             if !for_gc && core.gc_mode == GcMode::Preemptible && core.pool.free_count(plane) < core.trigger {
                 // Its copies may take the block's first pages.
@@ -415,7 +415,7 @@ impl Functional<'_> {
         while let Some(block) = self.core.empties.pop() {
             if self.core.pool.valid(block) == 0 && self.core.pool.state(block) == BlockState::Closed {
                 self.dev.array.erase(block)?;
-                self.core.pool.release(block)?;
+                self.core.release(block)?;
             }
         }
         Ok(())
@@ -467,5 +467,5 @@ fn reclaim(
     }
     f.core.live_scratch = moving;
     f.dev.array.erase(victim)?;
-    f.core.pool.release(victim)
+    f.core.release(victim)
 }
