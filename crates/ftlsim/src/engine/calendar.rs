@@ -100,6 +100,37 @@ impl Intervals {
         }
     }
 
+    /// [`gap_and_end`](Self::gap_and_end), a flat calendar's search
+    /// starting from `hint` (see [`Flat::first_ending_after_from`]), which
+    /// is left at the interval that ends the gap found.
+    #[inline(always)]
+    fn gap_and_end_hinted(&self, hint: &Cell<usize>, t: u64, len: u64) -> (u64, u64) {
+        match self {
+            Intervals::Flat(f) => {
+                let (start, end, at) = f.gap_after(f.first_ending_after_from(hint.get(), t), t, len);
+                hint.set(at);
+                (start, end)
+            }
+            Intervals::Chunked(_) => self.gap_and_end(t, len),
+        }
+    }
+
+    /// [`insert_before_last`](Self::insert_before_last), a flat calendar's
+    /// place found from `hint`, which is left at the interval booked.
+    #[inline(always)]
+    fn insert_before_last_hinted(&mut self, hint: &Cell<usize>, t: u64, end: u64) {
+        match self {
+            Intervals::Flat(f) => {
+                let (added, at) = f.insert_at(f.first_ending_after_from(hint.get(), t), t, end);
+                hint.set(at);
+                if added && f.len() > CHUNKED_ABOVE {
+                    *self = Intervals::Chunked(Box::new(Chunked::from_sorted(f.live())));
+                }
+            }
+            Intervals::Chunked(c) => c.insert_before_last(t, end),
+        }
+    }
+
     /// The first interval ending after `t`.
     #[inline]
     fn first_ending_after(&self, t: u64) -> Option<(u64, u64)> {
@@ -289,18 +320,45 @@ impl Flat {
         self.gap_and_end(t, len).0
     }
 
+    /// [`first_ending_after`](Self::first_ending_after), walking on from
+    /// `hint` where every interval before it ends by `t`: a run of bookings
+    /// at growing times (a GC copy run's transfers on its bus) passes the
+    /// hint from each to the next, a step or two apart, rather than search
+    /// from the back each time. Any other hint (one past the end, or one
+    /// an interval before it ends after `t`) falls back to the search, so
+    /// no hint gives a wrong answer.
+    #[inline(always)]
+    fn first_ending_after_from(&self, hint: usize, t: u64) -> usize {
+        let mut i = hint.max(self.head);
+        if i > self.all.len() || (i > self.head && self.all[i - 1].1 > t) {
+            return self.first_ending_after(t);
+        }
+        while i < self.all.len() && self.all[i].1 <= t {
+            i += 1;
+        }
+        i
+    }
+
     #[inline]
-    fn gap_and_end(&self, mut t: u64, len: u64) -> (u64, u64) {
-        let from = self.first_ending_after(t);
+    fn gap_and_end(&self, t: u64, len: u64) -> (u64, u64) {
+        let (start, end, _) = self.gap_after(self.first_ending_after(t), t, len);
+        (start, end)
+    }
+
+    /// [`gap_and_end`](Self::gap_and_end) from `from`, the first interval
+    /// ending after `t`; with the index of the interval ending the gap
+    /// (the first to end after its start).
+    #[inline(always)]
+    fn gap_after(&self, from: usize, mut t: u64, len: u64) -> (u64, u64, usize) {
         for (i, &(start, end)) in self.all[from..].iter().enumerate() {
             if t + len <= start {
                 // The interval at `from + i` is the first to end after `t`.
                 self.memo.set(Some((t, from + i)));
-                return (t, start);
+                return (t, start, from + i);
             }
             t = t.max(end);
         }
-        (t, u64::MAX)
+        (t, u64::MAX, self.all.len())
     }
 
     /// Appends `[t, end)`; whether that added an interval (rather than
@@ -326,7 +384,14 @@ impl Flat {
     /// touches; whether that added an interval.
     #[inline]
     fn insert_before_last(&mut self, t: u64, end: u64) -> bool {
-        let i = self.first_ending_after(t);
+        self.insert_at(self.first_ending_after(t), t, end).0
+    }
+
+    /// Books `[t, end)` before interval `i`, the first ending after `t`;
+    /// whether that added an interval, and the index of the one holding
+    /// `[t, end)` now.
+    #[inline(always)]
+    fn insert_at(&mut self, i: usize, t: u64, end: u64) -> (bool, usize) {
         self.memo.set(None);
         let head = self.head;
         let all = &mut self.all;
@@ -342,10 +407,10 @@ impl Flat {
             (false, true) => all[i].0 = t,
             (false, false) => {
                 all.insert(i, (t, end));
-                return true;
+                return (true, i);
             }
         }
-        false
+        (false, if joins_prev { i - 1 } else { i })
     }
 
     #[inline]
@@ -948,6 +1013,25 @@ impl Calendar {
         self.find_gap_and_end(t, len.0)
     }
 
+    /// [`find_with_room`](Self::find_with_room) for one of a run of
+    /// bookings at growing times, `hint` passed from each of the run's
+    /// searches and bookings on this calendar to the next (start it at
+    /// `usize::MAX`; see [`Flat::first_ending_after_from`]).
+    #[inline(always)]
+    pub fn find_with_room_hinted(
+        &self,
+        hint: &Cell<usize>,
+        earliest: SimTime,
+        len: Nanos,
+    ) -> (SimTime, Option<SimTime>) {
+        let t = earliest.0.max(self.horizon);
+        if t >= self.tail {
+            return (SimTime(t), None);
+        }
+        let (start, end) = self.busy.gap_and_end_hinted(hint, t, len.0);
+        (SimTime(start), (end != u64::MAX).then_some(SimTime(end)))
+    }
+
     #[inline(never)]
     fn find_gap_and_end(&self, t: u64, len: u64) -> (SimTime, Option<SimTime>) {
         let (start, end) = self.busy.gap_and_end(t, len);
@@ -990,6 +1074,21 @@ impl Calendar {
     #[inline(never)]
     fn insert_among(&mut self, t: u64, end: u64) {
         self.busy.insert_before_last(t, end);
+    }
+
+    /// [`insert`](Self::insert) in a run of bookings, as
+    /// [`find_with_room_hinted`](Self::find_with_room_hinted) searches.
+    #[inline(always)]
+    pub fn insert_hinted(&mut self, hint: &Cell<usize>, start: SimTime, len: Nanos) {
+        let (t, end) = (start.0, start.0 + len.0);
+        self.busy_ns += len.0;
+        if t < self.tail {
+            self.busy.insert_before_last_hinted(hint, t, end);
+        } else {
+            self.busy.append(t, end);
+            self.tail = end;
+        }
+        debug_assert_eq!(self.tail, self.busy.last_end().unwrap_or(0), "the tail mirrors the last interval");
     }
 
     /// Frees `[start, start + len)`, which was booked and ends after the
@@ -1258,6 +1357,57 @@ mod tests {
                 let gap = (t..).find(|&s| busy[s..s + len as usize].iter().all(|b| !b)).unwrap();
                 prop_assert_eq!(c.find(SimTime(horizon), Nanos(len)).0 as usize, gap);
             }
+        }
+
+        /// Hinted searches and bookings (a GC copy run's, passing the hint
+        /// on at growing times, now and then from elsewhere, and hints
+        /// spoilt at random) answer as the plain ones: against the bitmap
+        /// model, on short calendars and long ones in chunks, the horizon
+        /// moving now and then.
+        #[test]
+        fn hinted_runs_agree_with_the_model(
+            reqs in prop::collection::vec((0u64..300, 1u64..12, 0u8..30, 0u16..400), 1..400),
+        ) {
+            let mut c = Calendar::default();
+            let mut busy = vec![false; 20_000];
+            let (mut horizon, mut t) = (0, 0);
+            let hint = Cell::new(usize::MAX);
+            for (step, len, what, spoil) in reqs {
+                match what {
+                    0 => {
+                        horizon = horizon.max(t / 2);
+                        c.advance(SimTime(t / 2));
+                    }
+                    1 => t = step * 20, // a run starting elsewhere, earlier or later
+                    2 => hint.set(spoil as usize),
+                    _ => {}
+                }
+                t += step % 40;
+                let from = t.max(horizon) as usize;
+                let (start, room) = c.find_with_room_hinted(&hint, SimTime(t), Nanos(len));
+                let expected = (from..).find(|&s| busy[s..s + len as usize].iter().all(|b| !b)).unwrap();
+                prop_assert_eq!(start.0 as usize, expected);
+                prop_assert_eq!(room, (expected..busy.len()).find(|&u| busy[u]).map(|u| SimTime(u as u64)));
+                if what == 3 {
+                    hint.set(spoil as usize);
+                }
+                c.insert_hinted(&hint, start, Nanos(len));
+                busy[expected..expected + len as usize].iter_mut().for_each(|b| *b = true);
+                t = start.0 + len;
+            }
+            let expected: Vec<(u64, u64)> = {
+                let mut v: Vec<(u64, u64)> = Vec::new();
+                for (u, _) in busy.iter().enumerate().skip(horizon as usize).filter(|(_, b)| **b) {
+                    match v.last_mut() {
+                        Some(last) if last.1 == u as u64 => last.1 += 1,
+                        _ => v.push((u as u64, u as u64 + 1)),
+                    }
+                }
+                v
+            };
+            let held: Vec<(u64, u64)> = c.intervals().into_iter().filter(|&(_, e)| e > horizon).collect();
+            let held: Vec<(u64, u64)> = held.into_iter().map(|(s, e)| (s.max(horizon), e)).collect();
+            prop_assert_eq!(held, expected);
         }
 
         /// Long calendars (many chunks of intervals, some dropped as the

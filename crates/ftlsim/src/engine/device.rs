@@ -190,6 +190,11 @@ trait Ends {
     const ONE: bool;
     fn from(&self) -> &Calendar;
     fn to(&self) -> &Calendar;
+    /// [`Calendar::find_with_room`] on the source, and
+    /// [`Calendar::find`] on the destination, each searching on from the
+    /// run's last booking there (a run books at growing times).
+    fn find_from(&self, earliest: SimTime, len: Nanos) -> (SimTime, Option<SimTime>);
+    fn find_to(&self, earliest: SimTime, len: Nanos) -> SimTime;
     /// Books `read` on the source and `program` on the destination
     /// (`[start, end)` each, both idle): one interval on one resource
     /// where they touch.
@@ -198,8 +203,22 @@ trait Ends {
     fn advance(&mut self, horizon: SimTime);
 }
 
-struct One<'a>(&'a mut Calendar);
-struct Two<'a>(&'a mut Calendar, &'a mut Calendar);
+/// The resources, each with where the run's searches on it go on from
+/// ([`Calendar::find_with_room_hinted`]).
+struct One<'a>(&'a mut Calendar, Cell<usize>);
+struct Two<'a>(&'a mut Calendar, &'a mut Calendar, [Cell<usize>; 2]);
+
+impl<'a> One<'a> {
+    fn new(c: &'a mut Calendar) -> Self {
+        One(c, Cell::new(usize::MAX))
+    }
+}
+
+impl<'a> Two<'a> {
+    fn new(from: &'a mut Calendar, to: &'a mut Calendar) -> Self {
+        Two(from, to, [Cell::new(usize::MAX), Cell::new(usize::MAX)])
+    }
+}
 
 impl Ends for One<'_> {
     const ONE: bool = true;
@@ -215,12 +234,22 @@ impl Ends for One<'_> {
     }
 
     #[inline(always)]
+    fn find_from(&self, earliest: SimTime, len: Nanos) -> (SimTime, Option<SimTime>) {
+        self.0.find_with_room_hinted(&self.1, earliest, len)
+    }
+
+    #[inline(always)]
+    fn find_to(&self, earliest: SimTime, len: Nanos) -> SimTime {
+        self.0.find_with_room_hinted(&self.1, earliest, len).0
+    }
+
+    #[inline(always)]
     fn book(&mut self, (r0, r1): (SimTime, SimTime), (p0, p1): (SimTime, SimTime)) {
         if p0 == r1 {
-            self.0.insert(r0, p1 - r0);
+            self.0.insert_hinted(&self.1, r0, p1 - r0);
         } else {
-            self.0.insert(r0, r1 - r0);
-            self.0.insert(p0, p1 - p0);
+            self.0.insert_hinted(&self.1, r0, r1 - r0);
+            self.0.insert_hinted(&self.1, p0, p1 - p0);
         }
     }
 
@@ -244,9 +273,19 @@ impl Ends for Two<'_> {
     }
 
     #[inline(always)]
+    fn find_from(&self, earliest: SimTime, len: Nanos) -> (SimTime, Option<SimTime>) {
+        self.0.find_with_room_hinted(&self.2[0], earliest, len)
+    }
+
+    #[inline(always)]
+    fn find_to(&self, earliest: SimTime, len: Nanos) -> SimTime {
+        self.1.find_with_room_hinted(&self.2[1], earliest, len).0
+    }
+
+    #[inline(always)]
     fn book(&mut self, (r0, r1): (SimTime, SimTime), (p0, p1): (SimTime, SimTime)) {
-        self.0.insert(r0, r1 - r0);
-        self.1.insert(p0, p1 - p0);
+        self.0.insert_hinted(&self.2[0], r0, r1 - r0);
+        self.1.insert_hinted(&self.2[1], p0, p1 - p0);
     }
 
     #[inline(always)]
@@ -434,21 +473,19 @@ impl CopyRun {
         // everything).
         let mut read_from = src_last;
         for i in 0..n as u32 {
-            let bus = buses.from();
             // When the bus's idle gap that takes the read's transfer ends.
             let read_gap_end = Cell::new(None);
             let (read_start, read_bus) =
                 slot(units.from(), self.not_before.max(read_from), read_before + read_xfer, |start| {
-                    let (on_bus, gap_end) = bus.find_with_room(start + read_before, read_xfer);
+                    let (on_bus, gap_end) = buses.find_from(start + read_before, read_xfer);
                     read_gap_end.set(gap_end);
                     (on_bus, on_bus + read_xfer)
                 });
             let read_done = read_bus + read_xfer;
-            let bus = buses.to();
             let (prog_start, prog_bus) = slot(units.to(), read_done.max(dst_last), prog_xfer + prog_after, |start| {
                 // On the read's bus, still inside its gap: idle, no search needed.
                 let in_gap = B::ONE && read_gap_end.get().is_none_or(|end| start + prog_xfer <= end);
-                let on_bus = if in_gap { start } else { bus.find(start, prog_xfer) };
+                let on_bus = if in_gap { start } else { buses.find_to(start, prog_xfer) };
                 (on_bus, on_bus + prog_xfer + prog_after)
             });
             let done = prog_bus + prog_xfer + prog_after;
@@ -933,14 +970,14 @@ impl Device {
         };
         let (units, buses) = (&mut self.units, &mut self.channels);
         let ((src_last, dst_last), (free_r, free_w)) = if unit_r == unit_w {
-            copy.pages(n, One(&mut units[unit_r]), One(&mut buses[ch_r]), tail, account)
+            copy.pages(n, One::new(&mut units[unit_r]), One::new(&mut buses[ch_r]), tail, account)
         } else {
             let (u_r, u_w) = crate::mem::two_mut(units, unit_r, unit_w);
             if ch_r == ch_w {
-                copy.pages(n, Two(u_r, u_w), One(&mut buses[ch_r]), tail, account)
+                copy.pages(n, Two::new(u_r, u_w), One::new(&mut buses[ch_r]), tail, account)
             } else {
                 let (b_r, b_w) = crate::mem::two_mut(buses, ch_r, ch_w);
-                copy.pages(n, Two(u_r, u_w), Two(b_r, b_w), tail, account)
+                copy.pages(n, Two::new(u_r, u_w), Two::new(b_r, b_w), tail, account)
             }
         };
         self.unit_free.set(unit_r, free_r);
