@@ -1154,6 +1154,7 @@ impl Simulation {
         let sim_time_s = m.last_completion.as_secs_f64();
         let per_s = |x: f64| if sim_time_s > 0.0 { x / sim_time_s } else { 0.0 };
         let stats = self.ftl.stats();
+        let (queueing_us, service_us) = m.split();
         let mut r = Report {
             ftl: self.ftl.name().into(),
             config: self.cfg.name.clone(),
@@ -1171,8 +1172,8 @@ impl Simulation {
             read_mb_s: per_s(m.bytes[0] as f64) / 1e6,
             write_mb_s: per_s(m.bytes[1] as f64) / 1e6,
             latency_us: m.latency(),
-            queueing_us: m.split().0,
-            service_us: m.split().1,
+            queueing_us,
+            service_us,
             host_pages_read: m.host_pages[0],
             host_pages_written: m.host_pages[1],
             host_pages_trimmed: m.host_pages[2],
@@ -1330,7 +1331,7 @@ struct ArrivalSpan {
     /// When requests completed (open loop only; 3 significant digits, so
     /// memory stays bounded however long the run): how many were still in
     /// the drive at the last arrival.
-    completions: Option<hdrhistogram::Histogram<u64>>,
+    completions: report::Buckets,
 }
 
 impl ArrivalSpan {
@@ -1347,13 +1348,14 @@ impl ArrivalSpan {
     }
 
     fn complete(&mut self, done: SimTime) {
-        report::record(self.completions.get_or_insert_with(report::new_hist), done.0);
+        self.completions.record(done.0);
     }
 
     /// Requests that completed after the last arrival (to the histogram's
     /// precision, 0.1% of its time).
     fn in_drive_at_last_arrival(&self) -> u64 {
-        self.completions.as_ref().map_or(0, |h| h.len() - h.count_between(0, self.last.0))
+        let h = self.completions.histogram();
+        h.len() - h.count_between(0, self.last.0)
     }
 }
 
