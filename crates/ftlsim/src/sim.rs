@@ -886,6 +886,11 @@ impl Simulation {
         // the forward map's cache miss has landed by the time each is served
         // (one command ahead was too close). Results are unchanged.
         let mut ahead: VecDeque<HostCmd> = VecDeque::with_capacity(LOOKAHEAD);
+        // For errors only: taken once, not at every command.
+        let source_name = src.name().to_owned();
+        // Power cuts are made, and what they must not lose tracked, only
+        // when configured (`durability` is set exactly then).
+        let durable = self.durability.is_some();
         loop {
             while ahead.len() < LOOKAHEAD {
                 let Some(n) = src.next_cmd()? else { break };
@@ -898,10 +903,12 @@ impl Simulation {
                 self.ctrl.prefetch_write(self.ftl.as_ref(), Span { start: n.start, sectors: n.sectors });
             }
             let Some(cmd) = ahead.pop_front() else { break };
-            let (cmd, moved) = fit_range(cmd, self.logical_sectors, opts.range, src.name(), index)?;
+            let (cmd, moved) = fit_range(cmd, self.logical_sectors, opts.range, &source_name, index)?;
             adjusted += moved as u64;
             let mut issue = arrivals.issue(&cmd);
-            issue = self.cut_if_due(issue, index)?;
+            if durable {
+                issue = self.cut_if_due(issue, index)?;
+            }
             arrivals_span.add(issue);
             if issue.0 > MAX_ARRIVAL_NS {
                 // Leaves the 64-bit ns clock room for service times: a later
@@ -925,8 +932,10 @@ impl Simulation {
                 let gathered = self.gather_ranges(cmd, &mut ahead, src, opts, &mut index, &mut ranges);
                 let served = gathered.and_then(|()| self.submit_trim(&ranges, issue));
                 let done = served.as_ref().copied().unwrap_or(issue);
-                for r in &ranges {
-                    self.track_durability(&HostCmd { start: r.start, sectors: r.sectors, ..cmd }, done);
+                if durable {
+                    for r in &ranges {
+                        self.track_durability(&HostCmd { start: r.start, sectors: r.sectors, ..cmd }, done);
+                    }
                 }
                 let pages = ranges.iter().map(|r| self.span_pages(r.start, r.sectors)).sum();
                 let bytes = ranges.iter().map(|r| r.sectors * SECTOR_BYTES).sum();
@@ -934,7 +943,9 @@ impl Simulation {
                 (served?, pages, bytes)
             } else {
                 let done = self.submit(&cmd, issue, None, None)?;
-                self.track_durability(&cmd, done);
+                if durable {
+                    self.track_durability(&cmd, done);
+                }
                 (done, self.pages_touched(&cmd), cmd.sectors * SECTOR_BYTES)
             };
             arrivals.complete(done);
