@@ -424,8 +424,6 @@ impl Simulation {
                 capacity: self.logical_sectors,
             });
         }
-        self.dev.no_cut_before(issue);
-        let span = Span { start: cmd.start, sectors: cmd.sectors };
         let bytes = cmd.sectors * SECTOR_BYTES;
         for (buf, what) in [(data.map(<[u8]>::len), "write data"), (out.as_deref().map(<[u8]>::len), "read buffer")] {
             if let Some(len) = buf {
@@ -434,6 +432,15 @@ impl Simulation {
                 }
             }
         }
+        self.serve(cmd, issue, data, out)
+    }
+
+    /// [`submit`](Self::submit) for a command known to be in range, with
+    /// span-sized buffers (as [`run`](Self::run) makes them).
+    fn serve(&mut self, cmd: &HostCmd, issue: SimTime, data: Option<&[u8]>, out: Option<&mut [u8]>) -> Result<SimTime> {
+        self.dev.no_cut_before(issue);
+        let span = Span { start: cmd.start, sectors: cmd.sectors };
+        let bytes = cmd.sectors * SECTOR_BYTES;
         if cmd.op == Op::Trim && cmd.sectors > 0 {
             return self.submit_trim(&[span], issue);
         }
@@ -942,7 +949,7 @@ impl Simulation {
                 self.trim_ranges = ranges;
                 (served?, pages, bytes)
             } else {
-                let done = self.submit(&cmd, issue, None, None)?;
+                let done = self.serve(&cmd, issue, None, None)?;
                 if durable {
                     self.track_durability(&cmd, done);
                 }
