@@ -424,8 +424,6 @@ impl Simulation {
                 capacity: self.logical_sectors,
             });
         }
-        self.dev.no_cut_before(issue);
-        let span = Span { start: cmd.start, sectors: cmd.sectors };
         let bytes = cmd.sectors * SECTOR_BYTES;
         for (buf, what) in [(data.map(<[u8]>::len), "write data"), (out.as_deref().map(<[u8]>::len), "read buffer")] {
             if let Some(len) = buf {
@@ -434,6 +432,15 @@ impl Simulation {
                 }
             }
         }
+        self.serve(cmd, issue, data, out)
+    }
+
+    /// [`submit`](Self::submit) for a command known to be in range, with
+    /// span-sized buffers (as [`run`](Self::run) makes them).
+    fn serve(&mut self, cmd: &HostCmd, issue: SimTime, data: Option<&[u8]>, out: Option<&mut [u8]>) -> Result<SimTime> {
+        self.dev.no_cut_before(issue);
+        let span = Span { start: cmd.start, sectors: cmd.sectors };
+        let bytes = cmd.sectors * SECTOR_BYTES;
         if cmd.op == Op::Trim && cmd.sectors > 0 {
             return self.submit_trim(&[span], issue);
         }
@@ -886,6 +893,11 @@ impl Simulation {
         // the forward map's cache miss has landed by the time each is served
         // (one command ahead was too close). Results are unchanged.
         let mut ahead: VecDeque<HostCmd> = VecDeque::with_capacity(LOOKAHEAD);
+        // For errors only: taken once, not at every command.
+        let source_name = src.name().to_owned();
+        // Power cuts are made, and what they must not lose tracked, only
+        // when configured (`durability` is set exactly then).
+        let durable = self.durability.is_some();
         loop {
             while ahead.len() < LOOKAHEAD {
                 let Some(n) = src.next_cmd()? else { break };
@@ -898,10 +910,12 @@ impl Simulation {
                 self.ctrl.prefetch_write(self.ftl.as_ref(), Span { start: n.start, sectors: n.sectors });
             }
             let Some(cmd) = ahead.pop_front() else { break };
-            let (cmd, moved) = fit_range(cmd, self.logical_sectors, opts.range, src.name(), index)?;
+            let (cmd, moved) = fit_range(cmd, self.logical_sectors, opts.range, &source_name, index)?;
             adjusted += moved as u64;
             let mut issue = arrivals.issue(&cmd);
-            issue = self.cut_if_due(issue, index)?;
+            if durable {
+                issue = self.cut_if_due(issue, index)?;
+            }
             arrivals_span.add(issue);
             if issue.0 > MAX_ARRIVAL_NS {
                 // Leaves the 64-bit ns clock room for service times: a later
@@ -925,16 +939,20 @@ impl Simulation {
                 let gathered = self.gather_ranges(cmd, &mut ahead, src, opts, &mut index, &mut ranges);
                 let served = gathered.and_then(|()| self.submit_trim(&ranges, issue));
                 let done = served.as_ref().copied().unwrap_or(issue);
-                for r in &ranges {
-                    self.track_durability(&HostCmd { start: r.start, sectors: r.sectors, ..cmd }, done);
+                if durable {
+                    for r in &ranges {
+                        self.track_durability(&HostCmd { start: r.start, sectors: r.sectors, ..cmd }, done);
+                    }
                 }
                 let pages = ranges.iter().map(|r| self.span_pages(r.start, r.sectors)).sum();
                 let bytes = ranges.iter().map(|r| r.sectors * SECTOR_BYTES).sum();
                 self.trim_ranges = ranges;
                 (served?, pages, bytes)
             } else {
-                let done = self.submit(&cmd, issue, None, None)?;
-                self.track_durability(&cmd, done);
+                let done = self.serve(&cmd, issue, None, None)?;
+                if durable {
+                    self.track_durability(&cmd, done);
+                }
                 (done, self.pages_touched(&cmd), cmd.sectors * SECTOR_BYTES)
             };
             arrivals.complete(done);
@@ -1154,6 +1172,7 @@ impl Simulation {
         let sim_time_s = m.last_completion.as_secs_f64();
         let per_s = |x: f64| if sim_time_s > 0.0 { x / sim_time_s } else { 0.0 };
         let stats = self.ftl.stats();
+        let (queueing_us, service_us) = m.split();
         let mut r = Report {
             ftl: self.ftl.name().into(),
             config: self.cfg.name.clone(),
@@ -1171,8 +1190,8 @@ impl Simulation {
             read_mb_s: per_s(m.bytes[0] as f64) / 1e6,
             write_mb_s: per_s(m.bytes[1] as f64) / 1e6,
             latency_us: m.latency(),
-            queueing_us: m.split().0,
-            service_us: m.split().1,
+            queueing_us,
+            service_us,
             host_pages_read: m.host_pages[0],
             host_pages_written: m.host_pages[1],
             host_pages_trimmed: m.host_pages[2],
@@ -1330,7 +1349,7 @@ struct ArrivalSpan {
     /// When requests completed (open loop only; 3 significant digits, so
     /// memory stays bounded however long the run): how many were still in
     /// the drive at the last arrival.
-    completions: Option<hdrhistogram::Histogram<u64>>,
+    completions: report::Buckets,
 }
 
 impl ArrivalSpan {
@@ -1347,13 +1366,14 @@ impl ArrivalSpan {
     }
 
     fn complete(&mut self, done: SimTime) {
-        report::record(self.completions.get_or_insert_with(report::new_hist), done.0);
+        self.completions.record(done.0);
     }
 
     /// Requests that completed after the last arrival (to the histogram's
     /// precision, 0.1% of its time).
     fn in_drive_at_last_arrival(&self) -> u64 {
-        self.completions.as_ref().map_or(0, |h| h.len() - h.count_between(0, self.last.0))
+        let h = self.completions.histogram();
+        h.len() - h.count_between(0, self.last.0)
     }
 }
 

@@ -167,7 +167,10 @@ impl Controller {
     /// Runs the background work due before `t` (the next host command's
     /// issue time), in time order; afterwards nothing is booked before `t`.
     pub fn run_until(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, t: SimTime) -> Result<()> {
-        self.run(ftl, dev, t)?;
+        // Called at every host command, most of which find nothing due.
+        if dev.has_wakes() || self.schedule.peek().is_some_and(|Reverse((time, ..))| *time < t) {
+            self.run(ftl, dev, t)?;
+        }
         self.now = self.now.max(t);
         dev.advance(t);
         Ok(())
@@ -212,16 +215,18 @@ impl Controller {
     fn run(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, t: SimTime) -> Result<SimTime> {
         let mut last = SimTime::ZERO;
         loop {
-            dev.take_wakes(&mut self.wakes);
-            for i in 0..self.wakes.len() {
-                let p = self.wakes[i];
-                if !self.queued[p as usize] {
-                    self.queued[p as usize] = true;
-                    let at = dev.plane_free(PlaneId(p)).max(self.now);
-                    self.push(at, p);
+            if dev.has_wakes() {
+                dev.take_wakes(&mut self.wakes);
+                for i in 0..self.wakes.len() {
+                    let p = self.wakes[i];
+                    if !self.queued[p as usize] {
+                        self.queued[p as usize] = true;
+                        let at = dev.plane_free(PlaneId(p)).max(self.now);
+                        self.push(at, p);
+                    }
                 }
+                self.wakes.clear();
             }
-            self.wakes.clear();
             let Some(&Reverse((time, _, task))) = self.schedule.peek() else { break };
             if time >= t {
                 break;
@@ -392,6 +397,7 @@ impl Controller {
 
     /// A host write whose data has crossed the link by `ready`; returns
     /// when it is complete (buffered, or on flash without a buffer).
+    #[inline]
     pub fn write(
         &mut self,
         ftl: &mut dyn Ftl,
@@ -405,6 +411,19 @@ impl Controller {
         if self.buffer.is_none() {
             return ftl.write(dev, span, issue, ready, data);
         }
+        self.write_buffered(ftl, dev, span, ready, data)
+    }
+
+    /// [`write`](Self::write) into the buffer (out of line: without one, a
+    /// write is a call to the FTL).
+    fn write_buffered(
+        &mut self,
+        ftl: &mut dyn Ftl,
+        dev: &mut Device,
+        span: Span,
+        ready: SimTime,
+        data: Option<&[u8]>,
+    ) -> Result<SimTime> {
         // Behind the buffer the write's own work is its host transfer: the
         // destages it starts are not, nor their waits for a bus (its wait
         // for room is counted as its stall).

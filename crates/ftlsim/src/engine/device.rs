@@ -1624,6 +1624,12 @@ impl Device {
         self.wakes.push(plane.0);
     }
 
+    /// Whether a plane was woken since the last [`take_wakes`](Self::take_wakes).
+    #[inline]
+    pub fn has_wakes(&self) -> bool {
+        !self.wakes.is_empty()
+    }
+
     /// The planes woken since the last call.
     pub fn take_wakes(&mut self, into: &mut Vec<u32>) {
         into.append(&mut self.wakes);

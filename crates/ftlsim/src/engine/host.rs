@@ -154,6 +154,7 @@ impl Arrivals {
 
 /// Applies the range policy. Returns the (possibly moved) command and whether
 /// it was moved.
+#[inline]
 pub fn fit_range(
     cmd: HostCmd,
     capacity: u64,
@@ -166,6 +167,19 @@ pub fn fit_range(
     if cmd.end().0 <= capacity && !scaling {
         return Ok((cmd, false));
     }
+    move_into_range(cmd, capacity, policy, source, index)
+}
+
+/// [`fit_range`] for a command it moves or refuses (out of line: the
+/// commands of almost every run are in range).
+#[cold]
+fn move_into_range(
+    cmd: HostCmd,
+    capacity: u64,
+    policy: RangePolicy,
+    source: &str,
+    index: u64,
+) -> Result<(HostCmd, bool)> {
     let out = |cmd: &HostCmd| Error::OutOfRange {
         source_name: source.to_string(),
         request: index,
