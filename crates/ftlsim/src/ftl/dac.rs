@@ -108,6 +108,10 @@ impl MapTable for DacMap {
         self.inner.moves_in_ram()
     }
 
+    fn live_bits(&self) -> Option<&[u64]> {
+        self.inner.live_bits()
+    }
+
     #[inline]
     fn moved(&mut self, dev: &mut Device, x: u32, from: u32, dst: Ppn, now: SimTime) {
         self.inner.moved(dev, x, from, dst, now);

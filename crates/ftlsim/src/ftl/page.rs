@@ -232,6 +232,14 @@ pub trait MapTable: Send + Sized + serde::Serialize + serde::de::DeserializeOwne
         false
     }
 
+    /// A bit per physical unit, set while an entry maps to it, where the
+    /// map keeps them ([`DramMap`]) and keeps no pages of its own on flash:
+    /// GC lists a victim's live units from them, a word at a time.
+    /// `None`: each unit is asked [`is_live`](Self::is_live).
+    fn live_bits(&self) -> Option<&[u64]> {
+        None
+    }
+
     /// GC has copied every live page of a victim and booked its erase
     /// (blocking GC's whole victim, or a preemptible job's last step).
     fn victim_done(&mut self, _plane: PlaneId) {}
@@ -345,6 +353,27 @@ impl DramMap {
     }
 }
 
+/// Fills `live` with the units of `units` whose bits are set in `bits`
+/// ([`DramMap`]'s live bits), a word at a time: a victim's 256 pages are
+/// four words.
+fn live_units(bits: &[u64], units: Range<u32>, live: &mut Vec<u32>) {
+    live.clear();
+    let mut u = units.start;
+    while u < units.end {
+        let (word, from) = (u as usize / 64, u % 64);
+        let to = (units.end - (u - from)).min(64);
+        let mut set = bits[word] >> from << from;
+        if to < 64 {
+            set &= (1 << to) - 1;
+        }
+        while set != 0 {
+            live.push((word * 64) as u32 + set.trailing_zeros());
+            set &= set - 1;
+        }
+        u += 64 - from;
+    }
+}
+
 /// Whether unit `u`'s bit is set in `live` ([`DramMap`]'s live bits).
 #[inline]
 fn unit_live(live: &[u64], u: u32) -> bool {
@@ -402,6 +431,10 @@ impl MapTable for DramMap {
 
     fn moves_in_ram(&self) -> bool {
         true
+    }
+
+    fn live_bits(&self) -> Option<&[u64]> {
+        Some(&self.live)
     }
 
     /// The source's bit from `from`, not from the entry: the entry is a
@@ -1532,13 +1565,29 @@ impl PageCore {
     /// erase is counted under: a block written mostly with the map's own
     /// pages is the map's cost.
     fn scan_live<M: MapTable>(&self, map: &M, dev: &Device, victim: BlockId, live: &mut Vec<u32>) -> Cause {
+        // Unit addresses: with one unit a page, PPNs.
+        let written = dev.array.written_pages(victim) << self.unit_shift;
+        let first = self.geo.ppn(victim, 0).0 << self.unit_shift;
+        if let Some(bits) = map.live_bits() {
+            live_units(bits, first..first + written, live);
+            if cfg!(debug_assertions) {
+                let mut by_entry = Vec::new();
+                let cause = self.scan_live_by_entry(map, dev, first..first + written, &mut by_entry);
+                assert_eq!((&live[..], Cause::Gc), (&by_entry[..], cause), "{victim}: live units by bit and by entry");
+            }
+            return Cause::Gc;
+        }
+        self.scan_live_by_entry(map, dev, first..first + written, live)
+    }
+
+    /// [`scan_live`](Self::scan_live) of units `units`, each asked
+    /// [`MapTable::is_live`].
+    fn scan_live_by_entry<M: MapTable>(&self, map: &M, dev: &Device, units: Range<u32>, live: &mut Vec<u32>) -> Cause {
         // A branch-free pass: the forward-map lookups are independent cache
         // misses the CPU can overlap, where a branch on each would serialize
         // them (this loop dominated run time).
-        // Unit addresses: with one unit a page, PPNs.
-        let written = dev.array.written_pages(victim) << self.unit_shift;
+        let (first, written) = (units.start, units.len() as u32);
         live.resize(written as usize, 0);
-        let first = self.geo.ppn(victim, 0).0 << self.unit_shift;
         let (mut n, mut table_pages) = (0, 0);
         for src in first..first + written {
             let lpn = dev.array.oob_unit_raw(src);
