@@ -103,6 +103,7 @@ impl Dftl {
             queue_bound: (pages as usize).max((geo.pages_per_block * geo.planes) as usize),
             fetched: Vec::new(),
             held: vec![0; geo.planes as usize],
+            rank: Vec::new(),
             paced: cfg.gc.mode == GcMode::Preemptible,
             ripe: 0,
         };
@@ -149,6 +150,9 @@ pub struct DftlMap {
     fetched: Vec<(u32, SimTime)>,
     /// Per plane, the translation pages whose current copy is there.
     held: Vec<u32>,
+    /// [`ranked`](Self::ranked)'s buffer.
+    #[serde(skip)]
+    rank: Vec<u64>,
     /// Preemptible GC: the engine's background steps write the rewrites
     /// due, one a plane at a time, and a translation only a plane's share
     /// of those past one a plane ([`write_backlog`](Self::write_backlog)).
@@ -180,8 +184,8 @@ impl DftlMap {
     /// 15% more than their share of the translation pages, plus one, on
     /// channels that do too (a plane's share is below one page on a small
     /// drive); among planes free at once, on the one whose channel, then
-    /// itself, holds the fewest. Returns each plane's rank: the channel's
-    /// count, then the plane's, or [`BARRED`] past the 15%.
+    /// itself, holds the fewest. Fills `rank` with each plane's rank: the
+    /// channel's count, then the plane's, or [`BARRED`] past the 15%.
     ///
     /// Free to go to the plane free soonest, a sequential fill writes one
     /// every `page size / 4` data pages, in step with the data's rotation,
@@ -200,21 +204,34 @@ impl DftlMap {
     /// 76% and 72%, reads 87% (measured before preconditioning left no
     /// rewrites to the run). Static allocation's cursor, shared with data,
     /// spreads them already.
-    fn spread(&self, geo: &Geometry) -> Vec<u64> {
-        let channel_of = |plane: usize| geo.channel_of(PlaneId(plane as u32)) as usize;
-        let mut per_channel = vec![0u64; geo.channels as usize];
-        for (plane, &n) in self.held.iter().enumerate() {
-            per_channel[channel_of(plane)] += n as u64;
+    fn spread(&self, geo: &Geometry, rank: &mut Vec<u64>) {
+        let total = self.held.iter().map(|&n| n as u64).sum::<u64>();
+        // `n` of `total` is near a share of `parts` if `n × parts × 100 ≤
+        // total × 115 + parts × 100`: the largest such `n`, found once.
+        let most = |parts: u32| (total * 115 + parts as u64 * 100) / (parts as u64 * 100);
+        let (plane_most, channel_most) = (most(geo.planes), most(geo.channels));
+        rank.resize(self.held.len(), BARRED);
+        // Planes are numbered channel by channel.
+        let per_channel = (geo.planes / geo.channels) as usize;
+        for (held, rank) in self.held.chunks_exact(per_channel).zip(rank.chunks_exact_mut(per_channel)) {
+            let channel = held.iter().map(|&n| n as u64).sum::<u64>();
+            for (r, &n) in rank.iter_mut().zip(held) {
+                let near = n as u64 <= plane_most && channel <= channel_most;
+                *r = if near { channel << 32 | n as u64 } else { BARRED };
+            }
         }
-        let total = per_channel.iter().sum::<u64>();
-        let near_share = |n: u64, parts: usize| n * parts as u64 * 100 <= total * 115 + parts as u64 * 100;
-        let (planes, channels) = (self.held.len(), per_channel.len());
-        let rank = |(plane, &n): (usize, &u32)| {
-            let channel = per_channel[channel_of(plane)];
-            let near = near_share(n as u64, planes) && near_share(channel, channels);
-            if near { channel << 32 | n as u64 } else { BARRED }
-        };
-        self.held.iter().enumerate().map(rank).collect()
+    }
+
+    /// `f` with the planes' ranks as [`spread`](Self::spread) has them now,
+    /// in a buffer kept for it: every translation write ranks the planes
+    /// (10.7 million in the bench drive's fill and overwrite), and a
+    /// buffer allocated each time was a good part of that cost.
+    fn ranked<R>(&mut self, dev: &mut Device, f: impl FnOnce(&mut Self, &mut Device, &mut [u64]) -> R) -> R {
+        let mut rank = std::mem::take(&mut self.rank);
+        self.spread(dev.geometry(), &mut rank);
+        let result = f(self, dev, &mut rank);
+        self.rank = rank;
+        result
     }
 
     /// Translation page `t`'s current copy goes from where the GTD had it
@@ -248,8 +265,7 @@ impl DftlMap {
     /// reads the old page (if any), programs the new one. Returns the
     /// program's end.
     fn write_back(&mut self, core: &mut PageCore, dev: &mut Device, t: u32, now: SimTime) -> Result<SimTime> {
-        let rank = self.spread(dev.geometry());
-        self.write_back_ranked(core, dev, t, now, &rank)
+        self.ranked(dev, |map, dev, rank| map.write_back_ranked(core, dev, t, now, rank))
     }
 
     /// [`write_back`](Self::write_back), the new copy among the planes
@@ -308,8 +324,7 @@ impl DftlMap {
         let planes = self.held.len();
         let excess = self.due.len().saturating_sub(planes);
         for _ in 0..excess.div_ceil(planes) {
-            let rank = self.spread(dev.geometry());
-            self.rewrite_oldest(core, dev, now, &rank)?;
+            self.ranked(dev, |map, dev, rank| map.rewrite_oldest(core, dev, now, rank))?;
         }
         Ok(())
     }
@@ -428,16 +443,17 @@ impl MapTable for DftlMap {
         if self.ripe == 0 {
             return Ok(None);
         }
-        let mut rank = self.spread(dev.geometry());
-        if rank[plane.idx()] == BARRED {
-            return Ok(None);
-        }
-        for (other, r) in rank.iter_mut().enumerate() {
-            if other != plane.idx() {
-                *r = BARRED;
+        self.ranked(dev, |map, dev, rank| {
+            if rank[plane.idx()] == BARRED {
+                return Ok(None);
             }
-        }
-        self.rewrite_oldest(core, dev, now, &rank)
+            for (other, r) in rank.iter_mut().enumerate() {
+                if other != plane.idx() {
+                    *r = BARRED;
+                }
+            }
+            map.rewrite_oldest(core, dev, now, rank)
+        })
     }
 
     #[inline]
@@ -526,8 +542,7 @@ impl MapTable for DftlMap {
         let t = lpn.0 / self.epp;
         if !is_mapped(self.gtd[t as usize]) {
             // Its translation page was on flash before the run too.
-            let rank = self.spread(dev.geometry());
-            let page = self.alloc_translation_page(core, dev, now, false, &rank)?;
+            let page = self.ranked(dev, |map, dev, rank| map.alloc_translation_page(core, dev, now, false, rank))?;
             dev.place(page, Lpn(self.logical + t), Payload::None)?;
             core.pool.add_valid(dev.geometry().block_of(page), now);
             self.relocated(dev.geometry(), t, page.0);
