@@ -1257,6 +1257,23 @@ mod tests {
         }
     }
 
+    /// The bitmap model's busy nanoseconds from `horizon` on, as intervals.
+    fn model_intervals(busy: &[bool], horizon: u64) -> Vec<(u64, u64)> {
+        let mut v: Vec<(u64, u64)> = Vec::new();
+        for (t, _) in busy.iter().enumerate().skip(horizon as usize).filter(|(_, b)| **b) {
+            match v.last_mut() {
+                Some(last) if last.1 == t as u64 => last.1 += 1,
+                _ => v.push((t as u64, t as u64 + 1)),
+            }
+        }
+        v
+    }
+
+    /// `c`'s intervals from `horizon` on (what lies before it is past).
+    fn held_after(c: &Calendar, horizon: u64) -> Vec<(u64, u64)> {
+        c.intervals().into_iter().filter(|&(_, e)| e > horizon).map(|(s, e)| (s.max(horizon), e)).collect()
+    }
+
     proptest! {
         /// `book_alone` leaves a calendar as catching up with the horizon,
         /// advancing to after everything booked and booking there would,
@@ -1338,19 +1355,8 @@ mod tests {
                 freed += start.0 + len - from;
             }
             prop_assert_eq!(c.busy_ns, booked_ns - freed);
-            let expected: Vec<(u64, u64)> = {
-                let mut v: Vec<(u64, u64)> = Vec::new();
-                for (t, _) in busy.iter().enumerate().skip(horizon as usize).filter(|(_, b)| **b) {
-                    match v.last_mut() {
-                        Some(last) if last.1 == t as u64 => last.1 += 1,
-                        _ => v.push((t as u64, t as u64 + 1)),
-                    }
-                }
-                v
-            };
-            let held: Vec<(u64, u64)> = c.intervals().into_iter().filter(|&(_, e)| e > horizon).collect();
-            let held: Vec<(u64, u64)> = held.into_iter().map(|(s, e)| (s.max(horizon), e)).collect();
-            prop_assert_eq!(&held, &expected);
+            let expected = model_intervals(&busy, horizon);
+            prop_assert_eq!(&held_after(&c, horizon), &expected);
             prop_assert_eq!(c.last_end().max(SimTime(horizon)), SimTime(expected.last().map_or(horizon, |&(_, e)| e)));
             for len in [1u64, 5, 17] {
                 let t = horizon as usize;
@@ -1395,19 +1401,7 @@ mod tests {
                 busy[expected..expected + len as usize].iter_mut().for_each(|b| *b = true);
                 t = start.0 + len;
             }
-            let expected: Vec<(u64, u64)> = {
-                let mut v: Vec<(u64, u64)> = Vec::new();
-                for (u, _) in busy.iter().enumerate().skip(horizon as usize).filter(|(_, b)| **b) {
-                    match v.last_mut() {
-                        Some(last) if last.1 == u as u64 => last.1 += 1,
-                        _ => v.push((u as u64, u as u64 + 1)),
-                    }
-                }
-                v
-            };
-            let held: Vec<(u64, u64)> = c.intervals().into_iter().filter(|&(_, e)| e > horizon).collect();
-            let held: Vec<(u64, u64)> = held.into_iter().map(|(s, e)| (s.max(horizon), e)).collect();
-            prop_assert_eq!(held, expected);
+            prop_assert_eq!(held_after(&c, horizon), model_intervals(&busy, horizon));
         }
 
         /// Long calendars (many chunks of intervals, some dropped as the
