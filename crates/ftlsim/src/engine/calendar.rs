@@ -115,8 +115,10 @@ impl Intervals {
         }
     }
 
-    /// [`insert_before_last`](Self::insert_before_last), a flat calendar's
-    /// place found from `hint`, which is left at the interval booked.
+    /// Books `[t, end)`, idle and starting before the last interval ends;
+    /// a flat calendar's place found from `hint` (see
+    /// [`Flat::first_ending_after_from`]; `usize::MAX`: none), which is
+    /// left at the interval booked.
     #[inline(always)]
     fn insert_before_last_hinted(&mut self, hint: &Cell<usize>, t: u64, end: u64) {
         match self {
@@ -137,19 +139,6 @@ impl Intervals {
         match self {
             Intervals::Flat(f) => f.all.get(f.first_ending_after(t)).copied(),
             Intervals::Chunked(c) => c.get(c.first_ending_after(t)),
-        }
-    }
-
-    /// Books `[t, end)`, idle and starting before the last interval ends.
-    #[inline]
-    fn insert_before_last(&mut self, t: u64, end: u64) {
-        match self {
-            Intervals::Flat(f) => {
-                if f.insert_before_last(t, end) && f.len() > CHUNKED_ABOVE {
-                    *self = Intervals::Chunked(Box::new(Chunked::from_sorted(f.live())));
-                }
-            }
-            Intervals::Chunked(c) => c.insert_before_last(t, end),
         }
     }
 
@@ -382,11 +371,6 @@ impl Flat {
 
     /// Inserts `[t, end)` among the intervals, merging it with those it
     /// touches; whether that added an interval.
-    #[inline]
-    fn insert_before_last(&mut self, t: u64, end: u64) -> bool {
-        self.insert_at(self.first_ending_after(t), t, end).0
-    }
-
     /// Books `[t, end)` before interval `i`, the first ending after `t`;
     /// whether that added an interval, and the index of the one holding
     /// `[t, end)` now.
@@ -826,7 +810,7 @@ impl Chunked {
         }
     }
 
-    /// As [`Flat::insert_before_last`]. A booking only fills a gap, so a
+    /// As [`Flat::insert_at`] where `t` falls. A booking only fills a gap, so a
     /// chunk's [bound](Self::gaps) on its longest gap stays one, but when
     /// the chunk gains a first interval, and with it a gap.
     fn insert_before_last(&mut self, t: u64, end: u64) {
@@ -1016,7 +1000,8 @@ impl Calendar {
     /// [`find_with_room`](Self::find_with_room) for one of a run of
     /// bookings at growing times, `hint` passed from each of the run's
     /// searches and bookings on this calendar to the next (start it at
-    /// `usize::MAX`; see [`Flat::first_ending_after_from`]).
+    /// `usize::MAX`; a hint that does not hold only costs the search it
+    /// would have saved: `Flat::first_ending_after_from`).
     #[inline(always)]
     pub fn find_with_room_hinted(
         &self,
@@ -1073,11 +1058,13 @@ impl Calendar {
 
     #[inline(never)]
     fn insert_among(&mut self, t: u64, end: u64) {
-        self.busy.insert_before_last(t, end);
+        self.busy.insert_before_last_hinted(&Cell::new(usize::MAX), t, end);
     }
 
     /// [`insert`](Self::insert) in a run of bookings, as
     /// [`find_with_room_hinted`](Self::find_with_room_hinted) searches.
+    /// (Its body and `insert`'s shared through a closure cost a GC copy
+    /// run ~117 instructions a host request on the foundation benchmark.)
     #[inline(always)]
     pub fn insert_hinted(&mut self, hint: &Cell<usize>, start: SimTime, len: Nanos) {
         let (t, end) = (start.0, start.0 + len.0);

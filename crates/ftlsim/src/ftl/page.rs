@@ -353,24 +353,49 @@ impl DramMap {
     }
 }
 
-/// Fills `live` with the units of `units` whose bits are set in `bits`
-/// ([`DramMap`]'s live bits), a word at a time: a victim's 256 pages are
-/// four words.
-fn live_units(bits: &[u64], units: Range<u32>, live: &mut Vec<u32>) {
-    live.clear();
-    let mut u = units.start;
-    while u < units.end {
-        let (word, from) = (u as usize / 64, u % 64);
-        let to = (units.end - (u - from)).min(64);
-        let mut set = bits[word] >> from << from;
-        if to < 64 {
-            set &= (1 << to) - 1;
+/// The soonest free time offered so far, and the least tie key among the
+/// planes offered at it (see [`PageCore::soonest_by_unit_where`]).
+struct Soonest {
+    time: u64,
+    key: u64,
+}
+
+impl Soonest {
+    const NONE: Soonest = Soonest { time: u64::MAX, key: u64::MAX };
+
+    /// A plane free at `t`, its tie key computed only if `t` is the soonest yet.
+    #[inline(always)]
+    fn offer(&mut self, t: u64, key: impl FnOnce() -> u64) {
+        if t > self.time {
+            return;
         }
-        while set != 0 {
-            live.push((word * 64) as u32 + set.trailing_zeros());
-            set &= set - 1;
+        if t < self.time {
+            *self = Soonest { time: t, key: u64::MAX };
         }
-        u += 64 - from;
+        self.key = self.key.min(key());
+    }
+
+    /// The least key at the soonest time; `None` if nothing was offered.
+    fn key(&self) -> Option<u64> {
+        (self.key != u64::MAX).then_some(self.key)
+    }
+}
+
+/// Appends the units among `pages` whose bits are set in `live`
+/// ([`DramMap`]'s live bits) to `out`, in order, a word at a time: a
+/// victim's 256 pages are four words (GC's and functional
+/// preconditioning's lists of live units).
+fn live_in(live: &[u64], pages: Range<u32>, out: &mut Vec<u32>) {
+    let mut p = pages.start;
+    while p < pages.end {
+        let (w, bit) = (p as usize / 64, p % 64);
+        let n = (64 - bit).min(pages.end - p);
+        let mut bits = live[w] >> bit & (u64::MAX >> (64 - n));
+        while bits != 0 {
+            out.push(p + bits.trailing_zeros());
+            bits &= bits - 1;
+        }
+        p += n;
     }
 }
 
@@ -1168,25 +1193,18 @@ impl PageCore {
     /// answer, as it depends on no visiting order.
     fn soonest_taking(&self, dev: &Device) -> Option<usize> {
         let (free_at, horizon, n) = (dev.unit_free_times(), dev.horizon().0, self.stripe.len());
-        let (mut soonest, mut best) = (u64::MAX, u64::MAX);
+        let mut soonest = Soonest::NONE;
         for (w, &word) in self.takes.iter().enumerate() {
             let mut bits = word;
             while bits != 0 {
                 let pos = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
                 let plane = self.stripe[pos];
-                let t = free_at[plane.idx()].0.max(horizon);
-                if t > soonest {
-                    continue;
-                }
-                if t < soonest {
-                    (soonest, best) = (t, u64::MAX);
-                }
                 let from_cursor = if pos >= self.cursor { pos - self.cursor } else { pos + n - self.cursor };
-                best = best.min(self.tie_key(plane, from_cursor));
+                soonest.offer(free_at[plane.idx()].0.max(horizon), || self.tie_key(plane, from_cursor));
             }
         }
-        (best != u64::MAX).then(|| self.stripe_index(best))
+        soonest.key().map(|key| self.stripe_index(key))
     }
 
     /// Takes a free block of `plane` from the pool.
@@ -1261,19 +1279,12 @@ impl PageCore {
         // found first and the branches on later times predicted. (From
         // plane 0, the soonest came anywhere and a fill spent a third of
         // its time here.)
-        let (mut soonest, mut best) = (u64::MAX, u64::MAX);
+        let mut soonest = Soonest::NONE;
         let mut visit = |from_cursor: usize, plane: PlaneId| {
-            if !eligible(plane) {
-                return;
+            if eligible(plane) {
+                let t = free_at[unit_of(plane.idx())].0.max(horizon);
+                soonest.offer(t, || self.tie_key(plane, from_cursor));
             }
-            let t = free_at[unit_of(plane.idx())].0.max(horizon);
-            if t > soonest {
-                return;
-            }
-            if t < soonest {
-                (soonest, best) = (t, u64::MAX);
-            }
-            best = best.min(self.tie_key(plane, from_cursor));
         };
         let (ahead, behind) = self.stripe.split_at(self.cursor);
         for (d, &plane) in behind.iter().enumerate() {
@@ -1282,7 +1293,7 @@ impl PageCore {
         for (d, &plane) in ahead.iter().enumerate() {
             visit(behind.len() + d, plane);
         }
-        (best != u64::MAX).then(|| self.stripe_index(best))
+        soonest.key().map(|key| self.stripe_index(key))
     }
 
     /// Dynamic allocation's preference among planes free at once (lower
@@ -1569,7 +1580,8 @@ impl PageCore {
         let written = dev.array.written_pages(victim) << self.unit_shift;
         let first = self.geo.ppn(victim, 0).0 << self.unit_shift;
         if let Some(bits) = map.live_bits() {
-            live_units(bits, first..first + written, live);
+            live.clear();
+            live_in(bits, first..first + written, live);
             if cfg!(debug_assertions) {
                 let mut by_entry = Vec::new();
                 let cause = self.scan_live_by_entry(map, dev, first..first + written, &mut by_entry);

@@ -202,21 +202,6 @@ fn map_units(fwd: &mut [u32], dev: &Device, units: std::ops::Range<u32>) {
     }
 }
 
-/// Appends the live pages among `pages` to `out`, in order.
-fn live_in(live: &[u64], pages: std::ops::Range<u32>, out: &mut Vec<u32>) {
-    let mut p = pages.start;
-    while p < pages.end {
-        let (w, bit) = (p as usize / 64, p % 64);
-        let n = (64 - bit).min(pages.end - p);
-        let mut bits = live[w] >> bit & (u64::MAX >> (64 - n));
-        while bits != 0 {
-            out.push(p + bits.trailing_zeros());
-            bits &= bits - 1;
-        }
-        p += n;
-    }
-}
-
 impl Functional<'_> {
     /// `c.overwrites` overwrites of valid units drawn uniformly, `c.batch`
     /// distinct ones to a page.
@@ -438,7 +423,7 @@ fn reclaim(
         core.geo.ppn(victim, 0).0 << shift..(core.geo.ppn(victim, 0).0 + dev.array.written_pages(victim)) << shift;
     let mut moving = std::mem::take(&mut core.live_scratch);
     moving.clear();
-    live_in(live, units.clone(), &mut moving);
+    super::live_in(live, units.clone(), &mut moving);
     set_range(live, units, false);
     let mut rest = &moving[..];
     let mut f = Functional { core, live, fwd, dev, now, page_time: Nanos::ZERO, staged: Vec::new() };
