@@ -297,12 +297,17 @@ impl NandArray {
             return Err(Error::Physics(format!("copy of pages of {block} into itself")));
         }
         // All checked before anything changes, so a refused run leaves no
-        // trace; in one pass (GC copies are most of a run's programs), the
-        // first bad page then told apart.
+        // trace. Each check is a pass of its own over the run, without
+        // branches per page (GC copies are most of a run's programs); only
+        // a refused run looks for its first bad page, to name it.
         let outside = |s: u32| s.wrapping_sub(src_first) >= src_written;
         let torn = |s: u32| !self.torn.is_empty() && self.torn.contains(&s);
-        let skipped = |s: u32| self.oob_lpn[(s as usize) << self.unit_shift] == NO_LPN;
-        if let Some(&s) = src.iter().find(|&&s| outside(s) || skipped(s) || torn(s)) {
+        let skipped = |s: u32| self.oob_lpn[s as usize] == NO_LPN;
+        let refused = src.iter().fold(false, |any, &s| any | outside(s))
+            || src.iter().fold(false, |any, &s| any | skipped(s))
+            || (!self.torn.is_empty() && src.iter().any(|&s| torn(s)));
+        if refused {
+            let &s = src.iter().find(|&&s| outside(s) || skipped(s) || torn(s)).expect("a refused page");
             if outside(s) {
                 self.check_readable(Ppn(s))?;
                 return Err(Error::Physics(format!("copy run mixes {src_block} with {}", Ppn(s))));
@@ -312,14 +317,19 @@ impl NandArray {
             }
             return Err(Error::Physics(format!("copy of {}: the page was skipped, it holds no data", Ppn(s))));
         }
+        let first = self.next_seq;
+        self.next_seq += src.len() as u64;
+        let oob = &mut self.oob_lpn[..];
         for (i, &s) in src.iter().enumerate() {
-            let d = dst.idx() + i;
-            self.oob_lpn[d] = self.oob_lpn[s as usize];
-            if let Some(seq) = &mut self.oob_seq {
-                seq[d] = self.next_seq;
+            oob[dst.idx() + i] = oob[s as usize];
+        }
+        if let Some(seq) = &mut self.oob_seq {
+            for (i, at) in seq[dst.idx()..dst.idx() + src.len()].iter_mut().enumerate() {
+                *at = first + i as u64;
             }
-            self.next_seq += 1;
-            if let Some(data) = &mut self.payload {
+        }
+        if let Some(data) = &mut self.payload {
+            for (i, &s) in src.iter().enumerate() {
                 data.copy((src_block.idx(), (s - src_first) as usize), (block.idx(), page as usize + i));
             }
         }
