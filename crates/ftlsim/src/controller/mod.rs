@@ -59,6 +59,7 @@ use cores::Cores;
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::collections::binary_heap::PeekMut;
 
 /// Task id of a destager in the schedule (plane ids are the others).
 const DESTAGE: u32 = u32::MAX;
@@ -166,6 +167,7 @@ impl Controller {
 
     /// Runs the background work due before `t` (the next host command's
     /// issue time), in time order; afterwards nothing is booked before `t`.
+    #[inline]
     pub fn run_until(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, t: SimTime) -> Result<()> {
         // Called at every host command, most of which find nothing due.
         if dev.has_wakes() || self.schedule.peek().is_some_and(|Reverse((time, ..))| *time < t) {
@@ -227,13 +229,14 @@ impl Controller {
                 }
                 self.wakes.clear();
             }
-            let Some(&Reverse((time, _, task))) = self.schedule.peek() else { break };
+            let Some(mut top) = self.schedule.peek_mut() else { break };
+            let Reverse((time, _, task)) = *top;
             if time >= t {
                 break;
             }
-            self.schedule.pop();
             self.now = self.now.max(time);
             if task == DESTAGE {
+                PeekMut::pop(top);
                 match self.destage(ftl, dev, time)? {
                     Some(done) => {
                         last = last.max(done);
@@ -246,9 +249,15 @@ impl Controller {
             let plane = PlaneId(task);
             let at = time.max(dev.plane_free(plane));
             if at >= t {
-                self.push(at, task); // the plane took host work meanwhile
+                // The plane took host work meanwhile: due again once free,
+                // as a fresh push would make it, moved in place (about
+                // every other host command finds a GC plane so, and a pop
+                // and a push cost two sifts).
+                self.inserted += 1;
+                *top = Reverse((at, self.inserted, task));
                 continue;
             }
+            PeekMut::pop(top);
             match ftl.background(dev, plane, at)? {
                 Some(next) => {
                     last = last.max(next);

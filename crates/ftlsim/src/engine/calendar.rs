@@ -161,12 +161,19 @@ impl Intervals {
     fn drop_until(&mut self, t: u64) {
         match self {
             Intervals::Flat(f) => f.drop_until(t),
-            Intervals::Chunked(c) => {
-                c.drop_until(t);
-                if c.len < FLAT_BELOW {
-                    *self = Intervals::Flat(Flat { all: c.to_vec(), ..Flat::default() });
-                }
-            }
+            Intervals::Chunked(_) => self.drop_chunked_until(t),
+        }
+    }
+
+    /// [`drop_until`](Self::drop_until) on chunks. Out of line, as is
+    /// every path of [`Calendar::advance_to`] but a flat calendar's: inlined
+    /// there, they made every call save and restore six registers.
+    #[inline(never)]
+    fn drop_chunked_until(&mut self, t: u64) {
+        let Intervals::Chunked(c) = self else { unreachable!("a chunked calendar") };
+        c.drop_until(t);
+        if c.len < FLAT_BELOW {
+            *self = Intervals::Flat(Flat { all: c.to_vec(), ..Flat::default() });
         }
     }
 
@@ -202,8 +209,15 @@ impl Intervals {
                 f.head = 0;
                 f.memo.set(None);
             }
-            Intervals::Chunked(_) => *self = Intervals::default(),
+            Intervals::Chunked(_) => self.unchunk(),
         }
+    }
+
+    /// An empty flat vector for chunks (out of line: see
+    /// [`drop_chunked_until`](Self::drop_chunked_until)).
+    #[inline(never)]
+    fn unchunk(&mut self) {
+        *self = Intervals::default();
     }
 
     fn len(&self) -> usize {
@@ -404,9 +418,17 @@ impl Flat {
             self.head += 1;
         }
         if reclaim_due(self.head, self.all.len()) {
-            self.all.drain(..self.head);
-            self.head = 0;
+            self.reclaim();
         }
+    }
+
+    /// Lets the passed intervals go (out of line: see
+    /// [`Intervals::drop_chunked_until`]).
+    #[cold]
+    #[inline(never)]
+    fn reclaim(&mut self) {
+        self.all.drain(..self.head);
+        self.head = 0;
     }
 
     fn remove(&mut self, t: u64, end: u64) {

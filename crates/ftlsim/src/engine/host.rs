@@ -110,6 +110,10 @@ pub struct Arrivals {
     time_scale: f64,
     last_arrival: SimTime,
     outstanding: BinaryHeap<Reverse<SimTime>>,
+    /// Closed loop: the slot last issued is still `outstanding`'s top,
+    /// which its completion replaces in place (one sift, where a pop and
+    /// a push were two).
+    issued_on_top: bool,
     pub clamped: u64,
 }
 
@@ -119,7 +123,7 @@ impl Arrivals {
             HostMode::Closed => (0..queue_depth).map(|_| Reverse(SimTime::ZERO)).collect(),
             HostMode::Open => BinaryHeap::new(),
         };
-        Arrivals { mode, time_scale, last_arrival: SimTime::ZERO, outstanding, clamped: 0 }
+        Arrivals { mode, time_scale, last_arrival: SimTime::ZERO, outstanding, issued_on_top: false, clamped: 0 }
     }
 
     /// Issue time of the next command.
@@ -139,7 +143,12 @@ impl Arrivals {
                 }
                 self.last_arrival
             }
-            HostMode::Closed => self.outstanding.pop().map_or(SimTime::ZERO, |Reverse(t)| t),
+            HostMode::Closed => {
+                if std::mem::replace(&mut self.issued_on_top, true) {
+                    self.outstanding.pop();
+                }
+                self.outstanding.peek().map_or(SimTime::ZERO, |&Reverse(t)| t)
+            }
         }
     }
 
@@ -147,7 +156,13 @@ impl Arrivals {
     #[inline]
     pub fn complete(&mut self, done: SimTime) {
         if self.mode == HostMode::Closed {
-            self.outstanding.push(Reverse(done));
+            if std::mem::take(&mut self.issued_on_top)
+                && let Some(mut top) = self.outstanding.peek_mut()
+            {
+                *top = Reverse(done);
+            } else {
+                self.outstanding.push(Reverse(done));
+            }
         }
     }
 }
