@@ -64,6 +64,13 @@ use std::collections::binary_heap::PeekMut;
 /// Task id of a destager in the schedule (plane ids are the others).
 const DESTAGE: u32 = u32::MAX;
 
+/// `task`'s schedule entry, due at `t`: among tasks due at once, the one
+/// scheduled first runs first (`inserted` counts the entries made).
+fn entry(inserted: &mut u64, t: SimTime, task: u32) -> Reverse<(SimTime, u64, u32)> {
+    *inserted += 1;
+    Reverse((t, *inserted, task))
+}
+
 #[derive(Serialize, Deserialize)]
 pub struct Controller {
     buffer: Option<WriteBuffer>,
@@ -161,8 +168,7 @@ impl Controller {
     }
 
     fn push(&mut self, t: SimTime, task: u32) {
-        self.inserted += 1;
-        self.schedule.push(Reverse((t, self.inserted, task)));
+        self.schedule.push(entry(&mut self.inserted, t, task));
     }
 
     /// Runs the background work due before `t` (the next host command's
@@ -253,8 +259,7 @@ impl Controller {
                 // as a fresh push would make it, moved in place (about
                 // every other host command finds a GC plane so, and a pop
                 // and a push cost two sifts).
-                self.inserted += 1;
-                *top = Reverse((at, self.inserted, task));
+                *top = entry(&mut self.inserted, at, task);
                 continue;
             }
             PeekMut::pop(top);

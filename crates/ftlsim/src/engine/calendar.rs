@@ -383,11 +383,9 @@ impl Flat {
         }
     }
 
-    /// Inserts `[t, end)` among the intervals, merging it with those it
-    /// touches; whether that added an interval.
-    /// Books `[t, end)` before interval `i`, the first ending after `t`;
-    /// whether that added an interval, and the index of the one holding
-    /// `[t, end)` now.
+    /// Books `[t, end)` before interval `i`, the first ending after `t`,
+    /// merging it with those it touches; whether that added an interval,
+    /// and the index of the one holding `[t, end)` now.
     #[inline(always)]
     fn insert_at(&mut self, i: usize, t: u64, end: u64) -> (bool, usize) {
         self.memo.set(None);

@@ -301,7 +301,8 @@ impl NandArray {
         // branches per page (GC copies are most of a run's programs); only
         // a refused run looks for its first bad page, to name it.
         let outside = |s: u32| s.wrapping_sub(src_first) >= src_written;
-        let torn = |s: u32| !self.torn.is_empty() && self.torn.contains(&s);
+        let torn = |s: u32| self.torn.contains(&s);
+        // Whole pages only (`unit_shift` is 0, refused above otherwise).
         let skipped = |s: u32| self.oob_lpn[s as usize] == NO_LPN;
         let refused = src.iter().fold(false, |any, &s| any | outside(s))
             || src.iter().fold(false, |any, &s| any | skipped(s))
