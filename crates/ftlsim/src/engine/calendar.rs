@@ -133,6 +133,22 @@ impl Intervals {
         }
     }
 
+    /// [`insert_before_last_hinted`](Self::insert_before_last_hinted) if
+    /// `[t, end)` is idle and the intervals flat; whether it booked. The
+    /// hint is left at the interval booked, or at the first ending after
+    /// `t` if none was (a flat calendar's).
+    #[inline(always)]
+    fn insert_if_idle(&mut self, hint: &Cell<usize>, t: u64, end: u64) -> bool {
+        let Intervals::Flat(f) = self else { return false };
+        let i = f.first_ending_after_from(hint.get(), t);
+        hint.set(i);
+        if f.all.get(i).is_some_and(|&(start, _)| start < end) {
+            return false;
+        }
+        self.insert_before_last_hinted(hint, t, end);
+        true
+    }
+
     /// The first interval ending after `t`.
     #[inline]
     fn first_ending_after(&self, t: u64) -> Option<(u64, u64)> {
@@ -1061,6 +1077,36 @@ impl Calendar {
         }
     }
 
+    /// Whether a booking at `t` starts there: nothing booked ends after
+    /// it, and it is not before the horizon ([`find`](Self::find) returns
+    /// `t` for any length).
+    #[inline(always)]
+    pub fn free_from(&self, t: SimTime) -> bool {
+        t.0 >= self.horizon && t.0 >= self.tail
+    }
+
+    /// Books `[start, start + len)` if it is idle and not before the
+    /// horizon, as [`find_with_room_hinted`](Self::find_with_room_hinted)
+    /// from `start` and [`insert_hinted`](Self::insert_hinted) there would;
+    /// whether it did. (A chunked calendar books nothing here: its caller
+    /// searches.)
+    #[inline(always)]
+    pub fn book_if_idle(&mut self, hint: &Cell<usize>, start: SimTime, len: Nanos) -> bool {
+        let (t, end) = (start.0, start.0 + len.0);
+        if t < self.horizon {
+            return false;
+        }
+        if t >= self.tail {
+            self.busy.append(t, end);
+            self.tail = end;
+        } else if !self.busy.insert_if_idle(hint, t, end) {
+            return false;
+        }
+        self.busy_ns += len.0;
+        debug_assert_eq!(self.tail, self.busy.last_end().unwrap_or(0), "the tail mirrors the last interval");
+        true
+    }
+
     /// Books `[start, start + len)`, which must be idle ([`find`](Self::find),
     /// [`fits`](Self::fits)).
     #[inline(always)]
@@ -1302,6 +1348,39 @@ mod tests {
             prop_assert_eq!(c.book_alone(SimTime(horizon), SimTime(earliest), Nanos(len)), start);
             prop_assert_eq!(c.intervals(), expected.intervals());
             prop_assert_eq!((c.horizon, c.tail, c.busy_ns), (expected.horizon, expected.tail, expected.busy_ns));
+        }
+
+        /// `book_if_idle` books exactly when a search from its start finds
+        /// it idle there for the whole length (and the calendar is flat),
+        /// leaving the calendar as that search and a booking there would,
+        /// over a run of bookings at growing times sharing one hint; a
+        /// chunked calendar books nothing.
+        #[test]
+        fn booking_if_idle_is_searching_and_booking_there(
+            before in prop::collection::vec((0u64..2000, 1u64..20), 0..80),
+            horizon in 0u64..1000,
+            run in prop::collection::vec((0u64..40, 1u64..30), 1..20),
+        ) {
+            let mut c = Calendar::default();
+            for (t, l) in before {
+                c.book(SimTime(t), Nanos(l));
+            }
+            c.advance(SimTime(horizon));
+            let mut expected = c.clone();
+            let (hint, mut t) = (Cell::new(usize::MAX), horizon.saturating_sub(100));
+            for (step, len) in run {
+                t += step;
+                let idle = expected.find_with_room(SimTime(t), Nanos(len)).0 == SimTime(t);
+                let searched = c.is_chunked() && t < c.tail;
+                let booked = c.book_if_idle(&hint, SimTime(t), Nanos(len));
+                prop_assert_eq!(booked, idle && !searched, "at {}", t);
+                if booked {
+                    expected.insert(SimTime(t), Nanos(len));
+                    t += len;
+                }
+                prop_assert_eq!(c.intervals(), expected.intervals());
+                prop_assert_eq!((c.tail, c.busy_ns), (expected.tail, expected.busy_ns));
+            }
         }
 
         /// Against a plain model (a bitmap of busy nanoseconds): every
