@@ -59,7 +59,6 @@ use cores::Cores;
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::collections::binary_heap::PeekMut;
 
 /// Task id of a destager in the schedule (plane ids are the others).
 const DESTAGE: u32 = u32::MAX;
@@ -171,6 +170,19 @@ impl Controller {
         self.schedule.push(entry(&mut self.inserted, t, task));
     }
 
+    /// The schedule's top task, just run, due again at `t`: moved in place
+    /// with the entry a push would make.
+    fn requeue_top(&mut self, t: SimTime, task: u32) {
+        let mut top = self.schedule.peek_mut().expect("the task run is at the top");
+        debug_assert_eq!(top.0.2, task, "the task run is at the top");
+        *top = entry(&mut self.inserted, t, task);
+    }
+
+    /// The schedule's top task, just run, is done.
+    fn drop_top(&mut self) {
+        self.schedule.pop();
+    }
+
     /// Runs the background work due before `t` (the next host command's
     /// issue time), in time order; afterwards nothing is booked before `t`.
     #[inline]
@@ -235,40 +247,45 @@ impl Controller {
                 }
                 self.wakes.clear();
             }
-            let Some(mut top) = self.schedule.peek_mut() else { break };
-            let Reverse((time, _, task)) = *top;
+            // The task stays at the top while it runs (nothing it does
+            // touches the schedule) and is moved in place if due again: one
+            // sift rather than a pop's and a push's, the same entry a push
+            // would make, so the same order.
+            let Some(&Reverse((time, _, task))) = self.schedule.peek() else { break };
             if time >= t {
                 break;
             }
             self.now = self.now.max(time);
             if task == DESTAGE {
-                PeekMut::pop(top);
-                match self.destage(ftl, dev, time)? {
+                match self.destage(ftl, dev, time).inspect_err(|_| self.drop_top())? {
                     Some(done) => {
                         last = last.max(done);
-                        self.push(done, DESTAGE);
+                        self.requeue_top(done, DESTAGE);
                     }
-                    None => self.idle_destagers += 1,
+                    None => {
+                        self.drop_top();
+                        self.idle_destagers += 1;
+                    }
                 }
                 continue;
             }
             let plane = PlaneId(task);
             let at = time.max(dev.plane_free(plane));
             if at >= t {
-                // The plane took host work meanwhile: due again once free,
-                // as a fresh push would make it, moved in place (about
-                // every other host command finds a GC plane so, and a pop
-                // and a push cost two sifts).
-                *top = entry(&mut self.inserted, at, task);
+                // The plane took host work meanwhile: due again once free
+                // (about every other host command finds a GC plane so).
+                self.requeue_top(at, task);
                 continue;
             }
-            PeekMut::pop(top);
-            match ftl.background(dev, plane, at)? {
+            match ftl.background(dev, plane, at).inspect_err(|_| self.drop_top())? {
                 Some(next) => {
                     last = last.max(next);
-                    self.push(next, task);
+                    self.requeue_top(next, task);
                 }
-                None => self.queued[task as usize] = false,
+                None => {
+                    self.drop_top();
+                    self.queued[task as usize] = false;
+                }
             }
             // A step may have paid off the last copy a plane owed, which
             // idle destagers were waiting for (`gc.debt = "background"`).
