@@ -133,20 +133,17 @@ impl Intervals {
         }
     }
 
-    /// [`insert_before_last_hinted`](Self::insert_before_last_hinted) if
-    /// `[t, end)` is idle and the intervals flat; whether it booked. The
-    /// hint is left at the interval booked, or at the first ending after
-    /// `t` if none was (a flat calendar's).
+    /// Whether a flat calendar's `[t, end)`, starting before its last
+    /// interval ends, is idle, looked up from `hint` (see
+    /// [`Flat::first_ending_after_from`]), which is left at the first
+    /// interval ending after `t`. A chunked calendar answers `false`: its
+    /// caller searches.
     #[inline(always)]
-    fn insert_if_idle(&mut self, hint: &Cell<usize>, t: u64, end: u64) -> bool {
+    fn idle_hinted(&self, hint: &Cell<usize>, t: u64, end: u64) -> bool {
         let Intervals::Flat(f) = self else { return false };
         let i = f.first_ending_after_from(hint.get(), t);
         hint.set(i);
-        if f.all.get(i).is_some_and(|&(start, _)| start < end) {
-            return false;
-        }
-        self.insert_before_last_hinted(hint, t, end);
-        true
+        f.all.get(i).is_none_or(|&(start, _)| start >= end)
     }
 
     /// The first interval ending after `t`.
@@ -1092,18 +1089,11 @@ impl Calendar {
     /// searches.)
     #[inline(always)]
     pub fn book_if_idle(&mut self, hint: &Cell<usize>, start: SimTime, len: Nanos) -> bool {
-        let (t, end) = (start.0, start.0 + len.0);
-        if t < self.horizon {
+        let t = start.0;
+        if t < self.horizon || (t < self.tail && !self.busy.idle_hinted(hint, t, t + len.0)) {
             return false;
         }
-        if t >= self.tail {
-            self.busy.append(t, end);
-            self.tail = end;
-        } else if !self.busy.insert_if_idle(hint, t, end) {
-            return false;
-        }
-        self.busy_ns += len.0;
-        debug_assert_eq!(self.tail, self.busy.last_end().unwrap_or(0), "the tail mirrors the last interval");
+        self.insert_hinted(hint, start, len);
         true
     }
 
