@@ -170,6 +170,12 @@ impl BlockPool {
         self.change_valid(b, 1, now);
     }
 
+    /// `n` pages of `b` became valid at once (a run of programs).
+    #[inline]
+    pub fn add_valid_pages(&mut self, b: BlockId, n: u32, now: SimTime) {
+        self.change_valid(b, n as i32, now);
+    }
+
     /// A page of `b` became invalid (overwritten, trimmed, or copied away).
     #[inline]
     pub fn invalidate(&mut self, b: BlockId, now: SimTime) {

@@ -271,6 +271,66 @@ impl NandArray {
         Ok(())
     }
 
+    /// Programs `rounds` pages of each block from its page `firsts[k]` on,
+    /// in turns: round `r` programs page `firsts[k] + r` of each block in
+    /// `firsts`' order, the `i`-th page so programmed holding LPN
+    /// `first_lpn + i` (no payload). What as many [`program`](Self::program)
+    /// calls in that order do (OOB, sequence numbers, write pointers), with
+    /// the checks made once: a sequential fill striped over planes.
+    pub fn program_rounds(&mut self, firsts: &[Ppn], rounds: u32, first_lpn: u32) -> Result<()> {
+        if self.unit_shift != 0 {
+            return Err(Error::Physics("whole-page programs of pages holding sub-page units: program units".into()));
+        }
+        let n = firsts.len() as u32;
+        if first_lpn as u64 + n as u64 * rounds as u64 > NO_LPN as u64 {
+            return Err(Error::Physics(format!(
+                "{rounds} rounds of {n} pages from LPN {first_lpn} reach the reserved LPN"
+            )));
+        }
+        let mut blocks = Vec::with_capacity(firsts.len());
+        for &first in firsts {
+            let (block, page) = self.check_programmable(first)?;
+            if page + rounds > self.geo.pages_per_block {
+                return Err(Error::Physics(format!(
+                    "{rounds} programs into {block} from page {page}: the block has {} pages",
+                    self.geo.pages_per_block
+                )));
+            }
+            blocks.push(block);
+        }
+        // Two runs on one block would program its pages out of order.
+        blocks.sort_unstable();
+        if let Some(w) = blocks.windows(2).find(|w| w[0] == w[1]) {
+            return Err(Error::Physics(format!("{} programmed in two runs of one round", w[0])));
+        }
+        let oob = &mut self.oob_lpn[..];
+        for (k, &first) in firsts.iter().enumerate() {
+            for r in 0..rounds {
+                oob[first.idx() + r as usize] = first_lpn + r * n + k as u32;
+            }
+        }
+        if let Some(seq) = &mut self.oob_seq {
+            for (k, &first) in firsts.iter().enumerate() {
+                for r in 0..rounds as u64 {
+                    seq[first.idx() + r as usize] = self.next_seq + r * n as u64 + k as u64;
+                }
+            }
+        }
+        if let Some(data) = &mut self.payload {
+            for &first in firsts {
+                let (block, page) = (self.geo.block_of(first), self.geo.page_in_block(first));
+                for r in 0..rounds {
+                    data.write(block.idx(), (page + r) as usize, None);
+                }
+            }
+        }
+        self.next_seq += n as u64 * rounds as u64;
+        for &first in firsts {
+            self.write_ptr[self.geo.block_of(first).idx()] += rounds as u16;
+        }
+        Ok(())
+    }
+
     /// Copies programmed pages of one block (`src`, ascending or not) into
     /// consecutive pages of another from `dst` on: GC's copy loop as one
     /// call, with the checks of [`read`](Self::read) and
@@ -296,18 +356,27 @@ impl NandArray {
         if src_block == block {
             return Err(Error::Physics(format!("copy of pages of {block} into itself")));
         }
-        // All checked before anything changes, so a refused run leaves no
-        // trace. Each check is a pass of its own over the run, without
-        // branches per page (GC copies are most of a run's programs); only
-        // a refused run looks for its first bad page, to name it.
+        // The OOB entries are copied as the sources are checked (inside the
+        // source block, not skipped: one pass without branches per page,
+        // GC copies being most of a run's programs); a refused run erases
+        // the destination's entries again (erased, they were `NO_LPN`), so
+        // it leaves no trace, and only then looks for its first bad page,
+        // to name it. Torn pages, rare, are looked for apart.
         let outside = |s: u32| s.wrapping_sub(src_first) >= src_written;
+        let (to, n) = (dst.idx(), src.len());
+        let oob = &mut self.oob_lpn[..];
+        debug_assert!(oob[to..to + n].iter().all(|&l| l == NO_LPN), "erased pages' OOB holds LPNs");
+        let mut bad = false;
+        for (i, &s) in src.iter().enumerate() {
+            // Whole pages only (`unit_shift` is 0, refused above otherwise).
+            let lpn = if outside(s) { NO_LPN } else { oob[s as usize] };
+            bad |= lpn == NO_LPN;
+            oob[to + i] = lpn;
+        }
         let torn = |s: u32| self.torn.contains(&s);
-        // Whole pages only (`unit_shift` is 0, refused above otherwise).
-        let skipped = |s: u32| self.oob_lpn[s as usize] == NO_LPN;
-        let refused = src.iter().fold(false, |any, &s| any | outside(s))
-            || src.iter().fold(false, |any, &s| any | skipped(s))
-            || (!self.torn.is_empty() && src.iter().any(|&s| torn(s)));
-        if refused {
+        if bad || (!self.torn.is_empty() && src.iter().any(|&s| torn(s))) {
+            self.oob_lpn[to..to + n].fill(NO_LPN);
+            let skipped = |s: u32| self.oob_lpn[s as usize] == NO_LPN;
             let &s = src.iter().find(|&&s| outside(s) || skipped(s) || torn(s)).expect("a refused page");
             if outside(s) {
                 self.check_readable(Ppn(s))?;
@@ -320,10 +389,6 @@ impl NandArray {
         }
         let first = self.next_seq;
         self.next_seq += src.len() as u64;
-        let oob = &mut self.oob_lpn[..];
-        for (i, &s) in src.iter().enumerate() {
-            oob[dst.idx() + i] = oob[s as usize];
-        }
         if let Some(seq) = &mut self.oob_seq {
             for (i, at) in seq[dst.idx()..dst.idx() + src.len()].iter_mut().enumerate() {
                 *at = first + i as u64;
@@ -340,19 +405,30 @@ impl NandArray {
 
     /// Checks `ppn` is its block's next programmable page; returns its block
     /// and page index.
+    /// The block and page of `ppn`, if it is the next page its block may
+    /// program. Inlined, its refusal out of line: every program passes here.
+    #[inline(always)]
     fn check_programmable(&self, ppn: Ppn) -> Result<(BlockId, u32)> {
+        if ppn.0 < self.geo.pages {
+            let (block, page) = (self.geo.block_of(ppn), self.geo.page_in_block(ppn));
+            if page == self.write_ptr[block.idx()] as u32 {
+                return Ok((block, page));
+            }
+        }
+        Err(self.unprogrammable(ppn))
+    }
+
+    /// Why `ppn` may not be programmed now.
+    #[cold]
+    #[inline(never)]
+    fn unprogrammable(&self, ppn: Ppn) -> Error {
         if ppn.0 >= self.geo.pages {
-            return Err(Error::Physics(format!("program of {ppn}: beyond the device's {} pages", self.geo.pages)));
+            return Error::Physics(format!("program of {ppn}: beyond the device's {} pages", self.geo.pages));
         }
         let (block, page) = (self.geo.block_of(ppn), self.geo.page_in_block(ppn));
         let wp = self.write_ptr[block.idx()] as u32;
-        if page != wp {
-            let why = if page < wp { "page is not erased" } else { "pages of a block must be programmed in order" };
-            return Err(Error::Physics(format!(
-                "program of {ppn} ({block}, page {page}): {why} (next programmable page is {wp})"
-            )));
-        }
-        Ok((block, page))
+        let why = if page < wp { "page is not erased" } else { "pages of a block must be programmed in order" };
+        Error::Physics(format!("program of {ppn} ({block}, page {page}): {why} (next programmable page is {wp})"))
     }
 
     /// Checks a page may be read and returns the LPN its OOB records.
@@ -643,6 +719,42 @@ mod tests {
         assert_eq!(a.oob_lpn(Ppn(6)), None);
         a.copy_run(&[0, 1], Ppn(6)).unwrap();
         assert_eq!(a.read(Ppn(7)).unwrap(), Lpn(2));
+    }
+
+    #[test]
+    fn program_rounds_is_page_by_page_programs_in_turns() {
+        let (mut rounds, mut one_by_one) = (array(true), array(true));
+        for a in [&mut rounds, &mut one_by_one] {
+            a.program(Ppn(8), Lpn(0), Payload::None).unwrap();
+        }
+        let firsts = [Ppn(9), Ppn(0), Ppn(4)];
+        rounds.program_rounds(&firsts, 3, 20).unwrap();
+        for (i, (r, first)) in (0..3).flat_map(|r| firsts.iter().map(move |f| (r, f))).enumerate() {
+            one_by_one.program(Ppn(first.0 + r), Lpn(20 + i as u32), Payload::None).unwrap();
+        }
+        for ppn in (0..16).map(Ppn) {
+            assert_eq!(rounds.oob_lpn(ppn), one_by_one.oob_lpn(ppn), "{ppn}");
+            assert_eq!(rounds.oob_seq(ppn), one_by_one.oob_seq(ppn), "{ppn}");
+            assert_eq!(rounds.page_data(ppn), one_by_one.page_data(ppn), "{ppn}");
+        }
+        for b in (0..4).map(BlockId) {
+            assert_eq!(rounds.written_pages(b), one_by_one.written_pages(b), "{b}");
+        }
+        assert_eq!(rounds.oob_lpn(Ppn(5)), Some(Lpn(25)), "round 1 of the third block: the 6th page");
+        // Refused as page-by-page programs would be, changing nothing.
+        let refuse = |a: &mut NandArray, firsts: &[u32], n: u32, why: &str| {
+            let firsts: Vec<Ppn> = firsts.iter().map(|&p| Ppn(p)).collect();
+            let e = a.program_rounds(&firsts, n, 40).unwrap_err().to_string();
+            assert!(e.contains(why), "{firsts:?} x {n}: {e}");
+        };
+        refuse(&mut rounds, &[2, 12], 1, "not erased");
+        refuse(&mut rounds, &[12, 14], 1, "in order");
+        refuse(&mut rounds, &[3, 7], 2, "the block has 4 pages");
+        refuse(&mut rounds, &[12, 12], 1, "two runs");
+        refuse(&mut rounds, &[12], 1 << 20, "the block has 4 pages");
+        assert!(rounds.program_rounds(&[Ppn(12)], 1, NO_LPN).unwrap_err().to_string().contains("reserved LPN"));
+        assert_eq!(rounds.written_pages(BlockId(3)), 0);
+        assert!(unit_array().program_rounds(&[Ppn(0)], 1, 0).unwrap_err().to_string().contains("units"));
     }
 
     /// Four 512-byte units a 2 KiB page.
