@@ -140,6 +140,14 @@ pub trait MapTable: Send + Sized + serde::Serialize + serde::de::DeserializeOwne
         x < self.entries() && self.get(x) == ppn
     }
 
+    /// Whether flash unit `ppn` holds the current copy of the entry its
+    /// OOB names ([`is_live`](Self::is_live)); a map keeping a bit per
+    /// unit answers without the OOB.
+    #[inline]
+    fn unit_is_live(&self, dev: &Device, ppn: u32) -> bool {
+        self.is_live(dev.array.oob_unit_raw(ppn), ppn)
+    }
+
     /// Translates host page `lpn` at `now`, making its entry ready for
     /// [`set`](Self::set); returns the value and when it is known.
     fn lookup(&mut self, core: &mut PageCore, dev: &mut Device, lpn: Lpn, now: SimTime) -> Result<(u32, SimTime)>;
@@ -222,6 +230,15 @@ pub trait MapTable: Send + Sized + serde::Serialize + serde::de::DeserializeOwne
     /// GC copied entry `x`'s page (unit) from `from`, its current value,
     /// to `dst`.
     fn moved(&mut self, dev: &mut Device, x: u32, from: u32, dst: Ppn, now: SimTime);
+
+    /// [`moved`](Self::moved) for each unit of `run` (a GC run), the
+    /// `i`-th to unit `first + i`, whose OOB names its entry.
+    fn moved_run(&mut self, dev: &mut Device, run: &[u32], first: u32, now: SimTime) {
+        for (i, &from) in run.iter().enumerate() {
+            let to = first + i as u32;
+            self.moved(dev, dev.array.oob_unit_raw(to), from, Ppn(to), now);
+        }
+    }
 
     /// Whether [`moved`](Self::moved) only changes tables in controller
     /// RAM (no flash or PCM operation): then a background GC step may
@@ -386,15 +403,51 @@ impl Soonest {
 /// victim's 256 pages are four words (GC's and functional
 /// preconditioning's lists of live units).
 fn live_in(live: &[u64], pages: Range<u32>, out: &mut Vec<u32>) {
+    // The bits of `pages` in the word holding `p`, from `p` on, and how
+    // many pages that word covers.
+    let word = |p: u32| {
+        let (w, bit) = (p as usize / 64, p % 64);
+        let n = (64 - bit).min(pages.end - p);
+        (live[w] >> bit & (u64::MAX >> (64 - n)), n)
+    };
+    // Counted first, so the units are written into place, not pushed (a
+    // push's capacity test and length update were half the loop).
+    let (mut p, mut count) = (pages.start, 0);
+    while p < pages.end {
+        let (bits, n) = word(p);
+        count += bits.count_ones() as usize;
+        p += n;
+    }
+    let start = out.len();
+    out.resize(start + count, 0);
+    let (into, mut k) = (&mut out[start..], 0);
+    p = pages.start;
+    while p < pages.end {
+        let (mut bits, n) = word(p);
+        while bits != 0 {
+            into[k] = p + bits.trailing_zeros();
+            k += 1;
+            bits &= bits - 1;
+        }
+        p += n;
+    }
+}
+
+/// Sets (`on`) or clears the bits of `pages`.
+#[inline]
+pub(super) fn set_range(live: &mut [u64], pages: std::ops::Range<u32>, on: bool) {
+    if pages.len() == 1 {
+        // A host page's (the loop below cost ~20 instructions an overwrite more).
+        let (w, bit) = (pages.start as usize / 64, 1 << (pages.start % 64));
+        live[w] = if on { live[w] | bit } else { live[w] & !bit };
+        return;
+    }
     let mut p = pages.start;
     while p < pages.end {
         let (w, bit) = (p as usize / 64, p % 64);
         let n = (64 - bit).min(pages.end - p);
-        let mut bits = live[w] >> bit & (u64::MAX >> (64 - n));
-        while bits != 0 {
-            out.push(p + bits.trailing_zeros());
-            bits &= bits - 1;
-        }
+        let mask = (u64::MAX >> (64 - n)) << bit;
+        live[w] = if on { live[w] | mask } else { live[w] & !mask };
         p += n;
     }
 }
@@ -426,6 +479,14 @@ impl MapTable for DramMap {
         let live = self.unit_live(ppn);
         debug_assert_eq!(live, self.fwd.get(x as usize).is_some_and(|&m| m == ppn), "unit {ppn}'s bit, entry {x}");
         live
+    }
+
+    #[inline]
+    fn unit_is_live(&self, dev: &Device, ppn: u32) -> bool {
+        if cfg!(debug_assertions) {
+            return self.is_live(dev.array.oob_unit_raw(ppn), ppn);
+        }
+        self.unit_live(ppn)
     }
 
     #[inline]
@@ -471,6 +532,19 @@ impl MapTable for DramMap {
         self.fwd[x as usize] = dst.0;
         self.set_live(from, false);
         self.set_live(dst.0, true);
+    }
+
+    /// The destination's live bits a word at a time, as their units are
+    /// consecutive.
+    fn moved_run(&mut self, dev: &mut Device, run: &[u32], first: u32, _: SimTime) {
+        self.ram_accesses += run.len() as u64;
+        let to = first..first + run.len() as u32;
+        for ((&from, &x), dst) in run.iter().zip(dev.array.oob_units_raw(to.clone())).zip(to.clone()) {
+            debug_assert_eq!(self.fwd[x as usize], from, "entry {x} moved from a unit it does not map to");
+            self.fwd[x as usize] = dst;
+            self.set_live(from, false);
+        }
+        set_range(&mut self.live, to, true);
     }
 
     fn placed(&mut self, _: &mut PageCore, _: &mut Device, lpn: Lpn, ppn: Ppn, _: SimTime) -> Result<()> {
@@ -1961,10 +2035,7 @@ impl PageCore {
         };
         // Packed from `dst` on: the i-th unit lands at unit address
         // `dst × units per page + i` (the map's value, a PPN for page units).
-        for (i, &from) in run.iter().enumerate() {
-            let to = (dst.0 << self.unit_shift) + i as u32;
-            map.moved(dev, dev.array.oob_unit_raw(to), from, Ppn(to), now);
-        }
+        map.moved_run(dev, run, dst.0 << self.unit_shift, now);
         self.pool.transfer_valid(victim, self.geo.block_of(dst), run.len() as u32, now);
         self.stats.gc_pages_copied += run.len() as u64;
         Ok(reads_done)
@@ -2660,7 +2731,7 @@ fn one_page_gc_runs() -> bool {
 fn next_live<M: MapTable>(map: &M, dev: &Device, pages: &[u32], next: &mut usize) -> Option<u32> {
     while let Some(&src) = pages.get(*next) {
         *next += 1;
-        if map.is_live(dev.array.oob_unit_raw(src), src) {
+        if map.unit_is_live(dev, src) {
             return Some(src);
         }
     }

@@ -253,6 +253,12 @@ impl NandArray {
         self.oob_lpn[u as usize]
     }
 
+    /// [`oob_unit_raw`](Self::oob_unit_raw) of each of `units`.
+    #[inline]
+    pub fn oob_units_raw(&self, units: std::ops::Range<u32>) -> &[u32] {
+        &self.oob_lpn[units.start as usize..units.end as usize]
+    }
+
     /// The bytes of unit address `u` (payload mode only).
     pub fn unit_data(&self, u: u32) -> Option<&[u8]> {
         let unit_bytes = self.geo.page_size as usize >> self.unit_shift;
@@ -364,14 +370,26 @@ impl NandArray {
         // to name it. Torn pages, rare, are looked for apart.
         let outside = |s: u32| s.wrapping_sub(src_first) >= src_written;
         let (to, n) = (dst.idx(), src.len());
-        let oob = &mut self.oob_lpn[..];
-        debug_assert!(oob[to..to + n].iter().all(|&l| l == NO_LPN), "erased pages' OOB holds LPNs");
+        // The source block's written entries and the destination's, apart
+        // (two blocks), so a source's lookup is its one range test.
+        let (from, into) = {
+            let (from, to_end) = (src_first as usize, to + n);
+            let oob = &mut self.oob_lpn[..];
+            if from < to {
+                let (lo, hi) = oob.split_at_mut(to);
+                (&lo[from..from + src_written as usize], &mut hi[..n])
+            } else {
+                let (lo, hi) = oob.split_at_mut(to_end);
+                (&hi[from - to_end..from - to_end + src_written as usize], &mut lo[to..])
+            }
+        };
+        debug_assert!(into.iter().all(|&l| l == NO_LPN), "erased pages' OOB holds LPNs");
         let mut bad = false;
-        for (i, &s) in src.iter().enumerate() {
+        for (at, &s) in into.iter_mut().zip(src) {
             // Whole pages only (`unit_shift` is 0, refused above otherwise).
-            let lpn = if outside(s) { NO_LPN } else { oob[s as usize] };
+            let lpn = from.get(s.wrapping_sub(src_first) as usize).copied().unwrap_or(NO_LPN);
             bad |= lpn == NO_LPN;
-            oob[to + i] = lpn;
+            *at = lpn;
         }
         let torn = |s: u32| self.torn.contains(&s);
         if bad || (!self.torn.is_empty() && src.iter().any(|&s| torn(s))) {

@@ -46,7 +46,7 @@
 //! least 4 KiB, one an overwrite) or whole pages (smaller units, pages of
 //! at most 4 KiB); others are refused, naming why.
 
-use super::{DramMap, PageCore};
+use super::{DramMap, PageCore, set_range};
 use crate::config::GcMode;
 use crate::engine::Device;
 use crate::error::{Error, Result};
@@ -268,25 +268,6 @@ struct Functional<'a> {
     page_time: Nanos,
     /// The LPNs of the units the next page programs.
     staged: Vec<u32>,
-}
-
-/// Sets (`on`) or clears the bits of `pages`.
-#[inline]
-fn set_range(live: &mut [u64], pages: std::ops::Range<u32>, on: bool) {
-    if pages.len() == 1 {
-        // A host page's (the loop below cost ~20 instructions an overwrite more).
-        let (w, bit) = (pages.start as usize / 64, 1 << (pages.start % 64));
-        live[w] = if on { live[w] | bit } else { live[w] & !bit };
-        return;
-    }
-    let mut p = pages.start;
-    while p < pages.end {
-        let (w, bit) = (p as usize / 64, p % 64);
-        let n = (64 - bit).min(pages.end - p);
-        let mask = (u64::MAX >> (64 - n)) << bit;
-        live[w] = if on { live[w] | mask } else { live[w] & !mask };
-        p += n;
-    }
 }
 
 /// Maps the LPN each of `units` holds (its OOB entry) to it.
