@@ -349,8 +349,7 @@ impl DramMap {
 
     #[inline]
     fn set_live(&mut self, u: u32, live: bool) {
-        let (word, bit) = (&mut self.live[u as usize / 64], 1 << (u % 64));
-        *word = if live { *word | bit } else { *word & !bit };
+        set_unit(&mut self.live, u, live);
     }
 
     /// The live bits anew from the entries.
@@ -403,34 +402,24 @@ impl Soonest {
 /// victim's 256 pages are four words (GC's and functional
 /// preconditioning's lists of live units).
 fn live_in(live: &[u64], pages: Range<u32>, out: &mut Vec<u32>) {
-    // The bits of `pages` in the word holding `p`, from `p` on, and how
-    // many pages that word covers.
-    let word = |p: u32| {
+    let mut p = pages.start;
+    while p < pages.end {
         let (w, bit) = (p as usize / 64, p % 64);
         let n = (64 - bit).min(pages.end - p);
-        (live[w] >> bit & (u64::MAX >> (64 - n)), n)
-    };
-    // Counted first, so the units are written into place, not pushed (a
-    // push's capacity test and length update were half the loop).
-    let (mut p, mut count) = (pages.start, 0);
-    while p < pages.end {
-        let (bits, n) = word(p);
-        count += bits.count_ones() as usize;
-        p += n;
-    }
-    let start = out.len();
-    out.resize(start + count, 0);
-    let (into, mut k) = (&mut out[start..], 0);
-    p = pages.start;
-    while p < pages.end {
-        let (mut bits, n) = word(p);
+        let mut bits = live[w] >> bit & (u64::MAX >> (64 - n));
         while bits != 0 {
-            into[k] = p + bits.trailing_zeros();
-            k += 1;
+            out.push(p + bits.trailing_zeros());
             bits &= bits - 1;
         }
         p += n;
     }
+}
+
+/// Sets (`on`) or clears unit `u`'s bit in `live`.
+#[inline(always)]
+pub(super) fn set_unit(live: &mut [u64], u: u32, on: bool) {
+    let (word, bit) = (&mut live[u as usize / 64], 1 << (u % 64));
+    *word = if on { *word | bit } else { *word & !bit };
 }
 
 /// Sets (`on`) or clears the bits of `pages`.
@@ -438,9 +427,7 @@ fn live_in(live: &[u64], pages: Range<u32>, out: &mut Vec<u32>) {
 pub(super) fn set_range(live: &mut [u64], pages: std::ops::Range<u32>, on: bool) {
     if pages.len() == 1 {
         // A host page's (the loop below cost ~20 instructions an overwrite more).
-        let (w, bit) = (pages.start as usize / 64, 1 << (pages.start % 64));
-        live[w] = if on { live[w] | bit } else { live[w] & !bit };
-        return;
+        return set_unit(live, pages.start, on);
     }
     let mut p = pages.start;
     while p < pages.end {

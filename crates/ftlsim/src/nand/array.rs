@@ -421,8 +421,6 @@ impl NandArray {
         Ok(())
     }
 
-    /// Checks `ppn` is its block's next programmable page; returns its block
-    /// and page index.
     /// The block and page of `ppn`, if it is the next page its block may
     /// program. Inlined, its refusal out of line: every program passes here.
     #[inline(always)]

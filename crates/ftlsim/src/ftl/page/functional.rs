@@ -46,7 +46,7 @@
 //! least 4 KiB, one an overwrite) or whole pages (smaller units, pages of
 //! at most 4 KiB); others are refused, naming why.
 
-use super::{DramMap, PageCore, set_range};
+use super::{DramMap, PageCore, set_range, set_unit};
 use crate::config::GcMode;
 use crate::engine::Device;
 use crate::error::{Error, Result};
@@ -307,7 +307,7 @@ impl Functional<'_> {
                     break u;
                 }
             };
-            set_range(self.live, old..old + 1, false);
+            set_unit(self.live, old, false);
             self.core.stale(self.core.geo.block_of(Ppn(old >> self.core.unit_shift)), self.now);
             self.staged.push(self.dev.array.oob_unit_raw(old));
             if self.staged.len() == c.batch {
@@ -363,7 +363,7 @@ impl Functional<'_> {
                         format!("functional preconditioning: logical page {lpn} maps to {old}, not its live copy");
                     return Err(Error::invariant("page", why));
                 }
-                set_range(self.live, old..old + 1, false);
+                set_unit(self.live, old, false);
                 self.core.stale(self.core.geo.block_of(Ppn(old >> shift)), self.now);
                 self.staged.push(lpn);
                 if self.staged.len() == 1 << shift {
@@ -384,19 +384,15 @@ impl Functional<'_> {
     /// pages, LPNs, order and counts as a page at a time, the pages found
     /// once a round's run rather than each. Returns the pages written.
     fn fill_rounds(&mut self, from: u64, filled: u64) -> Result<u64> {
-        let core = &mut *self.core;
-        let n = core.stripe.len();
-        if core.unit_shift != 0 || n == 0 {
+        let n = self.core.stripe.len();
+        if self.core.unit_shift != 0 || n == 0 {
             return Ok(0);
         }
         let mut rounds = ((filled - from) / n as u64).min(u32::MAX as u64) as u32;
         let mut firsts = Vec::with_capacity(n);
         for k in 0..n {
-            let plane = core.stripe[(core.cursor + k) % n];
-            let a = core.active[plane.idx() * core.streams];
-            let Some((first, room)) = (a != super::NO_BLOCK).then(|| core.room_in(&*self.dev, a)).flatten() else {
-                return Ok(0);
-            };
+            let plane = self.core.stripe[(self.core.cursor + k) % n];
+            let Some((first, room)) = self.host_room(plane) else { return Ok(0) };
             rounds = rounds.min(room);
             firsts.push(first);
         }
@@ -404,6 +400,7 @@ impl Functional<'_> {
             return Ok(0);
         }
         self.dev.array.program_rounds(&firsts, rounds, from as u32)?;
+        let core = &mut *self.core;
         for &first in &firsts {
             let written = first.0..first.0 + rounds;
             set_range(self.live, written.clone(), true);
@@ -423,15 +420,27 @@ impl Functional<'_> {
     /// [`next_page`](Self::next_page) were ~40% of an overwrite's cost).
     #[inline(always)]
     fn program_staged(&mut self) -> Result<()> {
-        let core = &*self.core;
-        let a = core.active[core.stripe[core.cursor].idx() * core.streams];
-        match (a != super::NO_BLOCK).then(|| core.room_in(&*self.dev, a)).flatten() {
+        match self.host_room(self.core.stripe[self.core.cursor]) {
             Some((ppn, _)) => {
                 self.core.cursor = self.next_cursor();
                 self.program_at(ppn)
             }
             None => self.program_staged_searching(),
         }
+    }
+
+    /// `plane`'s host block (its stream 0: preconditioning writes one).
+    #[inline(always)]
+    fn host_slot(&self, plane: PlaneId) -> usize {
+        plane.idx() * self.core.streams
+    }
+
+    /// The next page of `plane`'s host block and the pages left in it, if
+    /// it has a block with room (none is opened or closed here).
+    #[inline(always)]
+    fn host_room(&self, plane: PlaneId) -> Option<(Ppn, u32)> {
+        let a = self.core.active[self.host_slot(plane)];
+        (a != super::NO_BLOCK).then(|| self.core.room_in(&*self.dev, a)).flatten()
     }
 
     /// The stripe position after the cursor.
@@ -481,7 +490,7 @@ impl Functional<'_> {
     /// `PageCore::next_page` finds it: a host page opening a block first
     /// lets GC restore the plane's reserve; GC draws on the reserve.
     fn next_page(&mut self, plane: PlaneId, for_gc: bool) -> Result<Option<Ppn>> {
-        let slot = if for_gc { self.core.gc_slot(plane) } else { plane.idx() * self.core.streams };
+        let slot = if for_gc { self.core.gc_slot(plane) } else { self.host_slot(plane) };
         let mut collected = for_gc;
         loop {
             if let Some((ppn, _)) = self.core.active_page(&*self.dev, slot, self.now) {
