@@ -192,3 +192,32 @@ fn the_main_job_prints_what_the_readme_shows() {
     let block = readme_block(&readme, "main-job").expect("README has the main-job block");
     assert_eq!(block, now, "the simulator's results changed: rerun scripts/readme-numbers");
 }
+
+/// Every paper headline the stored runs give (each repro's table of claim,
+/// paper, ftlsim, verdict, reason) says why where it is not reproduced.
+#[test]
+fn every_headline_not_reproduced_says_why() {
+    let mut headlines = 0;
+    for (name, text) in blocks() {
+        let mut in_headlines = false;
+        for line in text.lines() {
+            if line.starts_with("| claim |") {
+                in_headlines = line.trim_end().ends_with("| verdict | reason |");
+                continue;
+            }
+            if !in_headlines || !line.starts_with('|') || line.starts_with("|---") {
+                in_headlines &= line.starts_with('|');
+                continue;
+            }
+            let cells: Vec<&str> = line.trim().trim_matches('|').split('|').map(str::trim).collect();
+            let (verdict, reason) = (cells[cells.len() - 2], cells[cells.len() - 1]);
+            assert!(
+                ["reproduced", "direction only", "differs"].contains(&verdict),
+                "{name}: verdict {verdict:?} in {line}"
+            );
+            assert!(verdict == "reproduced" || !reason.is_empty(), "{name}: {verdict} without a reason: {line}");
+            headlines += 1;
+        }
+    }
+    assert!(headlines >= 20, "only {headlines} headlines found in the stored runs' tables");
+}
