@@ -66,6 +66,7 @@ impl DacMap {
 impl MapTable for DacMap {
     const NAME: &'static str = "dac";
     const SERIAL_WRITES: bool = false;
+    const TABLE_PAGES: bool = false;
 
     fn entries(&self) -> u32 {
         self.inner.entries()

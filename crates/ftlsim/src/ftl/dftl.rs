@@ -375,6 +375,7 @@ impl DftlMap {
 impl MapTable for DftlMap {
     const NAME: &'static str = "dftl";
     const SERIAL_WRITES: bool = true;
+    const TABLE_PAGES: bool = true;
 
     fn entries(&self) -> u32 {
         self.logical + self.gtd.len() as u32

@@ -76,6 +76,7 @@ pub struct HatMap {
 impl MapTable for HatMap {
     const NAME: &'static str = "hat";
     const SERIAL_WRITES: bool = false;
+    const TABLE_PAGES: bool = false;
 
     fn entries(&self) -> u32 {
         self.m.entries()

@@ -126,6 +126,11 @@ pub trait MapTable: Send + Sized + serde::Serialize + serde::de::DeserializeOwne
     /// A write's data waits for its translation (DFTL, as HAT describes it),
     /// instead of only the bookkeeping of the old page doing so.
     const SERIAL_WRITES: bool;
+    /// The table keeps pages of its own on flash (entries past the logical
+    /// pages: DFTL's translation pages), whose GC copies count as mapping
+    /// work. Without them every copy is GC's, known without reading the
+    /// copied page's OOB.
+    const TABLE_PAGES: bool;
 
     /// Entries, data and table pages.
     fn entries(&self) -> u32;
@@ -447,6 +452,7 @@ fn unit_live(live: &[u64], u: u32) -> bool {
 
 impl MapTable for DramMap {
     const NAME: &'static str = "page";
+    const TABLE_PAGES: bool = false;
     const SERIAL_WRITES: bool = false;
 
     fn entries(&self) -> u32 {
@@ -1690,9 +1696,9 @@ impl PageCore {
     /// The cause a GC copy of a page holding `lpn` is counted under: the
     /// map's own pages are its cost.
     #[inline]
-    fn copy_cause(&self) -> impl Fn(Lpn) -> Cause + use<> {
+    fn copy_cause<M: MapTable>(&self) -> impl Fn(Lpn) -> Cause + use<M> {
         let logical = self.logical;
-        move |lpn: Lpn| if lpn.0 >= logical { Cause::Mapping } else { Cause::Gc }
+        move |lpn: Lpn| if M::TABLE_PAGES && lpn.0 >= logical { Cause::Mapping } else { Cause::Gc }
     }
 
     /// Multi-plane GC's next row on the die of `plane`: the die's stripe is
@@ -1782,7 +1788,7 @@ impl PageCore {
                 row.push((src, to));
             }
             if !row.is_empty() {
-                dev.copy_scatter(&row, now, self.copy_cause())?;
+                dev.copy_scatter(&row, now, self.copy_cause::<M>())?;
                 for &(src, to) in row.iter() {
                     map.moved(dev, dev.array.oob_unit_raw(to.0), src, to, now);
                     self.pool.transfer_valid(self.geo.block_of(Ppn(src)), self.geo.block_of(to), 1, now);
@@ -2012,7 +2018,7 @@ impl PageCore {
         now: SimTime,
         held: &mut u32,
     ) -> Result<SimTime> {
-        let cause_of = self.copy_cause();
+        let cause_of = self.copy_cause::<M>();
         let reads_done = if self.unit_shift == 0 {
             dev.copy_run(run, dst, now, cause_of)?
         } else {
