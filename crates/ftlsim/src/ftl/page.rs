@@ -1684,7 +1684,12 @@ impl PageCore {
     /// stream it adds after the map's, `gc.frontier = "separate"`), else
     /// the map's choice (stream 0 for a map without streams).
     fn gc_stream<M: MapTable>(&self, map: &mut M, x: u32) -> usize {
-        if self.streams > map.streams() { self.streams - 1 } else { map.gc_stream(x) }
+        self.own_gc_stream(map).unwrap_or_else(|| map.gc_stream(x))
+    }
+
+    /// The core's own GC frontier, if it adds one.
+    fn own_gc_stream<M: MapTable>(&self, map: &M) -> Option<usize> {
+        (self.streams > map.streams()).then_some(self.streams - 1)
     }
 
     /// `plane`'s active-block slot of GC's own stream (the last).
@@ -1979,12 +1984,16 @@ impl PageCore {
             let room = ((self.geo.pages_per_block - self.geo.page_in_block(dst)) as usize) << self.unit_shift;
             let limit = if runs_of_one { 1 } else { left.min(room) };
             run.clear();
+            run.reserve(limit);
             run.push(first);
+            // `gc_stream` in the loop, its part from `self` read before the
+            // job is borrowed (the job once, not a page).
+            let own_stream = self.own_gc_stream(map);
+            let job = &mut self.jobs[p];
             while run.len() < limit {
-                let job = &mut self.jobs[p];
                 let Some(src) = next_live(map, dev, &job.pages, &mut job.next) else { break };
                 if streams {
-                    let next_stream = self.gc_stream(map, dev.array.oob_unit_raw(src));
+                    let next_stream = own_stream.unwrap_or_else(|| map.gc_stream(dev.array.oob_unit_raw(src)));
                     if next_stream != stream {
                         carried = Some((src, next_stream));
                         break;
