@@ -754,7 +754,15 @@ impl<M: MapTable> PageMapped<M> {
     }
 
     pub fn with_map(cfg: &Config, dev: &Device, map: M) -> Result<PageMapped<M>> {
-        Ok(PageMapped { core: PageCore::new(cfg, dev, map.streams())?, map })
+        let core = PageCore::new(cfg, dev, map.streams())?;
+        debug_assert!(
+            M::TABLE_PAGES || map.entries() <= core.logical,
+            "{}: {} entries past {} logical ones, yet TABLE_PAGES is false",
+            M::NAME,
+            map.entries(),
+            core.logical
+        );
+        Ok(PageMapped { core, map })
     }
 
     /// Free blocks per plane that GC keeps in hand.
