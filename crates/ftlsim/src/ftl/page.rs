@@ -476,10 +476,9 @@ impl MapTable for DramMap {
 
     #[inline]
     fn unit_is_live(&self, dev: &Device, ppn: u32) -> bool {
-        if cfg!(debug_assertions) {
-            return self.is_live(dev.array.oob_unit_raw(ppn), ppn);
-        }
-        self.unit_live(ppn)
+        let live = self.unit_live(ppn);
+        debug_assert_eq!(live, self.is_live(dev.array.oob_unit_raw(ppn), ppn), "unit {ppn}'s live bit against the map");
+        live
     }
 
     #[inline]
@@ -973,6 +972,13 @@ impl PageCore {
         }
     }
 
+    /// The stripe position after the cursor.
+    #[inline(always)]
+    fn next_cursor(&self) -> usize {
+        let at = self.cursor + 1;
+        if at == self.stripe.len() { 0 } else { at }
+    }
+
     /// The next page of block `a`, if it has room, and the pages left in
     /// it (that one included).
     fn room_in(&self, dev: &Device, a: u32) -> Option<(Ppn, u32)> {
@@ -1108,7 +1114,7 @@ impl PageCore {
         }
         for _ in 0..self.stripe.len() {
             let plane = self.stripe[self.cursor];
-            self.cursor = (self.cursor + 1) % self.stripe.len();
+            self.cursor = self.next_cursor();
             if paced && self.allocation == Allocation::Static {
                 self.pay_gc_debt(map, dev, plane, now)?;
             }

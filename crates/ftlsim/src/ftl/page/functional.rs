@@ -422,7 +422,7 @@ impl Functional<'_> {
     fn program_staged(&mut self) -> Result<()> {
         match self.host_room(self.core.stripe[self.core.cursor]) {
             Some((ppn, _)) => {
-                self.core.cursor = self.next_cursor();
+                self.core.cursor = self.core.next_cursor();
                 self.program_at(ppn)
             }
             None => self.program_staged_searching(),
@@ -443,13 +443,6 @@ impl Functional<'_> {
         (a != super::NO_BLOCK).then(|| self.core.room_in(&*self.dev, a)).flatten()
     }
 
-    /// The stripe position after the cursor.
-    #[inline(always)]
-    fn next_cursor(&self) -> usize {
-        let at = self.core.cursor + 1;
-        if at == self.core.stripe.len() { 0 } else { at }
-    }
-
     /// [`program_staged`](Self::program_staged) where the cursor's plane
     /// has no room in its host block: it opens one (GC first, if due), or
     /// the next plane takes the page.
@@ -457,7 +450,7 @@ impl Functional<'_> {
     fn program_staged_searching(&mut self) -> Result<()> {
         for _ in 0..self.core.stripe.len() {
             let plane = self.core.stripe[self.core.cursor];
-            self.core.cursor = self.next_cursor();
+            self.core.cursor = self.core.next_cursor();
             if let Some(ppn) = self.next_page(plane, false)? {
                 return self.program_at(ppn);
             }
