@@ -57,17 +57,70 @@ use crate::units::{PlaneId, Sector, SimTime};
 use buffer::{BufferStats, SectorMask, WriteBuffer, overlay_held, sector_mask};
 use cores::Cores;
 use serde::{Deserialize, Serialize};
-use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// Task id of a destager in the schedule (plane ids are the others).
 const DESTAGE: u32 = u32::MAX;
 
-/// `task`'s schedule entry, due at `t`: among tasks due at once, the one
-/// scheduled first runs first (`inserted` counts the entries made).
-fn entry(inserted: &mut u64, t: SimTime, task: u32) -> Reverse<(SimTime, u64, u32)> {
+/// A task in the schedule, due at `due`: among tasks due at once, the one
+/// scheduled first runs first. Ordered for [`BinaryHeap`]'s max-heap with
+/// the soonest on top, comparing due time and insertion order as one
+/// integer (the order is unique, so the task never decides): sifting
+/// compares entries several times a host command behind a write buffer.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+struct Due {
+    due: SimTime,
+    order: u64,
+    task: u32,
+}
+
+impl Due {
+    #[inline(always)]
+    fn key(&self) -> u128 {
+        (self.due.0 as u128) << 64 | self.order as u128
+    }
+}
+
+impl PartialEq for Due {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Due {}
+
+impl PartialOrd for Due {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+    #[inline(always)]
+    fn le(&self, other: &Self) -> bool {
+        self.key() >= other.key()
+    }
+    #[inline(always)]
+    fn lt(&self, other: &Self) -> bool {
+        self.key() > other.key()
+    }
+    #[inline(always)]
+    fn ge(&self, other: &Self) -> bool {
+        self.key() <= other.key()
+    }
+    #[inline(always)]
+    fn gt(&self, other: &Self) -> bool {
+        self.key() < other.key()
+    }
+}
+
+impl Ord for Due {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other.key().cmp(&self.key())
+    }
+}
+
+/// `task`'s schedule entry, due at `t` (`inserted` counts the entries made).
+fn entry(inserted: &mut u64, t: SimTime, task: u32) -> Due {
     *inserted += 1;
-    Reverse((t, *inserted, task))
+    Due { due: t, order: *inserted, task }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -75,7 +128,7 @@ pub struct Controller {
     buffer: Option<WriteBuffer>,
     /// (time, insertion order, task): planes with background work, and
     /// busy destagers.
-    schedule: BinaryHeap<Reverse<(SimTime, u64, u32)>>,
+    schedule: BinaryHeap<Due>,
     inserted: u64,
     queued: Vec<bool>,
     idle_destagers: u32,
@@ -174,7 +227,7 @@ impl Controller {
     /// with the entry a push would make.
     fn requeue_top(&mut self, t: SimTime, task: u32) {
         let mut top = self.schedule.peek_mut().expect("the task run is at the top");
-        debug_assert_eq!(top.0.2, task, "the task run is at the top");
+        debug_assert_eq!(top.task, task, "the task run is at the top");
         *top = entry(&mut self.inserted, t, task);
     }
 
@@ -188,7 +241,7 @@ impl Controller {
     #[inline]
     pub fn run_until(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, t: SimTime) -> Result<()> {
         // Called at every host command, most of which find nothing due.
-        if dev.has_wakes() || self.schedule.peek().is_some_and(|Reverse((time, ..))| *time < t) {
+        if dev.has_wakes() || self.schedule.peek().is_some_and(|e| e.due < t) {
             self.run(ftl, dev, t)?;
         }
         self.now = self.now.max(t);
@@ -225,7 +278,7 @@ impl Controller {
     /// Forgets every pending task's time (the clock restarts at zero once
     /// everything has settled).
     pub fn restart_clock(&mut self) {
-        debug_assert!(self.schedule.iter().all(|Reverse((_, _, task))| *task == DESTAGE));
+        debug_assert!(self.schedule.iter().all(|e| e.task == DESTAGE));
         self.idle_destagers += self.schedule.len() as u32;
         self.schedule.clear();
         self.now = SimTime::ZERO;
@@ -251,7 +304,7 @@ impl Controller {
             // touches the schedule) and is moved in place if due again: one
             // sift rather than a pop's and a push's, the same entry a push
             // would make, so the same order.
-            let Some(&Reverse((time, _, task))) = self.schedule.peek() else { break };
+            let Some(&Due { due: time, task, .. }) = self.schedule.peek() else { break };
             if time >= t {
                 break;
             }
@@ -306,7 +359,7 @@ impl Controller {
     fn run_until_a_destage(&mut self, ftl: &mut dyn Ftl, dev: &mut Device) -> Result<bool> {
         let started = |c: &Self| c.buffer.as_ref().is_some_and(|b| b.next_retirement().is_some());
         while !started(self) {
-            let Some(&Reverse((time, ..))) = self.schedule.peek() else { return Ok(false) };
+            let Some(&Due { due: time, .. }) = self.schedule.peek() else { return Ok(false) };
             self.run(ftl, dev, time + crate::units::Nanos(1))?;
         }
         Ok(true)
@@ -663,6 +716,40 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// The schedule pops entries in (due time, insertion order) order,
+        /// as a heap of the plain triples reversed does, and its
+        /// comparisons agree with that order.
+        #[test]
+        fn schedule_pops_soonest_first_then_first_scheduled(
+            times in proptest::collection::vec(0u64..8, 1..64),
+            wide in proptest::prelude::any::<u64>(),
+        ) {
+            let (mut inserted, mut heap) = (0, BinaryHeap::new());
+            let mut plain = BinaryHeap::new();
+            for (i, &t) in times.iter().enumerate() {
+                // Times differing in the high bits too.
+                let t = SimTime(if i % 2 == 0 { t } else { wide.wrapping_add(t) });
+                let e = entry(&mut inserted, t, i as u32);
+                plain.push(std::cmp::Reverse((e.due, e.order, e.task)));
+                heap.push(e);
+            }
+            let entries: Vec<Due> = heap.iter().copied().collect();
+            for a in &entries {
+                for b in &entries {
+                    let expected = (b.due, b.order).cmp(&(a.due, a.order));
+                    proptest::prop_assert_eq!(a.cmp(b), expected);
+                    proptest::prop_assert_eq!(a < b, expected.is_lt());
+                    proptest::prop_assert_eq!(a <= b, expected.is_le());
+                    proptest::prop_assert_eq!(a > b, expected.is_gt());
+                    proptest::prop_assert_eq!(a >= b, expected.is_ge());
+                }
+            }
+            while let Some(e) = heap.pop() {
+                let std::cmp::Reverse(p) = plain.pop().expect("as many entries");
+                proptest::prop_assert_eq!((e.due, e.order, e.task), p);
+            }
+        }
+
         /// Against a bit-by-bit reading of the mask, for any page size.
         #[test]
         fn sector_runs_are_the_masks_runs(mask: u128, spp in 1u32..=128) {

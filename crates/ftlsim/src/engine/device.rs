@@ -155,7 +155,10 @@ fn slot(
     let mut start = unit.find(earliest, min_len);
     loop {
         let (slot, end) = end_of(start);
-        if end - start <= min_len {
+        // An operation ends after it starts: a plain subtraction (`SimTime`'s
+        // saturates), on every booking.
+        debug_assert!(end >= start);
+        if Nanos(end.0 - start.0) <= min_len {
             // Within the gap `find` found: idle, no need to look again.
             return (start, slot);
         }
