@@ -304,29 +304,43 @@ impl WriteBuffer {
     /// `None`: every slot is dirty or in flight, or the heap rule chose
     /// to give up a dirty page, which must be written back first.
     pub fn admit(&mut self, lpn: u32, mask: SectorMask, t: SimTime) -> Option<u32> {
-        if let Some(s) = self.lookup(lpn) {
-            self.stats.write_hits += 1;
-            let state = self.slots[s as usize].state;
-            if let Some(h) = self.heaps.as_mut() {
-                h.touch(s, t);
-                h.set_dirty(s, true);
-                self.slots[s as usize].state = SlotState::Dirty;
-                self.slots[s as usize].mask |= mask;
-                return Some(s);
-            }
-            match state {
-                SlotState::Dirty if self.policy == CachePolicy::Fifo => {}
-                SlotState::Dirty | SlotState::Clean => {
-                    self.unlink(s);
-                    self.push_back(s, SlotState::Dirty);
-                }
-                // Its destage ends as booked; the new data needs another.
-                SlotState::InFlight => self.push_back(s, SlotState::Dirty),
-                SlotState::Free => unreachable!("indexed slots are in use"),
-            }
-            self.slots[s as usize].mask |= mask;
-            return Some(s);
+        match self.lookup(lpn) {
+            Some(s) => Some(self.admit_hit(s, mask, t)),
+            None => self.admit_miss(lpn, mask, t),
         }
+    }
+
+    /// [`admit`](Self::admit) of a page found buffered in `s`.
+    fn admit_hit(&mut self, s: u32, mask: SectorMask, t: SimTime) -> u32 {
+        self.stats.write_hits += 1;
+        let state = self.slots[s as usize].state;
+        if let Some(h) = self.heaps.as_mut() {
+            h.touch(s, t);
+            h.set_dirty(s, true);
+            self.slots[s as usize].state = SlotState::Dirty;
+            self.slots[s as usize].mask |= mask;
+            return s;
+        }
+        match state {
+            SlotState::Dirty if self.policy == CachePolicy::Fifo => {}
+            SlotState::Dirty | SlotState::Clean => {
+                self.unlink(s);
+                self.push_back(s, SlotState::Dirty);
+            }
+            // Its destage ends as booked; the new data needs another.
+            SlotState::InFlight => self.push_back(s, SlotState::Dirty),
+            SlotState::Free => unreachable!("indexed slots are in use"),
+        }
+        self.slots[s as usize].mask |= mask;
+        s
+    }
+
+    /// [`admit`](Self::admit) of a page not buffered: a writer that found
+    /// no room admits again with this once room may have come (waiting
+    /// buffers no page: the page is still not buffered, and its index
+    /// entry need not be looked up again).
+    pub fn admit_miss(&mut self, lpn: u32, mask: SectorMask, t: SimTime) -> Option<u32> {
+        debug_assert!(self.lookup(lpn).is_none(), "page {lpn} is buffered");
         self.retire(t);
         let s = match self.free.pop() {
             Some(s) => s,

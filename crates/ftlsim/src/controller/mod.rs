@@ -516,11 +516,14 @@ impl Controller {
         for c in page_chunks(span, self.sectors_per_page) {
             let mask = sector_mask(c.first_sector, c.sectors);
             let mut t = ready;
+            let mut first = true;
             let slot = loop {
                 let buf = self.buffer.as_mut().expect("checked above");
-                if let Some(s) = buf.admit(c.lpn.0, mask, t) {
+                let admitted = if first { buf.admit(c.lpn.0, mask, t) } else { buf.admit_miss(c.lpn.0, mask, t) };
+                if let Some(s) = admitted {
                     break s;
                 }
+                first = false;
                 // No room. The heap rule chose a dirty page to give up:
                 // book its write-back now and wait for it.
                 if let Some(victim) = buf.dirty_victim() {
