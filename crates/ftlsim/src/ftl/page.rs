@@ -87,6 +87,13 @@
 //! placed reads) is [`PageMapped`], generic over where the forward map lives
 //! ([`MapTable`]): `page` keeps it whole in RAM ([`DramMap`]); `dftl` and
 //! `hat` cache it and pay to reach the rest, with the same data side.
+//!
+//! The functions a timed host write runs through, from `write_page` down to
+//! a GC run's `move_live`, are `#[inline(always)]` (each has one or two
+//! callers): the simulator's hot code is about the size of the CPU's
+//! instruction cache, and called out of line they took ~140 instructions a
+//! request more and a third more instruction-cache misses (valgrind's model
+//! of a 32 KiB L1i; docs/benchmarks.md, session 65).
 
 use super::pool::{BlockPool, BlockState};
 use super::recovery::{self, RecoveryReport, TrimJournal};
@@ -1058,6 +1065,7 @@ impl PageCore {
     /// A page for host data (`paced`: a timed write, which pays its share
     /// of the plane's GC job first): on the plane free soonest, or the next
     /// in stripe order; failing that, any plane with room.
+    #[inline(always)]
     pub(super) fn alloc_host_page<M: MapTable>(
         &mut self,
         map: &mut M,
@@ -1155,6 +1163,7 @@ impl PageCore {
     /// as the soonest so far. Neither compares every plane's key as
     /// [`soonest_in_stripe_by_scan`](Self::soonest_in_stripe_by_scan)
     /// does.
+    #[inline(always)]
     fn soonest_in_stripe(&self, dev: &Device) -> usize {
         // Units are dies only where `die_unit` says so; otherwise a plane
         // is its own unit (the common case), found without a division.
@@ -1272,6 +1281,7 @@ impl PageCore {
     /// [`soonest_by_unit_where`](Self::soonest_by_unit_where) (planes the
     /// units) among the planes [`takes`](Self::takes) holds: the same
     /// answer, as it depends on no visiting order.
+    #[inline(always)]
     fn soonest_taking(&self, dev: &Device) -> Option<usize> {
         let (free_at, horizon, n) = (dev.unit_free_times(), dev.horizon().0, self.stripe.len());
         let mut soonest = Soonest::NONE;
@@ -1961,6 +1971,7 @@ impl PageCore {
     /// one by one would give). `run` is scratch space. Returns the pages
     /// copied: 0 when the victim has no live page left.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn copy_job_runs<M: MapTable>(
         &mut self,
         map: &mut M,
@@ -2031,6 +2042,7 @@ impl PageCore {
     /// and moves their map entries and valid counts along; returns when the
     /// last page's data has left the victim.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn move_live<M: MapTable>(
         &mut self,
         map: &mut M,
@@ -2059,6 +2071,7 @@ impl PageCore {
 
     /// Makes the copies the host write about to land on `plane` owes its
     /// GC job, ahead of it, as few runs as fit.
+    #[inline(always)]
     fn pay_gc_debt<M: MapTable>(&mut self, map: &mut M, dev: &mut Device, plane: PlaneId, now: SimTime) -> Result<()> {
         self.accrue_gc_debt(plane);
         while self.jobs[plane.idx()].debt >= COPY {
@@ -2288,6 +2301,7 @@ impl PageCore {
     /// Writes `pieces`, runs of sectors of one logical page each with its
     /// bytes (payload mode), as one page: one program, and with any sector
     /// left out, one read of the old page (read-modify-write).
+    #[inline(always)]
     fn write_page<M: MapTable>(
         &mut self,
         map: &mut M,
