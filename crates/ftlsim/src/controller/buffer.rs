@@ -66,6 +66,12 @@ fn in_flight(end: SimTime, slot: u32, destages: u32) -> u128 {
     (end.0 as u128) << 64 | (slot as u128) << 32 | destages as u128
 }
 
+/// The (end, slot, destage number) an [`in_flight`] entry packs.
+#[inline(always)]
+fn unpack_in_flight(e: u128) -> (SimTime, u32, u32) {
+    (SimTime((e >> 64) as u64), (e >> 32) as u32, e as u32)
+}
+
 /// A doubly linked list threaded through the slots.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 struct List {
@@ -246,7 +252,7 @@ impl WriteBuffer {
     /// (or frees them, if their page was trimmed meanwhile).
     pub fn retire(&mut self, t: SimTime) {
         while let Some(&Reverse(e)) = self.in_flight.peek() {
-            let (end, s, n) = (SimTime((e >> 64) as u64), (e >> 32) as u32, e as u32);
+            let (end, s, n) = unpack_in_flight(e);
             if end > t {
                 break;
             }
@@ -265,12 +271,12 @@ impl WriteBuffer {
 
     /// The earliest end of a destage in flight.
     pub fn next_retirement(&self) -> Option<SimTime> {
-        self.in_flight.peek().map(|&Reverse(e)| SimTime((e >> 64) as u64))
+        self.in_flight.peek().map(|&Reverse(e)| unpack_in_flight(e).0)
     }
 
     /// The latest end of a destage in flight.
     pub fn last_retirement(&self) -> Option<SimTime> {
-        self.in_flight.iter().map(|&Reverse(e)| SimTime((e >> 64) as u64)).max()
+        self.in_flight.iter().map(|&Reverse(e)| unpack_in_flight(e).0).max()
     }
 
     /// The slot holding `lpn`, if buffered.
@@ -571,6 +577,7 @@ mod tests {
             let b = if same_end { (a.0, b.1, b.2) } else { b };
             let pack = |(e, s, n): (u64, u32, u32)| in_flight(SimTime(e), s, n);
             proptest::prop_assert_eq!(pack(a).cmp(&pack(b)), a.cmp(&b));
+            proptest::prop_assert_eq!(unpack_in_flight(pack(a)), (SimTime(a.0), a.1, a.2));
         }
     }
 

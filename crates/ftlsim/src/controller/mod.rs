@@ -516,34 +516,35 @@ impl Controller {
         for c in page_chunks(span, self.sectors_per_page) {
             let mask = sector_mask(c.first_sector, c.sectors);
             let mut t = ready;
-            let mut first = true;
+            let mut admitted = self.buffer.as_mut().expect("checked above").admit(c.lpn.0, mask, t);
             let slot = loop {
-                let buf = self.buffer.as_mut().expect("checked above");
-                let admitted = if first { buf.admit(c.lpn.0, mask, t) } else { buf.admit_miss(c.lpn.0, mask, t) };
                 if let Some(s) = admitted {
                     break s;
                 }
-                first = false;
+                let buf = self.buffer.as_mut().expect("checked above");
                 // No room. The heap rule chose a dirty page to give up:
                 // book its write-back now and wait for it.
                 if let Some(victim) = buf.dirty_victim() {
                     self.destage_slots(ftl, dev, t, &[victim])?;
-                    continue;
-                }
-                // Else wait for the first destage in flight to end, or
-                // start one now if none is.
-                match buf.next_retirement() {
-                    Some(end) => t = t.max(end),
-                    None => {
-                        // Destagers wait for planes' GC to be paid off
-                        // (`gc.debt = "background"`): run the background
-                        // work that lets one go rather than force a destage
-                        // that would pay the copies first.
-                        if !(ftl.destage_must_wait() && self.run_until_a_destage(ftl, dev)?) {
-                            self.drain_one(ftl, dev, t)?;
+                } else {
+                    // Else wait for the first destage in flight to end, or
+                    // start one now if none is.
+                    match buf.next_retirement() {
+                        Some(end) => t = t.max(end),
+                        None => {
+                            // Destagers wait for planes' GC to be paid off
+                            // (`gc.debt = "background"`): run the background
+                            // work that lets one go rather than force a destage
+                            // that would pay the copies first.
+                            if !(ftl.destage_must_wait() && self.run_until_a_destage(ftl, dev)?) {
+                                self.drain_one(ftl, dev, t)?;
+                            }
                         }
                     }
                 }
+                // Waiting buffered no page: this one is still not buffered,
+                // and its index entry need not be looked up again.
+                admitted = self.buffer.as_mut().expect("checked above").admit_miss(c.lpn.0, mask, t);
             };
             let buf = self.buffer.as_mut().expect("checked above");
             if let Some(data) = data {

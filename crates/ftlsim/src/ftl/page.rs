@@ -90,10 +90,12 @@
 //!
 //! The functions a timed host write runs through, from `write_page` down to
 //! a GC run's `move_live`, are `#[inline(always)]` (each has one or two
-//! callers): the simulator's hot code is about the size of the CPU's
-//! instruction cache, and called out of line they took ~140 instructions a
-//! request more and a third more instruction-cache misses (valgrind's model
-//! of a 32 KiB L1i; docs/benchmarks.md, session 65).
+//! callers; `alloc_host_page`, a one-line wrapper, is inlined anyway): the
+//! simulator's hot code is about the size of the CPU's instruction cache,
+//! and called out of line they took ~140 instructions a request more and
+//! about a quarter more instruction-cache misses (valgrind's model of a
+//! 32 KiB L1i, which swings by ±5 misses a request with unrelated layout
+//! changes; docs/benchmarks.md, session 65).
 
 use super::pool::{BlockPool, BlockState};
 use super::recovery::{self, RecoveryReport, TrimJournal};
@@ -1065,7 +1067,6 @@ impl PageCore {
     /// A page for host data (`paced`: a timed write, which pays its share
     /// of the plane's GC job first): on the plane free soonest, or the next
     /// in stripe order; failing that, any plane with room.
-    #[inline(always)]
     pub(super) fn alloc_host_page<M: MapTable>(
         &mut self,
         map: &mut M,
