@@ -437,6 +437,7 @@ impl Simulation {
 
     /// [`submit`](Self::submit) for a command known to be in range, with
     /// span-sized buffers (as [`run`](Self::run) makes them).
+    #[inline(always)]
     fn serve(&mut self, cmd: &HostCmd, issue: SimTime, data: Option<&[u8]>, out: Option<&mut [u8]>) -> Result<SimTime> {
         self.dev.no_cut_before(issue);
         let span = Span { start: cmd.start, sectors: cmd.sectors };

@@ -1596,8 +1596,17 @@ impl PageCore {
     }
 
     /// Erases the blocks [`stale`](Self::stale) found empty, those still
-    /// closed and empty (GC may have taken one meanwhile).
+    /// closed and empty (GC may have taken one meanwhile). The test is
+    /// inlined: every host write asks, and mostly there are none.
+    #[inline(always)]
     fn reclaim_empties(&mut self, dev: &mut Device, now: SimTime) -> Result<()> {
+        if self.empties.is_empty() {
+            return Ok(());
+        }
+        self.reclaim_empties_found(dev, now)
+    }
+
+    fn reclaim_empties_found(&mut self, dev: &mut Device, now: SimTime) -> Result<()> {
         while let Some(block) = self.empties.pop() {
             if self.pool.valid(block) != 0 || self.pool.state(block) != BlockState::Closed {
                 continue;
@@ -1918,6 +1927,20 @@ impl PageCore {
         now: SimTime,
         max: u32,
     ) -> Result<u32> {
+        self.gc_steps_inline(map, dev, plane, now, max)
+    }
+
+    /// [`gc_steps`](Self::gc_steps), inlined into the timed host write's
+    /// path (`pay_gc_debt`): the other callers share the out-of-line one.
+    #[inline(always)]
+    fn gc_steps_inline<M: MapTable>(
+        &mut self,
+        map: &mut M,
+        dev: &mut Device,
+        plane: PlaneId,
+        now: SimTime,
+        max: u32,
+    ) -> Result<u32> {
         let p = plane.idx();
         if self.jobs[p].victim == NO_BLOCK {
             return Ok(0);
@@ -2077,7 +2100,7 @@ impl PageCore {
         self.accrue_gc_debt(plane);
         while self.jobs[plane.idx()].debt >= COPY {
             let owed = self.jobs[plane.idx()].debt / COPY;
-            let steps = self.gc_steps(map, dev, plane, now, owed)?;
+            let steps = self.gc_steps_inline(map, dev, plane, now, owed)?;
             let job = &mut self.jobs[plane.idx()];
             job.debt = job.debt.saturating_sub(steps * COPY);
             if steps == 0 || job.victim == NO_BLOCK {

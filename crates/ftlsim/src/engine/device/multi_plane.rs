@@ -102,8 +102,20 @@ impl Device {
     /// Closes the batch; returns when its last program ends
     /// ([`SimTime::ZERO`] if it had none): final for the outermost batch,
     /// so far (provisional) for an inner one.
+    #[inline(always)]
     pub fn end_batch(&mut self) -> SimTime {
         debug_assert!(self.batch_depth > 0, "end_batch without begin_batch");
+        // Without multi-plane groups (the log empty) a host write's batch
+        // ends here, inlined; else out of line.
+        if self.batch_depth == 1 && self.batch_log.is_empty() {
+            self.batch_depth = 0;
+            self.batch_open = false;
+            return self.batch_done;
+        }
+        self.end_batch_logged()
+    }
+
+    fn end_batch_logged(&mut self) -> SimTime {
         self.batch_depth -= 1;
         let last = self.batch_log.iter().fold(self.batch_done, |last, &(_, done)| last.max(done));
         if self.batch_depth > 0 {
