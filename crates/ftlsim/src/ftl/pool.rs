@@ -179,8 +179,9 @@ impl BlockPool {
         self.blocks[b.idx()].last_change = now;
         self.link(b);
         if let Some(q) = self.fifo.get_mut(plane) {
-            self.blocks[b.idx()].close_serial = self.blocks[b.idx()].close_serial.wrapping_add(1);
-            q.push_back((b, self.blocks[b.idx()].close_serial));
+            let serial = &mut self.blocks[b.idx()].close_serial;
+            *serial = serial.wrapping_add(1);
+            q.push_back((b, *serial));
         }
     }
 
@@ -254,11 +255,9 @@ impl BlockPool {
     /// An erased block returns to its plane's free queue. Its valid count
     /// must have dropped to zero: erasing live data is an FTL bug.
     pub fn release(&mut self, b: BlockId) -> Result<()> {
-        if self.blocks[b.idx()].valid != 0 {
-            return Err(Error::invariant(
-                "block pool",
-                format!("{b} released with {} valid pages", self.blocks[b.idx()].valid),
-            ));
+        let valid = self.blocks[b.idx()].valid;
+        if valid != 0 {
+            return Err(Error::invariant("block pool", format!("{b} released with {valid} valid pages")));
         }
         let plane = self.plane_of(b);
         match self.blocks[b.idx()].state {
