@@ -18,6 +18,10 @@ use serde::{Deserialize, Serialize};
 /// or virtual page number reaches it: they are below the drive's size).
 const EMPTY: u64 = u64::MAX;
 
+/// Entries kept per key at least: the table is at most a quarter full
+/// (see the module's comment), from creation and as it grows.
+const ENTRIES_PER_KEY: usize = 4;
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SlotIndex {
     entries: Vec<u64>,
@@ -29,7 +33,7 @@ pub struct SlotIndex {
 impl SlotIndex {
     /// An index for up to `n` keys without growing.
     pub fn with_capacity(n: usize) -> SlotIndex {
-        let bits = (4 * n.max(4)).next_power_of_two().trailing_zeros();
+        let bits = (ENTRIES_PER_KEY * n.max(4)).next_power_of_two().trailing_zeros();
         SlotIndex { entries: vec![EMPTY; 1 << bits], bits, len: 0 }
     }
 
@@ -94,7 +98,7 @@ impl SlotIndex {
         }
         self.entries[i] = entry;
         self.len += 1;
-        if 4 * self.len > self.entries.len() {
+        if ENTRIES_PER_KEY * self.len > self.entries.len() {
             self.grow();
         }
         None
