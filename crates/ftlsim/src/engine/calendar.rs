@@ -279,6 +279,9 @@ struct Flat {
     /// insertion at that start look up again (a unit behind a GC copy run
     /// holds its later bookings, so each copy's read searches among them).
     memo: Cell<Option<(u64, usize)>>,
+    /// The intervals a run of periodic bookings goes among, moved aside
+    /// while they merge (kept to reuse the allocation).
+    spare: Vec<(u64, u64)>,
 }
 
 impl Flat {
@@ -420,6 +423,118 @@ impl Flat {
             }
         }
         (false, if joins_prev { i - 1 } else { i })
+    }
+
+    /// Books `[t, t + len)` for `t` = `first`, `first + period`, ... (at
+    /// most `max`; `len < period`) while each is idle; how many it booked,
+    /// and the index of the interval holding the last. `tail`: the last
+    /// interval's end (0 with none). One pass over the intervals among
+    /// them, not a search and a shift of the rest for each.
+    fn book_periodic(
+        &mut self,
+        hint: usize,
+        first: u64,
+        (period, len): (u64, u64),
+        max: usize,
+        tail: u64,
+    ) -> (usize, usize) {
+        // Those starting before the tail go among the intervals, as long as
+        // each is idle; from the tail on, all are.
+        let n = self.all.len();
+        let from = if first < tail { self.first_ending_after_from(hint, first) } else { n };
+        let (mut i, mut among, mut t, mut touches) = (from, 0, first, false);
+        while among < max && t < tail {
+            // The last interval ends after `t`: `i` stays in bounds.
+            while self.all[i].1 <= t {
+                i += 1;
+            }
+            let next = self.all[i].0;
+            if next < t + len {
+                break;
+            }
+            touches |= next == t + len || (i > self.head && self.all[i - 1].1 == t);
+            among += 1;
+            t += period;
+        }
+        let booked = if among < max && t < tail { among } else { max };
+        if booked == 0 {
+            return (0, 0);
+        }
+        self.memo.set(None);
+        let at = |k: usize| first + k as u64 * period;
+        let mut held = 0;
+        if touches {
+            held = self.merge_touching(from, among, at, len);
+        } else if among > 0 {
+            // Merged from the back, each interval moved once.
+            self.all.resize(n + among, (0, 0));
+            let all = &mut self.all[..];
+            let (mut src, mut dst) = (n, n + among);
+            held = n + among - 1;
+            for k in (0..among).rev() {
+                let s = at(k);
+                while src > from && all[src - 1].0 > s {
+                    (src, dst) = (src - 1, dst - 1);
+                    all[dst] = all[src];
+                }
+                dst -= 1;
+                all[dst] = (s, s + len);
+                if k == among - 1 {
+                    held = dst;
+                }
+            }
+        }
+        if booked > among {
+            // After every interval; the first may touch the last.
+            let mut k = among;
+            let (head, n) = (self.head, self.all.len());
+            if let Some(last) = self.all.last_mut()
+                && n > head
+                && last.1 == at(k)
+            {
+                last.1 = at(k) + len;
+                k += 1;
+            }
+            self.all.extend((k..booked).map(|k| (at(k), at(k) + len)));
+            held = self.all.len() - 1;
+        }
+        (booked, held)
+    }
+
+    /// [`book_periodic`](Self::book_periodic)'s first `among` bookings,
+    /// `[at(k), at(k) + len)`, where some touch an interval (and merge with
+    /// it): the intervals from `from` on moved aside and put back among
+    /// them. The index of the interval holding the last.
+    #[cold]
+    #[inline(never)]
+    fn merge_touching(&mut self, from: usize, among: usize, at: impl Fn(usize) -> u64, len: u64) -> usize {
+        let head = self.head;
+        let push = |all: &mut Vec<(u64, u64)>, (s, e): (u64, u64)| {
+            let n = all.len();
+            match all.last_mut() {
+                Some(last) if n > head && last.1 == s => last.1 = e,
+                _ => all.push((s, e)),
+            }
+        };
+        let mut rest = std::mem::take(&mut self.spare);
+        rest.clear();
+        rest.extend_from_slice(&self.all[from..]);
+        self.all.truncate(from);
+        let (mut r, mut held) = (0, 0);
+        for k in 0..among {
+            let s = at(k);
+            while rest[r].0 < s {
+                push(&mut self.all, rest[r]);
+                r += 1;
+            }
+            push(&mut self.all, (s, s + len));
+            held = self.all.len() - 1;
+        }
+        for &iv in &rest[r..] {
+            push(&mut self.all, iv);
+        }
+        self.spare = rest;
+        held
     }
 
     #[inline]
@@ -1097,6 +1212,40 @@ impl Calendar {
         true
     }
 
+    /// Books `[t, t + len)` for `t` = `first`, `first + period`, ... (at
+    /// most `max`) while each is idle and not before the horizon, as that
+    /// many [`book_if_idle`](Self::book_if_idle)s in turn would (`len <
+    /// period`: each ends before the next starts, so booking it leaves the
+    /// next as idle as it was); how many it booked. `hint` as
+    /// `book_if_idle`'s. (A chunked calendar books none here: its caller
+    /// books each by search.) A GC copy run going straight on books its
+    /// transfers so.
+    pub fn book_periodic_if_idle(
+        &mut self,
+        hint: &Cell<usize>,
+        first: SimTime,
+        period: Nanos,
+        len: Nanos,
+        max: usize,
+    ) -> usize {
+        debug_assert!(len < period, "periodic bookings apart");
+        if first.0 < self.horizon {
+            return 0;
+        }
+        let Intervals::Flat(f) = &mut self.busy else { return 0 };
+        let (booked, held) = f.book_periodic(hint.get(), first.0, (period.0, len.0), max, self.tail);
+        if booked > 0 {
+            hint.set(held);
+            self.busy_ns += booked as u64 * len.0;
+            self.tail = self.tail.max(first.0 + (booked as u64 - 1) * period.0 + len.0);
+            if f.len() > CHUNKED_ABOVE {
+                self.busy = Intervals::Chunked(Box::new(Chunked::from_sorted(f.live())));
+            }
+        }
+        debug_assert_eq!(self.tail, self.busy.last_end().unwrap_or(0), "the tail mirrors the last interval");
+        booked
+    }
+
     /// Books `[start, start + len)`, which must be idle ([`find`](Self::find),
     /// [`fits`](Self::fits)).
     #[inline(always)]
@@ -1371,6 +1520,51 @@ mod tests {
                 prop_assert_eq!(c.intervals(), expected.intervals());
                 prop_assert_eq!((c.tail, c.busy_ns), (expected.tail, expected.busy_ns));
             }
+        }
+
+        /// `book_periodic_if_idle` books what a search from each period's
+        /// time in turn would find idle there, up to the first that finds
+        /// it busy (a flat calendar; a chunked one books nothing), leaving the same
+        /// intervals (merged where they touch: the times are on a grid, so
+        /// bookings often touch) and a hint the next booking can use.
+        #[test]
+        fn periodic_bookings_are_bookings_if_idle_in_turn(
+            before in prop::collection::vec((0u64..400, 1u64..5), 0..90),
+            horizon in 0u64..600,
+            first in 0u64..700,
+            (period, len) in (2u64..40).prop_flat_map(|p| (Just(p), 1..p)),
+            max in 1usize..30,
+            next in 0u64..400,
+        ) {
+            let mut c = Calendar::default();
+            for (t, l) in before {
+                c.book(SimTime(5 * t), Nanos(5 * l));
+            }
+            c.advance(SimTime(horizon));
+            let (first, period, len) = (SimTime(5 * first), Nanos(5 * period), Nanos(5 * len));
+            let mut expected = c.clone();
+            let chunked = c.is_chunked();
+            let hint = Cell::new(usize::MAX);
+            let booked = c.book_periodic_if_idle(&hint, first, period, len, max);
+            // Each booked where a search from its time finds it idle (as
+            // `book_if_idle` would, or a search once the calendar turns
+            // chunked on the way).
+            let mut expected_booked = 0;
+            while !chunked && expected_booked < max {
+                let t = SimTime(first.0 + expected_booked as u64 * period.0);
+                if expected.find_with_room(t, len).0 != t {
+                    break;
+                }
+                expected.insert(t, len);
+                expected_booked += 1;
+            }
+            prop_assert_eq!(booked, expected_booked);
+            prop_assert_eq!(c.intervals(), expected.intervals());
+            prop_assert_eq!((c.tail, c.busy_ns), (expected.tail, expected.busy_ns));
+            // The hint left serves the run's next booking.
+            let t = SimTime(first.0 + booked as u64 * period.0 + 5 * next);
+            prop_assert_eq!(c.book_if_idle(&hint, t, len), expected.book_if_idle(&Cell::new(usize::MAX), t, len));
+            prop_assert_eq!(c.intervals(), expected.intervals());
         }
 
         /// Against a plain model (a bitmap of busy nanoseconds): every

@@ -423,6 +423,30 @@ impl ProgTail {
         }
     }
 
+    /// Pages `first`.. of `n` copies going straight on from `start`, each
+    /// `period` long, its program starting `program_after` into it, as
+    /// [`programmed`](Self::programmed) for each would: each program
+    /// starts after the one before it ends (the copy's read between
+    /// them), so only the first and the last two decide the tail.
+    #[inline(always)]
+    fn programmed_straight_on(&mut self, first: u32, n: u32, start: SimTime, period: Nanos, program_after: Nanos) {
+        let copy = |k: u32| {
+            let start = start.0 + k as u64 * period.0;
+            (first + k, SimTime(start + program_after.0), SimTime(start + period.0))
+        };
+        let mut program = |k: u32| {
+            let (page, start, done) = copy(k);
+            self.programmed(page, start, done);
+        };
+        program(0);
+        if n >= 3 {
+            program(n - 2);
+        }
+        if n >= 2 {
+            program(n - 1);
+        }
+    }
+
     /// The latest program, page `page`, now ends at `done` (it joined a
     /// multi-plane group that grew).
     #[inline(always)]
@@ -490,7 +514,8 @@ impl CopyRun {
         let mut read_from = src_last;
         // A copy going straight on holds its unit this long.
         let straight_on = read_before + read_xfer + prog_xfer + prog_after;
-        for i in 0..n as u32 {
+        let mut i = 0;
+        while i < n as u32 {
             // Within one unit on one bus, a copy whose read finds the unit
             // free and the bus idle from its transfer's start until the
             // program's transfer has crossed it too (its destination
@@ -513,21 +538,42 @@ impl CopyRun {
                 // known to follow the read at once their tests fold away;
                 // shared through one `Booked`, the foundation run cost ~100
                 // instructions a request more (5,480 against 5,377).
-                let done = start + straight_on;
-                unit.insert(start, straight_on);
-                tail.programmed(first_page + i, read_done, done);
-                account(
-                    i,
-                    &Booked {
-                        read_start: start,
-                        read_bus,
-                        read_done,
-                        prog_start: read_done,
-                        prog_bus: read_done,
-                        done,
-                    },
-                );
-                (src_last, dst_last, read_from) = (read_done, done, done);
+                // The copies after it go straight on too while the bus is
+                // idle for their transfers (each starts as the one before
+                // ends: its unit is free, its destination's last operation
+                // over): their transfers booked in one pass, the unit's
+                // time as one interval, the program tail once (booked copy
+                // by copy, each transfer landing among the other plane's
+                // shifted those after it: 4,693 instructions a request on
+                // the foundation run against 4,300).
+                let after = n as u32 - 1 - i;
+                let more = if after == 0 {
+                    0
+                } else {
+                    let first = read_bus + straight_on;
+                    bus.book_periodic_if_idle(hint, first, straight_on, read_xfer + prog_xfer, after as usize) as u32
+                };
+                unit.insert(start, Nanos(straight_on.0 * (more as u64 + 1)));
+                tail.programmed_straight_on(first_page + i, more + 1, start, straight_on, read_before + read_xfer);
+                let mut start = start;
+                for k in i..=i + more {
+                    let read_done = start + read_before + read_xfer;
+                    let done = start + straight_on;
+                    account(
+                        k,
+                        &Booked {
+                            read_start: start,
+                            read_bus: start + read_before,
+                            read_done,
+                            prog_start: read_done,
+                            prog_bus: read_done,
+                            done,
+                        },
+                    );
+                    (src_last, dst_last, read_from) = (read_done, done, done);
+                    start = done;
+                }
+                i += more + 1;
                 continue;
             }
             let b = self.searched(&mut units, &mut buses, start, dst_last);
@@ -535,6 +581,7 @@ impl CopyRun {
             account(i, &b);
             (src_last, dst_last) = (b.read_done, b.done);
             read_from = if U::ONE && b.prog_start == b.read_done { b.done } else { b.read_done };
+            i += 1;
         }
         ((src_last, dst_last), (units.from().last_end(), units.to().last_end()))
     }
