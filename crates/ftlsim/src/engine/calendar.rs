@@ -1351,6 +1351,15 @@ impl Calendar {
         }
     }
 
+    /// When everything booked ends, if the last booking is under way at
+    /// `t` (so nothing can start from `t` on until then); `None` otherwise,
+    /// and on a chunked calendar.
+    #[inline(always)]
+    pub fn busy_through(&self, t: SimTime) -> Option<SimTime> {
+        let Intervals::Flat(f) = &self.busy else { return None };
+        f.last().and_then(|(start, end)| (start <= t.0 && t.0 < end).then_some(SimTime(end)))
+    }
+
     /// When everything booked so far has finished.
     #[inline]
     pub fn last_end(&self) -> SimTime {

@@ -524,7 +524,14 @@ impl CopyRun {
             // booked without them: 92% of the copies on the foundation
             // benchmark (a run's first copy mostly searches: its unit is
             // booked ahead; a bus's other planes' transfers leave gaps).
-            let start = self.not_before.max(read_from);
+            let earliest = self.not_before.max(read_from);
+            // A unit busy from then until all it has booked ends (a run's
+            // first copy, behind a host program booked ahead) is free only
+            // then: the search would find that too.
+            let start = match units.from().busy_through(earliest) {
+                Some(end) if U::ONE && B::ONE => end,
+                _ => earliest,
+            };
             let (read_bus, read_done) = (start + read_before, start + read_before + read_xfer);
             if U::ONE
                 && B::ONE
@@ -576,7 +583,7 @@ impl CopyRun {
                 i += more + 1;
                 continue;
             }
-            let b = self.searched(&mut units, &mut buses, start, dst_last);
+            let b = self.searched(&mut units, &mut buses, earliest, dst_last);
             tail.programmed(first_page + i, b.prog_start, b.done);
             account(i, &b);
             (src_last, dst_last) = (b.read_done, b.done);
