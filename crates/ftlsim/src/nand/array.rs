@@ -355,11 +355,17 @@ impl NandArray {
             )));
         }
         // Readable = below its block's write pointer; one block for the run.
-        self.check_readable(Ppn(first_src))?;
+        // The first source is checked as the rest are, in the loop below
+        // (its refusal named as a read's would be: `check_readable`), once
+        // it is known to be on the device.
+        if first_src >= self.geo.pages {
+            self.check_readable(Ppn(first_src))?;
+        }
         let src_block = self.geo.block_of(Ppn(first_src));
         let src_first = self.geo.ppn(src_block, 0).0;
         let src_written = self.write_ptr[src_block.idx()] as u32;
         if src_block == block {
+            self.check_readable(Ppn(first_src))?;
             return Err(Error::Physics(format!("copy of pages of {block} into itself")));
         }
         // The OOB entries are copied as the sources are checked (inside the
@@ -394,6 +400,7 @@ impl NandArray {
         let torn = |s: u32| self.torn.contains(&s);
         if bad || (!self.torn.is_empty() && src.iter().any(|&s| torn(s))) {
             self.oob_lpn[to..to + n].fill(NO_LPN);
+            self.check_readable(Ppn(first_src))?;
             let skipped = |s: u32| self.oob_lpn[s as usize] == NO_LPN;
             let &s = src.iter().find(|&&s| outside(s) || skipped(s) || torn(s)).expect("a refused page");
             if outside(s) {
@@ -726,10 +733,14 @@ mod tests {
         refuse(&mut a, &[0, 8], 4, "mixes");
         refuse(&mut a, &[0, 1], 3, "in order");
         refuse(&mut a, &[0, 1], 1 << 20, "beyond");
+        // The first source refused as a read of it would be.
+        refuse(&mut a, &[2, 0], 4, "page was never programmed");
+        refuse(&mut a, &[1 << 20, 0], 4, "beyond the device");
         a.program(Ppn(4), Lpn(4), Payload::None).unwrap();
         a.program(Ppn(5), Lpn(5), Payload::None).unwrap();
         refuse(&mut a, &[0, 1, 0], 6, "the block has 4 pages");
         refuse(&mut a, &[4], 6, "into itself");
+        refuse(&mut a, &[7], 6, "page was never programmed");
         // Refused runs changed nothing: the pages are still programmable in order.
         assert_eq!(a.written_pages(BlockId(1)), 2);
         assert_eq!(a.oob_lpn(Ppn(6)), None);
