@@ -470,7 +470,6 @@ impl Flat {
             self.all.resize(n + among, (0, 0));
             let all = &mut self.all[..];
             let (mut src, mut dst) = (n, n + among);
-            held = n + among - 1;
             for k in (0..among).rev() {
                 let s = at(k);
                 while src > from && all[src - 1].0 > s {
@@ -1414,6 +1413,18 @@ mod tests {
     }
 
     #[test]
+    fn busy_through_answers_for_the_last_booking_under_way() {
+        let mut c = Calendar::default();
+        c.book(SimTime(10), Nanos(10));
+        c.book(SimTime(30), Nanos(10));
+        assert_eq!(c.busy_through(SimTime(30)), Some(SimTime(40)));
+        assert_eq!(c.busy_through(SimTime(35)), Some(SimTime(40)));
+        assert_eq!(c.busy_through(SimTime(40)), None, "over by then");
+        assert_eq!(c.busy_through(SimTime(25)), None, "idle until the last starts");
+        assert_eq!(c.busy_through(SimTime(15)), None, "a gap follows");
+    }
+
+    #[test]
     fn a_long_calendar_moves_into_chunks_and_back() {
         let n = 2 * CHUNKED_ABOVE as u64;
         let mut c = Calendar::default();
@@ -1533,9 +1544,10 @@ mod tests {
 
         /// `book_periodic_if_idle` books what a search from each period's
         /// time in turn would find idle there, up to the first that finds
-        /// it busy (a flat calendar; a chunked one books nothing), leaving the same
-        /// intervals (merged where they touch: the times are on a grid, so
-        /// bookings often touch) and a hint the next booking can use.
+        /// it busy (a flat calendar; a chunked one books nothing), leaving
+        /// the same intervals (merged where they touch: the times are on a
+        /// grid, so bookings often touch) and a hint the next booking can
+        /// use.
         #[test]
         fn periodic_bookings_are_bookings_if_idle_in_turn(
             before in prop::collection::vec((0u64..400, 1u64..5), 0..90),
