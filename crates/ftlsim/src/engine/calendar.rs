@@ -126,7 +126,7 @@ impl Intervals {
                 let (added, at) = f.insert_at(f.first_ending_after_from(hint.get(), t), t, end);
                 hint.set(at);
                 if added && f.len() > CHUNKED_ABOVE {
-                    *self = Intervals::Chunked(Box::new(Chunked::from_sorted(f.live())));
+                    *self = f.chunked();
                 }
             }
             Intervals::Chunked(c) => c.insert_before_last(t, end),
@@ -162,7 +162,7 @@ impl Intervals {
         match self {
             Intervals::Flat(f) => {
                 if f.append(t, end) && f.len() > CHUNKED_ABOVE {
-                    *self = Intervals::Chunked(Box::new(Chunked::from_sorted(f.live())));
+                    *self = f.chunked();
                 }
             }
             Intervals::Chunked(c) => c.append(t, end),
@@ -288,6 +288,13 @@ impl Flat {
     #[inline]
     fn live(&self) -> &[(u64, u64)] {
         &self.all[self.head..]
+    }
+
+    /// The same intervals in chunks (a calendar grown past
+    /// [`CHUNKED_ABOVE`]).
+    #[cold]
+    fn chunked(&self) -> Intervals {
+        Intervals::Chunked(Box::new(Chunked::from_sorted(self.live())))
     }
 
     #[inline]
@@ -484,17 +491,9 @@ impl Flat {
             }
         }
         if booked > among {
-            // After every interval; the first may touch the last.
-            let mut k = among;
-            let (head, n) = (self.head, self.all.len());
-            if let Some(last) = self.all.last_mut()
-                && n > head
-                && last.1 == at(k)
-            {
-                last.1 = at(k) + len;
-                k += 1;
-            }
-            self.all.extend((k..booked).map(|k| (at(k), at(k) + len)));
+            // After every interval (the first may touch the last).
+            self.append(at(among), at(among) + len);
+            self.all.extend((among + 1..booked).map(|k| (at(k), at(k) + len)));
             held = self.all.len() - 1;
         }
         (booked, held)
@@ -507,14 +506,6 @@ impl Flat {
     #[cold]
     #[inline(never)]
     fn merge_touching(&mut self, from: usize, among: usize, at: impl Fn(usize) -> u64, len: u64) -> usize {
-        let head = self.head;
-        let push = |all: &mut Vec<(u64, u64)>, (s, e): (u64, u64)| {
-            let n = all.len();
-            match all.last_mut() {
-                Some(last) if n > head && last.1 == s => last.1 = e,
-                _ => all.push((s, e)),
-            }
-        };
         let mut rest = std::mem::take(&mut self.spare);
         rest.clear();
         rest.extend_from_slice(&self.all[from..]);
@@ -523,14 +514,14 @@ impl Flat {
         for k in 0..among {
             let s = at(k);
             while rest[r].0 < s {
-                push(&mut self.all, rest[r]);
+                self.append(rest[r].0, rest[r].1);
                 r += 1;
             }
-            push(&mut self.all, (s, s + len));
+            self.append(s, s + len);
             held = self.all.len() - 1;
         }
-        for &iv in &rest[r..] {
-            push(&mut self.all, iv);
+        for &(s, e) in &rest[r..] {
+            self.append(s, e);
         }
         self.spare = rest;
         held
@@ -1238,7 +1229,7 @@ impl Calendar {
             self.busy_ns += booked as u64 * len.0;
             self.tail = self.tail.max(first.0 + (booked as u64 - 1) * period.0 + len.0);
             if f.len() > CHUNKED_ABOVE {
-                self.busy = Intervals::Chunked(Box::new(Chunked::from_sorted(f.live())));
+                self.busy = f.chunked();
             }
         }
         debug_assert_eq!(self.tail, self.busy.last_end().unwrap_or(0), "the tail mirrors the last interval");
