@@ -416,17 +416,24 @@ impl Soonest {
 /// victim's 256 pages are four words (GC's and functional
 /// preconditioning's lists of live units).
 fn live_in(live: &[u64], pages: Range<u32>, out: &mut Vec<u32>) {
+    // Room for every page first, cut to the live after: a store a unit,
+    // not a push's capacity check.
+    let from = out.len();
+    out.resize(from + pages.len(), 0);
+    let (slots, mut found) = (&mut out[from..], 0);
     let mut p = pages.start;
     while p < pages.end {
         let (w, bit) = (p as usize / 64, p % 64);
         let n = (64 - bit).min(pages.end - p);
         let mut bits = live[w] >> bit & (u64::MAX >> (64 - n));
         while bits != 0 {
-            out.push(p + bits.trailing_zeros());
+            slots[found] = p + bits.trailing_zeros();
+            found += 1;
             bits &= bits - 1;
         }
         p += n;
     }
+    out.truncate(from + found);
 }
 
 /// Sets (`on`) or clears unit `u`'s bit in `live`.
