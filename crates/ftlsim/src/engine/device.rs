@@ -169,16 +169,52 @@ fn slot(
     }
 }
 
+/// Names the cause a GC copy is counted under from the copied page's LPN
+/// (any `Fn(Lpn) -> Cause` does).
+pub trait CauseOf {
+    fn of(&self, lpn: Lpn) -> Cause;
+
+    /// The cause of every copy, when it does not depend on the LPN: a
+    /// run's copies that go straight on are then counted at once.
+    #[inline(always)]
+    fn uniform(&self) -> Option<Cause> {
+        None
+    }
+}
+
+impl<F: Fn(Lpn) -> Cause> CauseOf for F {
+    #[inline(always)]
+    fn of(&self, lpn: Lpn) -> Cause {
+        self(lpn)
+    }
+}
+
+/// Every copy counted under one cause.
+#[derive(Clone, Copy, Debug)]
+pub struct AllCopies(pub Cause);
+
+impl CauseOf for AllCopies {
+    #[inline(always)]
+    fn of(&self, _: Lpn) -> Cause {
+        self.0
+    }
+
+    #[inline(always)]
+    fn uniform(&self) -> Option<Cause> {
+        Some(self.0)
+    }
+}
+
 /// The cause of GC's copy into `ppn`, named from the copied page's LPN.
 #[inline(always)]
-fn copy_cause(array: &NandArray, ppn: Ppn, cause_of: &impl Fn(Lpn) -> Cause) -> Cause {
-    cause_of(Lpn(array.oob_lpn_raw(ppn)))
+fn copy_cause(array: &NandArray, ppn: Ppn, cause_of: &impl CauseOf) -> Cause {
+    cause_of.of(Lpn(array.oob_lpn_raw(ppn)))
 }
 
 /// Counts a GC copy's read and program (the page copied to `ppn`) under
 /// the cause `cause_of` names for its LPN; returns that cause.
 #[inline(always)]
-fn count_copy(counters: &mut FlashCounters, array: &NandArray, ppn: Ppn, cause_of: &impl Fn(Lpn) -> Cause) -> Cause {
+fn count_copy(counters: &mut FlashCounters, array: &NandArray, ppn: Ppn, cause_of: &impl CauseOf) -> Cause {
     let cause = copy_cause(array, ppn, cause_of);
     counters.reads[cause as usize] += 1;
     counters.programs[cause as usize] += 1;
@@ -489,10 +525,12 @@ impl CopyRun {
     /// the read's bookings end, so they cannot see them, and where the two
     /// touch on one resource (mostly, within a unit: it goes straight on,
     /// the bus too) one interval is booked, not two. `account` is told of
-    /// each (page index and timeline). Returns the source's and the
-    /// destination block's last operations' ends (the last read's and the
-    /// last program's), and when the reading and the programming unit are
-    /// free.
+    /// each (page index and timeline), or of a stretch at once (the first
+    /// copy's index and timeline, and how many: each after the first starts
+    /// as the one before ends, `done - read_start` later). Returns the
+    /// source's and the destination block's last operations' ends (the last
+    /// read's and the last program's), and when the reading and the
+    /// programming unit are free.
     #[inline(always)]
     fn pages<U: Ends, B: Ends>(
         self,
@@ -500,7 +538,7 @@ impl CopyRun {
         mut units: U,
         mut buses: B,
         (tail, first_page): (&mut ProgTail, u32),
-        mut account: impl FnMut(u32, &Booked),
+        mut account: impl FnMut(u32, &Booked, u32),
     ) -> ((SimTime, SimTime), (SimTime, SimTime)) {
         units.advance(self.horizon);
         buses.advance(self.horizon);
@@ -560,30 +598,24 @@ impl CopyRun {
                 };
                 unit.insert(start, Nanos(straight_on.0 * (more as u64 + 1)));
                 tail.programmed_straight_on(first_page + i, more + 1, start, straight_on, read_before + read_xfer);
-                let mut start = start;
-                for k in i..=i + more {
-                    let read_done = start + read_before + read_xfer;
-                    let done = start + straight_on;
-                    account(
-                        k,
-                        &Booked {
-                            read_start: start,
-                            read_bus: start + read_before,
-                            read_done,
-                            prog_start: read_done,
-                            prog_bus: read_done,
-                            done,
-                        },
-                    );
-                    (src_last, dst_last, read_from) = (read_done, done, done);
-                    start = done;
-                }
+                let read_done = start + read_before + read_xfer;
+                let b = Booked {
+                    read_start: start,
+                    read_bus: start + read_before,
+                    read_done,
+                    prog_start: read_done,
+                    prog_bus: read_done,
+                    done: start + straight_on,
+                };
+                account(i, &b, more + 1);
+                let last = Nanos(straight_on.0 * more as u64);
+                (src_last, dst_last, read_from) = (read_done + last, b.done + last, b.done + last);
                 i += more + 1;
                 continue;
             }
             let b = self.searched(&mut units, &mut buses, earliest, dst_last);
             tail.programmed(first_page + i, b.prog_start, b.done);
-            account(i, &b);
+            account(i, &b, 1);
             (src_last, dst_last) = (b.read_done, b.done);
             read_from = if U::ONE && b.prog_start == b.read_done { b.done } else { b.read_done };
             i += 1;
@@ -1045,7 +1077,7 @@ impl Device {
         dst_page: u32,
         n: usize,
         not_before: SimTime,
-        cause_of: impl Fn(Lpn) -> Cause,
+        cause_of: impl CauseOf,
         keep: Keep<'_>,
     ) -> SimTime {
         debug_assert!(src != dst, "a block's own pages would wait on each other");
@@ -1071,34 +1103,77 @@ impl Device {
         // 6,985 -> 6,796 instructions a request). Stable Rust takes an
         // attribute on a closure only as a call's argument, hence
         // `identity`.
+        let uniform = cause_of.uniform();
         let account = std::convert::identity(
             #[inline(always)]
-            |i: u32, b: &Booked| {
-                let ppn = Ppn(dst_page + i);
-                let cause = match keep {
-                    Keep::Again(copies) if KEEP => copies[i as usize].cause,
-                    _ => {
-                        let cause = count_copy(counters, array, ppn, &cause_of);
-                        // The program's start is after the read's: the read's is
-                        // the one `serve` keeps.
-                        served.serve(b.read_start, cause);
-                        served.bus_wait(b.read_bus - (b.read_start + copy.read[0]), cause);
-                        served.bus_wait(b.prog_bus - b.prog_start, cause);
-                        cause
+            |i: u32, b: &Booked, copies: u32| {
+                // `copies` booked from `b` on, each straight on as the one
+                // before ends. New copies under one cause, with no power cut
+                // to tell, are counted at once (each waited for no bus, and
+                // the first started first: what `serve` keeps); copies booked
+                // again were counted when first booked.
+                let period = b.done.0 - b.read_start.0;
+                let nth = |k: u32| {
+                    let d = Nanos(period * k as u64);
+                    Booked {
+                        read_start: b.read_start + d,
+                        read_bus: b.read_bus + d,
+                        read_done: b.read_done + d,
+                        prog_start: b.prog_start + d,
+                        prog_bus: b.prog_bus + d,
+                        done: b.done + d,
                     }
                 };
-                // Plain subtractions (a timeline's phases are in order), not
-                // `SimTime`'s saturating one: ~40 instructions a request less.
-                debug_assert!(b.read_start <= b.read_done && b.prog_start <= b.done, "a copy's phases in order");
-                busy.units[cause as usize] += (b.read_done.0 - b.read_start.0) + (b.done.0 - b.prog_start.0);
-                if let Some(p) = power.as_mut() {
-                    p.programmed(ppn, b.done);
-                }
-                if KEEP
-                    && let Some(kept) = kept.as_mut()
-                    && let Some(src) = keep.source(i as usize)
+                if power.is_none()
+                    && !matches!(keep, Keep::Again(_))
+                    && let Some(cause) = uniform
                 {
-                    kept.push(preempt::KeptCopy { src, dst: ppn.0, cause, booked: *b });
+                    counters.reads[cause as usize] += copies as u64;
+                    counters.programs[cause as usize] += copies as u64;
+                    served.serve(b.read_start, cause);
+                    served.bus_wait(b.read_bus - (b.read_start + copy.read[0]), cause);
+                    served.bus_wait(b.prog_bus - b.prog_start, cause);
+                    debug_assert!(b.read_start <= b.read_done && b.prog_start <= b.done, "a copy's phases in order");
+                    busy.units[cause as usize] +=
+                        copies as u64 * ((b.read_done.0 - b.read_start.0) + (b.done.0 - b.prog_start.0));
+                    if KEEP && let Some(kept) = kept.as_mut() {
+                        for k in 0..copies {
+                            if let Some(src) = keep.source((i + k) as usize) {
+                                kept.push(preempt::KeptCopy { src, dst: dst_page + i + k, cause, booked: nth(k) });
+                            }
+                        }
+                    }
+                    return;
+                }
+                for k in 0..copies {
+                    let b = &nth(k);
+                    let i = i + k;
+                    let ppn = Ppn(dst_page + i);
+                    let cause = match keep {
+                        Keep::Again(copies) if KEEP => copies[i as usize].cause,
+                        _ => {
+                            let cause = count_copy(counters, array, ppn, &cause_of);
+                            // The program's start is after the read's: the read's is
+                            // the one `serve` keeps.
+                            served.serve(b.read_start, cause);
+                            served.bus_wait(b.read_bus - (b.read_start + copy.read[0]), cause);
+                            served.bus_wait(b.prog_bus - b.prog_start, cause);
+                            cause
+                        }
+                    };
+                    // Plain subtractions (a timeline's phases are in order), not
+                    // `SimTime`'s saturating one: ~40 instructions a request less.
+                    debug_assert!(b.read_start <= b.read_done && b.prog_start <= b.done, "a copy's phases in order");
+                    busy.units[cause as usize] += (b.read_done.0 - b.read_start.0) + (b.done.0 - b.prog_start.0);
+                    if let Some(p) = power.as_mut() {
+                        p.programmed(ppn, b.done);
+                    }
+                    if KEEP
+                        && let Some(kept) = kept.as_mut()
+                        && let Some(src) = keep.source(i as usize)
+                    {
+                        kept.push(preempt::KeptCopy { src, dst: ppn.0, cause, booked: *b });
+                    }
                 }
             },
         );
@@ -1319,13 +1394,7 @@ impl Device {
     /// would time and count them; `cause_of` names each page's cause from its
     /// LPN. Returns when the last page's data has left the source's plane, so
     /// the source block may be erased from then on.
-    pub fn copy_run(
-        &mut self,
-        src: &[u32],
-        dst: Ppn,
-        not_before: SimTime,
-        cause_of: impl Fn(Lpn) -> Cause,
-    ) -> Result<SimTime> {
+    pub fn copy_run(&mut self, src: &[u32], dst: Ppn, not_before: SimTime, cause_of: impl CauseOf) -> Result<SimTime> {
         let Some(&first) = src.first() else { return Ok(not_before) };
         self.array.copy_run(src, dst)?;
         let geo = self.array.geometry();
@@ -1379,7 +1448,7 @@ impl Device {
         dst: Ppn,
         pages: usize,
         not_before: SimTime,
-        cause_of: impl Fn(Lpn) -> Cause,
+        cause_of: impl CauseOf,
     ) -> SimTime {
         for i in 0..pages as u32 {
             count_copy(&mut self.counters, &self.array, Ppn(dst.0 + i), &cause_of);
@@ -1473,14 +1542,14 @@ impl Device {
         &mut self,
         copies: &[(u32, Ppn)],
         not_before: SimTime,
-        cause_of: impl Fn(Lpn) -> Cause,
+        cause_of: impl CauseOf,
     ) -> Result<SimTime> {
         for &(from, to) in copies {
             self.array.copy_run(&[from], to)?;
         }
         let mut reads_done = not_before;
         for &(from, to) in copies {
-            let cause = cause_of(Lpn(self.array.oob_lpn_raw(to)));
+            let cause = cause_of.of(Lpn(self.array.oob_lpn_raw(to)));
             self.counters.reads[cause as usize] += 1;
             let block = self.geometry().block_of(Ppn(from));
             let (ch, unit) = self.resources(block);
@@ -1488,7 +1557,7 @@ impl Device {
         }
         self.begin_batch();
         for &(_, to) in copies {
-            let cause = cause_of(Lpn(self.array.oob_lpn_raw(to)));
+            let cause = cause_of.of(Lpn(self.array.oob_lpn_raw(to)));
             self.programmed_in_batch(to, reads_done, cause);
         }
         self.end_batch();
@@ -1524,7 +1593,7 @@ impl Device {
         src: &[u32],
         dst: Ppn,
         not_before: SimTime,
-        cause_of: impl Fn(Lpn) -> Cause,
+        cause_of: impl CauseOf,
         held: &mut u32,
     ) -> Result<SimTime> {
         if src.is_empty() {
@@ -1540,7 +1609,7 @@ impl Device {
         let (ch_w, unit_w) = self.resources(dst_block);
         let (mut reads_done, mut last_read) = (not_before, *held);
         for (i, units) in src.chunks(1 << shift).enumerate() {
-            let cause = cause_of(Lpn(self.array.oob_unit_raw(units[0])));
+            let cause = cause_of.of(Lpn(self.array.oob_unit_raw(units[0])));
             let mut ready = not_before;
             for &u in units {
                 let page = u >> shift;
@@ -2053,6 +2122,7 @@ mod tests {
             horizon in 0u64..1_000_000,
             dst_block in proptest::sample::select(vec![1u32, 5]),
             units_only: bool,
+            uniform: bool,
         ) {
             let (mut batch, mut single) = (device(plane_parallel), device(plane_parallel));
             // Units-only (a fast-forward) books a run within one unit as two spans.
@@ -2070,9 +2140,15 @@ mod tests {
                 other_work(d, &before, n);
                 d.advance(SimTime(horizon));
             }
-            let cause_of = |l: Lpn| if l.0 == 2 { Cause::Mapping } else { Cause::Gc };
+            // Causes by LPN, copy by copy; or one cause for all, named as
+            // such, so straight-on copies are counted at once.
+            let cause_of = |l: Lpn| if l.0 == 2 && !uniform { Cause::Mapping } else { Cause::Gc };
             let dst = Ppn(dst_block * 4);
-            let reads_done = batch.copy_run(&order, dst, SimTime(now), cause_of).unwrap();
+            let reads_done = if uniform {
+                batch.copy_run(&order, dst, SimTime(now), AllCopies(Cause::Gc)).unwrap()
+            } else {
+                batch.copy_run(&order, dst, SimTime(now), cause_of).unwrap()
+            };
             let mut expected = SimTime(now);
             for (i, &src) in order.iter().enumerate() {
                 let cause = cause_of(Lpn(src));

@@ -16,4 +16,6 @@ pub mod host;
 pub mod power;
 
 pub use calendar::Calendar;
-pub use device::{BusyTime, CAUSES, Cause, Device, FlashCounters, MultiPlaneCounters, PacedPage, PcmCounters};
+pub use device::{
+    AllCopies, BusyTime, CAUSES, Cause, CauseOf, Device, FlashCounters, MultiPlaneCounters, PacedPage, PcmCounters,
+};

@@ -101,7 +101,7 @@ use super::pool::{BlockPool, BlockState};
 use super::recovery::{self, RecoveryReport, TrimJournal};
 use super::{Ftl, FtlStats, PageChunk, Span, page_chunks, whole_pages};
 use crate::config::{Allocation, Config, GcDebt, GcFrontier, GcMode, StripeUnit, ThresholdOf, UnwrittenReads};
-use crate::engine::{Cause, Device};
+use crate::engine::{Cause, CauseOf, Device};
 use crate::error::{Error, Result};
 use crate::nand::{Geometry, Payload};
 use crate::units::{BlockId, Lpn, Nanos, PlaneId, Ppn, SimTime};
@@ -1742,9 +1742,8 @@ impl PageCore {
     /// The cause a GC copy of a page holding `lpn` is counted under: the
     /// map's own pages are its cost.
     #[inline]
-    fn copy_cause<M: MapTable>(&self) -> impl Fn(Lpn) -> Cause + use<M> {
-        let logical = self.logical;
-        move |lpn: Lpn| if M::TABLE_PAGES && lpn.0 >= logical { Cause::Mapping } else { Cause::Gc }
+    fn copy_cause<M: MapTable>(&self) -> CopyCauses {
+        CopyCauses { logical: self.logical, table_pages: M::TABLE_PAGES }
     }
 
     /// Multi-plane GC's next row on the die of `plane`: the die's stripe is
@@ -2805,6 +2804,27 @@ fn one_page_gc_runs() -> bool {
     return ONE_PAGE_GC_RUNS.get();
     #[cfg(not(test))]
     false
+}
+
+/// The causes of a page-mapped FTL's GC copies: the map's own pages (LPNs
+/// from `logical` on, where it keeps pages on flash) are its cost, the
+/// rest GC's.
+#[derive(Clone, Copy)]
+struct CopyCauses {
+    logical: u32,
+    table_pages: bool,
+}
+
+impl CauseOf for CopyCauses {
+    #[inline(always)]
+    fn of(&self, lpn: Lpn) -> Cause {
+        if self.table_pages && lpn.0 >= self.logical { Cause::Mapping } else { Cause::Gc }
+    }
+
+    #[inline(always)]
+    fn uniform(&self) -> Option<Cause> {
+        (!self.table_pages).then_some(Cause::Gc)
+    }
 }
 
 /// Gathers the run that starts with `pages[*next - 1]` (taken live): the

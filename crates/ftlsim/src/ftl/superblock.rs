@@ -33,7 +33,7 @@ use super::pool::{BlockPool, BlockState};
 use super::recovery::{self, TrimJournal};
 use super::{Ftl, FtlStats, RecoveryReport, Span, page_chunks, whole_pages};
 use crate::config::{Config, UnwrittenReads};
-use crate::engine::{Cause, Device};
+use crate::engine::{AllCopies, Cause, Device};
 use crate::error::{Error, Result};
 use crate::nand::{Geometry, Payload};
 use crate::units::{BlockId, Lpn, PlaneId, Ppn, SimTime};
@@ -276,7 +276,7 @@ impl Superblock {
                 let Some(live) = self.next_live(dev, &mut src, end) else { break };
                 run.push(live);
             }
-            done = done.max(dev.copy_run(&run, dst, now, |_| Cause::Gc)?);
+            done = done.max(dev.copy_run(&run, dst, now, AllCopies(Cause::Gc))?);
             for (i, &from) in run.iter().enumerate() {
                 let lpn = dev.array.oob_lpn_raw(Ppn(from));
                 self.fwd[lpn as usize] = dst.0 + i as u32;

@@ -334,6 +334,7 @@ mod tests {
         #[test]
         fn a_read_cuts_into_a_kept_run_as_into_copy_steps(
             n in 1usize..=4, now in 0u64..400_000, issue in 0u64..1_500_000, of_copy in prop::option::of(0usize..4),
+            uniform: bool,
         ) {
             let (mut kept, mut steps) = (device(true), device(true));
             for d in [&mut kept, &mut steps] {
@@ -347,7 +348,13 @@ mod tests {
             let dst = |i: usize| 4 + i as u32;
             let of_copy = of_copy.filter(|&k| k < n);
             kept.begin_keeping();
-            kept.copy_run(&src, Ppn(dst(0)), now, |_| Cause::Gc).unwrap();
+            // Under one cause named as such, the run's straight-on copies
+            // are counted at once; named page by page, one by one.
+            if uniform {
+                kept.copy_run(&src, Ppn(dst(0)), now, crate::engine::AllCopies(Cause::Gc)).unwrap();
+            } else {
+                kept.copy_run(&src, Ppn(dst(0)), now, |_| Cause::Gc).unwrap();
+            }
             kept.end_keeping();
             let target = of_copy.map_or(Ppn(8), |k| Ppn(dst(k)));
             let read_kept = kept.read(target, issue, Cause::Host).unwrap();

@@ -54,7 +54,7 @@ use super::pool::{BlockPool, BlockState};
 use super::recovery::TrimJournal;
 use super::{Ftl, FtlStats, PageChunk, RecoveryReport, Span, page_chunks, whole_pages};
 use crate::config::{Config, UnwrittenReads};
-use crate::engine::{Cause, Device};
+use crate::engine::{AllCopies, Cause, Device};
 use crate::error::{Error, Result};
 use crate::nand::{Geometry, Payload};
 use crate::units::{BlockId, Lpn, Ppn, SimTime};
@@ -642,7 +642,7 @@ impl Mu {
                 let mut srcs = std::mem::take(&mut self.srcs);
                 srcs.clear();
                 srcs.extend(src + moved..src + moved + k);
-                done = done.max(dev.copy_run(&srcs, dst, known, |_| Cause::Gc)?);
+                done = done.max(dev.copy_run(&srcs, dst, known, AllCopies(Cause::Gc))?);
                 self.srcs = srcs;
                 self.remap(lpn + moved, k, Some(dst.0), Old::MovedFrom(src + moved), now)?;
                 self.space.pool.transfer_valid(victim, self.geo.block_of(dst), k, now);

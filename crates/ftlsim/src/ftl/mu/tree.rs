@@ -44,7 +44,7 @@
 use super::leaf_index::{self, Found, LeafIndex};
 use super::lru::DenseLru;
 use super::space::Space;
-use crate::engine::{Cause, Device};
+use crate::engine::{AllCopies, Cause, Device};
 use crate::error::{Error, Result};
 use crate::nand::{Geometry, Payload};
 use crate::units::{BlockId, Lpn, Ppn, SimTime};
@@ -928,7 +928,7 @@ impl MuTree {
             let dst = self.alloc(space, dev, t)?;
             let room = (space.geo.pages_per_block - space.geo.page_in_block(dst)) as usize;
             let run = &live[copied..live.len().min(copied + room)];
-            done = done.max(dev.copy_run(run, dst, t, |_| Cause::Mapping)?);
+            done = done.max(dev.copy_run(run, dst, t, AllCopies(Cause::Mapping))?);
             let to = self.pages.slot(dst.0);
             for (i, &src) in run.iter().enumerate() {
                 if let Some(&ahead) = live.get(copied + i + MOVE_AHEAD) {
