@@ -889,6 +889,7 @@ impl Simulation {
         let window_ns = (self.cfg.report.window_ms * 1e6).round() as u64;
         let mut windows = WindowAccumulator::new(window_ns);
         let mut index = 0u64;
+        let mut next_progress = opts.progress_every;
         let mut arrivals_span = ArrivalSpan::default();
         // Commands are read LOOKAHEAD ahead and their mappings prefetched, so
         // the forward map's cache miss has landed by the time each is served
@@ -969,8 +970,14 @@ impl Simulation {
                 windows.record(&cmd, latency, pages);
             }
             index += 1;
-            if index % opts.progress_every == 0 && !on_progress(src.progress(), index) {
-                return Err(Error::Interrupted);
+            // A comparison a command, not a division.
+            if index >= next_progress {
+                let every = opts.progress_every.max(1);
+                // The next multiple (a TRIM's ranges count one each).
+                next_progress = (index / every + 1) * every;
+                if !on_progress(src.progress(), index) {
+                    return Err(Error::Interrupted);
+                }
             }
         }
         on_progress(src.progress(), index);
@@ -1586,6 +1593,40 @@ mod tests {
         let before = DECODED_WHOLE.with(|n| n.get());
         let _: crate::mem::BigVec<u32> = bincode::deserialize(&bytes).unwrap();
         assert_eq!(DECODED_WHOLE.with(|n| n.get()), before + 1);
+    }
+
+    /// Progress is told at every multiple of `progress_every` commands
+    /// (records: each range of a TRIM counts), also where a TRIM's ranges
+    /// step past one, and a `false` answer stops the run there.
+    #[test]
+    fn progress_is_told_at_each_multiple_even_inside_a_trim() {
+        use crate::trace::list::CmdList;
+        let cfg = Config::load("k9lag08u0m-4ch", &["geometry.blocks_per_plane=64".into()]).unwrap();
+        let cmd = |op, start: u64, continued| HostCmd {
+            time: SimTime::ZERO,
+            op,
+            start: Sector(start * 8),
+            sectors: 8,
+            continued,
+        };
+        // Records 1-3 writes, 4-5 one TRIM of two ranges, 6-8 writes.
+        let mut cmds: Vec<HostCmd> = (0..3).map(|i| cmd(Op::Write, i, false)).collect();
+        cmds.extend([cmd(Op::Trim, 10, true), cmd(Op::Trim, 11, false)]);
+        cmds.extend((0..3).map(|i| cmd(Op::Write, 20 + i, false)));
+        let opts = RunOptions { progress_every: 2, ..RunOptions::from_config(&cfg) };
+        let mut told = Vec::new();
+        let mut sim = Simulation::new(cfg.clone()).unwrap();
+        sim.run(&mut CmdList::new("list", cmds.clone()), &opts, &mut |_, n| {
+            told.push(n);
+            true
+        })
+        .unwrap();
+        // 4 is inside the TRIM, told once it is served (at 5); the last
+        // call is the end's.
+        assert_eq!(told, [2, 5, 6, 8, 8]);
+        let mut sim = Simulation::new(cfg).unwrap();
+        let stopped = sim.run(&mut CmdList::new("list", cmds), &opts, &mut |_, n| n < 5);
+        assert!(matches!(stopped, Err(Error::Interrupted)), "{stopped:?}");
     }
 
     #[test]
