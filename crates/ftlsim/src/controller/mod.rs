@@ -245,7 +245,7 @@ impl Controller {
     pub fn run_until(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, t: SimTime) -> Result<()> {
         // Called at every host command, most of which find nothing due.
         if dev.has_wakes() || self.schedule.peek().is_some_and(|e| e.due < t) {
-            self.run(ftl, dev, t)?;
+            self.run(ftl, dev, t, false)?;
         }
         self.now = self.now.max(t);
         dev.advance(t);
@@ -259,7 +259,7 @@ impl Controller {
         while let Some(done) = self.drain_one(ftl, dev, self.now)? {
             end = end.max(done);
         }
-        end = end.max(self.run(ftl, dev, SimTime(u64::MAX))?);
+        end = end.max(self.run(ftl, dev, SimTime(u64::MAX), false)?);
         if let Some(b) = self.buffer.as_mut() {
             b.retire(SimTime(u64::MAX));
         }
@@ -288,7 +288,11 @@ impl Controller {
         self.cores.restart();
     }
 
-    fn run(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, t: SimTime) -> Result<SimTime> {
+    /// Runs the background work due before `t`, in time order; returns
+    /// when the last of it ends. With `until_destage`, runs on, a time's
+    /// tasks at a time (those due before the next's time plus 1 ns), until
+    /// a destage has started or nothing is left.
+    fn run(&mut self, ftl: &mut dyn Ftl, dev: &mut Device, mut t: SimTime, until_destage: bool) -> Result<SimTime> {
         let mut last = SimTime::ZERO;
         loop {
             if dev.has_wakes() {
@@ -309,6 +313,10 @@ impl Controller {
             // would make, so the same order.
             let Some(&Due { due: time, task, .. }) = self.schedule.peek() else { break };
             if time >= t {
+                if until_destage && !self.destage_started() {
+                    t = time + crate::units::Nanos(1);
+                    continue;
+                }
                 break;
             }
             self.now = self.now.max(time);
@@ -360,12 +368,16 @@ impl Controller {
     /// Runs background work in time order until a destager has started,
     /// or none is left; whether one started.
     fn run_until_a_destage(&mut self, ftl: &mut dyn Ftl, dev: &mut Device) -> Result<bool> {
-        let started = |c: &Self| c.buffer.as_ref().is_some_and(|b| b.next_retirement().is_some());
-        while !started(self) {
+        if !self.destage_started() {
             let Some(&Due { due: time, .. }) = self.schedule.peek() else { return Ok(false) };
-            self.run(ftl, dev, time + crate::units::Nanos(1))?;
+            self.run(ftl, dev, time + crate::units::Nanos(1), true)?;
         }
-        Ok(true)
+        Ok(self.destage_started())
+    }
+
+    /// Whether a destage is in flight.
+    fn destage_started(&self) -> bool {
+        self.buffer.as_ref().is_some_and(|b| b.next_retirement().is_some())
     }
 
     /// A destager's next batch: the oldest dirty page at `at`, or, with
