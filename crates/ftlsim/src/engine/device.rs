@@ -139,6 +139,16 @@ impl Served {
             self.bus_waited = waited;
         }
     }
+
+    /// A copy booked as `b`, its read's transfer due `read_before` after
+    /// the read starts. (The program's start is after the read's: the
+    /// read's is the one `serve` keeps.)
+    #[inline(always)]
+    fn copy(&mut self, b: &Booked, read_before: Nanos, cause: Cause) {
+        self.serve(b.read_start, cause);
+        self.bus_wait(b.read_bus - (b.read_start + read_before), cause);
+        self.bus_wait(b.prog_bus - b.prog_start, cause);
+    }
 }
 
 /// The earliest start at or after `earliest` at which `unit` is idle until
@@ -403,6 +413,30 @@ struct Booked {
     done: SimTime,
 }
 
+impl Booked {
+    /// The unit time the copy holds. Plain subtractions (a timeline's
+    /// phases are in order), not `SimTime`'s saturating one: ~40
+    /// instructions a request less where every copy is counted.
+    #[inline(always)]
+    fn held(&self) -> Nanos {
+        debug_assert!(self.read_start <= self.read_done && self.prog_start <= self.done, "a copy's phases in order");
+        Nanos((self.read_done.0 - self.read_start.0) + (self.done.0 - self.prog_start.0))
+    }
+
+    /// The same copy `d` later.
+    #[inline(always)]
+    fn later(&self, d: Nanos) -> Booked {
+        Booked {
+            read_start: self.read_start + d,
+            read_bus: self.read_bus + d,
+            read_done: self.read_done + d,
+            prog_start: self.prog_start + d,
+            prog_bus: self.prog_bus + d,
+            done: self.done + d,
+        }
+    }
+}
+
 /// What a copy run's booking keeps for a host read to take back
 /// ([`preempt`]).
 #[derive(Clone, Copy)]
@@ -608,8 +642,8 @@ impl CopyRun {
                     done: start + straight_on,
                 };
                 account(i, &b, more + 1);
-                let last = Nanos(straight_on.0 * more as u64);
-                (src_last, dst_last, read_from) = (read_done + last, b.done + last, b.done + last);
+                let last = b.later(Nanos(straight_on.0 * more as u64));
+                (src_last, dst_last, read_from) = (last.read_done, last.done, last.done);
                 i += more + 1;
                 continue;
             }
@@ -1112,68 +1146,50 @@ impl Device {
                 // to tell, are counted at once (each waited for no bus, and
                 // the first started first: what `serve` keeps); copies booked
                 // again were counted when first booked.
-                let period = b.done.0 - b.read_start.0;
-                let nth = |k: u32| {
-                    let d = Nanos(period * k as u64);
-                    Booked {
-                        read_start: b.read_start + d,
-                        read_bus: b.read_bus + d,
-                        read_done: b.read_done + d,
-                        prog_start: b.prog_start + d,
-                        prog_bus: b.prog_bus + d,
-                        done: b.done + d,
-                    }
-                };
+                let period = Nanos(b.done.0 - b.read_start.0);
+                let nth = |k: u32| b.later(Nanos(period.0 * k as u64));
+                let mut keep_copy = std::convert::identity(
+                    #[inline(always)]
+                    |k: u32, cause: Cause, b: Booked| {
+                        if KEEP
+                            && let Some(kept) = kept.as_mut()
+                            && let Some(src) = keep.source((i + k) as usize)
+                        {
+                            kept.push(preempt::KeptCopy { src, dst: dst_page + i + k, cause, booked: b });
+                        }
+                    },
+                );
                 if power.is_none()
                     && !matches!(keep, Keep::Again(_))
                     && let Some(cause) = uniform
                 {
                     counters.reads[cause as usize] += copies as u64;
                     counters.programs[cause as usize] += copies as u64;
-                    served.serve(b.read_start, cause);
-                    served.bus_wait(b.read_bus - (b.read_start + copy.read[0]), cause);
-                    served.bus_wait(b.prog_bus - b.prog_start, cause);
-                    debug_assert!(b.read_start <= b.read_done && b.prog_start <= b.done, "a copy's phases in order");
-                    busy.units[cause as usize] +=
-                        copies as u64 * ((b.read_done.0 - b.read_start.0) + (b.done.0 - b.prog_start.0));
-                    if KEEP && let Some(kept) = kept.as_mut() {
+                    served.copy(b, copy.read[0], cause);
+                    busy.units[cause as usize] += copies as u64 * b.held().0;
+                    if KEEP {
                         for k in 0..copies {
-                            if let Some(src) = keep.source((i + k) as usize) {
-                                kept.push(preempt::KeptCopy { src, dst: dst_page + i + k, cause, booked: nth(k) });
-                            }
+                            keep_copy(k, cause, nth(k));
                         }
                     }
                     return;
                 }
                 for k in 0..copies {
-                    let b = &nth(k);
-                    let i = i + k;
-                    let ppn = Ppn(dst_page + i);
+                    let b = nth(k);
+                    let ppn = Ppn(dst_page + i + k);
                     let cause = match keep {
-                        Keep::Again(copies) if KEEP => copies[i as usize].cause,
+                        Keep::Again(copies) if KEEP => copies[(i + k) as usize].cause,
                         _ => {
                             let cause = count_copy(counters, array, ppn, &cause_of);
-                            // The program's start is after the read's: the read's is
-                            // the one `serve` keeps.
-                            served.serve(b.read_start, cause);
-                            served.bus_wait(b.read_bus - (b.read_start + copy.read[0]), cause);
-                            served.bus_wait(b.prog_bus - b.prog_start, cause);
+                            served.copy(&b, copy.read[0], cause);
                             cause
                         }
                     };
-                    // Plain subtractions (a timeline's phases are in order), not
-                    // `SimTime`'s saturating one: ~40 instructions a request less.
-                    debug_assert!(b.read_start <= b.read_done && b.prog_start <= b.done, "a copy's phases in order");
-                    busy.units[cause as usize] += (b.read_done.0 - b.read_start.0) + (b.done.0 - b.prog_start.0);
+                    busy.units[cause as usize] += b.held().0;
                     if let Some(p) = power.as_mut() {
                         p.programmed(ppn, b.done);
                     }
-                    if KEEP
-                        && let Some(kept) = kept.as_mut()
-                        && let Some(src) = keep.source(i as usize)
-                    {
-                        kept.push(preempt::KeptCopy { src, dst: ppn.0, cause, booked: *b });
-                    }
+                    keep_copy(k, cause, b);
                 }
             },
         );

@@ -28,7 +28,7 @@
 //! forgets what runs may be taken back, keeping them booked.
 
 use super::{Booked, Cause, Device, Keep, ProgTail};
-use crate::units::{BlockId, Nanos, PlaneId, Ppn, SimTime};
+use crate::units::{BlockId, PlaneId, Ppn, SimTime};
 use serde::{Deserialize, Serialize};
 
 /// A copy of a run, as booked.
@@ -257,7 +257,7 @@ impl Device {
             }
             self.channels[ch].remove(b.read_bus, b.read_done - b.read_bus);
             self.channels[ch].remove(b.prog_bus, prog_xfer);
-            self.busy.units[c.cause as usize] -= held(&b).0;
+            self.busy.units[c.cause as usize] -= b.held().0;
         }
         if let Some((lo, hi)) = span {
             self.units[unit].remove(lo, hi - lo);
@@ -308,11 +308,6 @@ impl Device {
             );
         }
     }
-}
-
-/// The unit time a copy holds.
-fn held(b: &Booked) -> Nanos {
-    (b.read_done - b.read_start) + (b.done - b.prog_start)
 }
 
 #[cfg(test)]
