@@ -423,6 +423,13 @@ impl Booked {
         Nanos((self.read_done.0 - self.read_start.0) + (self.done.0 - self.prog_start.0))
     }
 
+    /// The `k`th copy after this one where each goes straight on as the
+    /// one before ends: one period (read start to program end) apart.
+    #[inline(always)]
+    fn nth(&self, k: u32) -> Booked {
+        self.later(Nanos((self.done.0 - self.read_start.0) * k as u64))
+    }
+
     /// The same copy `d` later.
     #[inline(always)]
     fn later(&self, d: Nanos) -> Booked {
@@ -446,18 +453,6 @@ enum Keep<'a> {
     Run(&'a [u32]),
     /// Copies taken back, booked again (already counted).
     Again(&'a [preempt::KeptCopy]),
-}
-
-impl Keep<'_> {
-    /// The source page of the run's `i`-th copy, if kept.
-    #[inline(always)]
-    fn source(&self, i: usize) -> Option<u32> {
-        match self {
-            Keep::Nothing => None,
-            Keep::Run(src) => Some(src[i]),
-            Keep::Again(copies) => Some(copies[i].src),
-        }
-    }
 }
 
 /// When a block's booked programs end, enough to bound when any page's
@@ -642,7 +637,7 @@ impl CopyRun {
                     done: start + straight_on,
                 };
                 account(i, &b, more + 1);
-                let last = b.later(Nanos(straight_on.0 * more as u64));
+                let last = b.nth(more);
                 (src_last, dst_last, read_from) = (last.read_done, last.done, last.done);
                 i += more + 1;
                 continue;
@@ -1126,8 +1121,9 @@ impl Device {
             horizon: self.horizon,
         };
         debug_assert_eq!(KEEP, !matches!(keep, Keep::Nothing));
-        let mut kept =
-            KEEP.then(|| self.preempt.open(self.units.len(), unit_w, (src, dst), copy.last, self.prog_tail[dst.idx()]));
+        let mut kept = KEEP.then(|| {
+            self.preempt.open(self.units.len(), unit_w, (src, dst), copy.last, self.prog_tail[dst.idx()], keep)
+        });
         let (array, counters, served, busy, power) =
             (&self.array, &mut self.counters, &mut self.served, &mut self.busy, &mut self.power);
         let tail = (&mut self.prog_tail[dst.idx()], array.geometry().page_in_block(Ppn(dst_page)));
@@ -1146,16 +1142,11 @@ impl Device {
                 // to tell, are counted at once (each waited for no bus, and
                 // the first started first: what `serve` keeps); copies booked
                 // again were counted when first booked.
-                let period = Nanos(b.done.0 - b.read_start.0);
-                let nth = |k: u32| b.later(Nanos(period.0 * k as u64));
-                let mut keep_copy = std::convert::identity(
+                let mut keep_stretch = std::convert::identity(
                     #[inline(always)]
-                    |k: u32, cause: Cause, b: Booked| {
-                        if KEEP
-                            && let Some(kept) = kept.as_mut()
-                            && let Some(src) = keep.source((i + k) as usize)
-                        {
-                            kept.push(preempt::KeptCopy { src, dst: dst_page + i + k, cause, booked: b });
+                    |k: u32, cause: Cause, first: Booked, count: u32| {
+                        if KEEP && let Some(kept) = kept.as_mut() {
+                            kept.push(preempt::Stretch { first, dst: dst_page + i + k, count, cause });
                         }
                     },
                 );
@@ -1167,15 +1158,11 @@ impl Device {
                     counters.programs[cause as usize] += copies as u64;
                     served.copy(b, copy.read[0], cause);
                     busy.units[cause as usize] += copies as u64 * b.held().0;
-                    if KEEP {
-                        for k in 0..copies {
-                            keep_copy(k, cause, nth(k));
-                        }
-                    }
+                    keep_stretch(0, cause, *b, copies);
                     return;
                 }
                 for k in 0..copies {
-                    let b = nth(k);
+                    let b = b.nth(k);
                     let ppn = Ppn(dst_page + i + k);
                     let cause = match keep {
                         Keep::Again(copies) if KEEP => copies[(i + k) as usize].cause,
@@ -1189,7 +1176,7 @@ impl Device {
                     if let Some(p) = power.as_mut() {
                         p.programmed(ppn, b.done);
                     }
-                    keep_copy(k, cause, b);
+                    keep_stretch(k, cause, b, 1);
                 }
             },
         );

@@ -40,6 +40,20 @@ pub(super) struct KeptCopy {
     pub(super) booked: Booked,
 }
 
+/// Copies of a run as booked, one after another straight on: the first
+/// as `first`, each next one period later ([`Booked::nth`]), into
+/// destination pages from `dst` on. A run is kept as its stretches (its
+/// copies' sources beside them) and spelled out copy by copy only when a
+/// read takes it back: most runs are never taken back, and a push a copy
+/// was ~150 instructions a request behind a write buffer.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Stretch {
+    pub(super) first: Booked,
+    pub(super) dst: u32,
+    pub(super) count: u32,
+    pub(super) cause: Cause,
+}
+
 /// Copies of a run from one block into one (a run crosses into a new
 /// destination block, or goes on from another source, in a new segment),
 /// with the blocks' last operations' ends before them.
@@ -55,15 +69,39 @@ struct Segment {
 
 #[derive(Clone, Debug, Default)]
 pub(super) struct Run {
-    copies: Vec<KeptCopy>,
+    /// The copies' sources, in copy order.
+    srcs: Vec<u32>,
+    stretches: Vec<Stretch>,
     segments: Vec<Segment>,
+    /// The copies one by one, spelled out when the run is taken back.
+    copies: Vec<KeptCopy>,
 }
 
 impl Run {
+    /// Whether it holds no copy.
+    fn is_empty(&self) -> bool {
+        self.stretches.is_empty()
+    }
+
     /// Empties it, keeping the vectors' room.
     fn clear(&mut self) {
-        self.copies.clear();
+        self.srcs.clear();
+        self.stretches.clear();
         self.segments.clear();
+        self.copies.clear();
+    }
+
+    /// Spells the stretches out into `copies`, one a copy.
+    fn spell_out(&mut self) {
+        self.copies.clear();
+        let mut srcs = self.srcs.iter();
+        for s in &self.stretches {
+            for k in 0..s.count {
+                let src = *srcs.next().expect("a kept run's sources, one a copy");
+                self.copies.push(KeptCopy { src, dst: s.dst + k, cause: s.cause, booked: s.first.nth(k) });
+            }
+        }
+        debug_assert!(srcs.next().is_none(), "a kept run's sources, one a copy");
     }
 }
 
@@ -106,7 +144,7 @@ impl Preemptible {
     #[inline]
     pub(super) fn confirm(&mut self, unit: usize) {
         if let Some(run) = self.runs.get_mut(unit)
-            && !run.copies.is_empty()
+            && !run.is_empty()
         {
             run.clear();
             self.held -= 1;
@@ -121,9 +159,11 @@ impl Preemptible {
 
     /// `unit`'s run, no longer kept; `None` without one.
     fn take(&mut self, unit: usize) -> Option<Run> {
-        let run = self.runs.get_mut(unit).filter(|run| !run.copies.is_empty())?;
+        let run = self.runs.get_mut(unit).filter(|run| !run.is_empty())?;
         self.held -= 1;
-        Some(std::mem::replace(run, std::mem::take(&mut self.spare)))
+        let mut run = std::mem::replace(run, std::mem::take(&mut self.spare));
+        run.spell_out();
+        Some(run)
     }
 
     /// `run`, [taken](Self::take) and done with, lends its vectors to the next.
@@ -134,7 +174,8 @@ impl Preemptible {
 
     /// A run of copies from `src` into `dst` is about to be kept on
     /// `unit` (of `units`), the blocks' last operations ending at
-    /// `before`; returns where its copies go.
+    /// `before`, its sources `keep`'s; returns where its stretches go
+    /// (every copy in one, in order).
     pub(super) fn open(
         &mut self,
         units: usize,
@@ -142,16 +183,22 @@ impl Preemptible {
         (src, dst): (BlockId, BlockId),
         before: (SimTime, SimTime),
         tail: ProgTail,
-    ) -> &mut Vec<KeptCopy> {
+        keep: Keep<'_>,
+    ) -> &mut Vec<Stretch> {
         if self.runs.is_empty() {
             self.runs = vec![Run::default(); units];
         }
         let run = &mut self.runs[unit];
-        if run.copies.is_empty() {
+        if run.is_empty() {
             self.held += 1;
         }
-        run.segments.push(Segment { first: run.copies.len(), src, dst, before, tail });
-        &mut run.copies
+        run.segments.push(Segment { first: run.srcs.len(), src, dst, before, tail });
+        match keep {
+            Keep::Nothing => {}
+            Keep::Run(srcs) => run.srcs.extend_from_slice(srcs),
+            Keep::Again(copies) => run.srcs.extend(copies.iter().map(|c| c.src)),
+        }
+        &mut run.stretches
     }
 }
 
