@@ -730,6 +730,8 @@ struct GcJob {
     /// when its turn comes, as the host may have overwritten or trimmed it.
     pages: Vec<u32>,
     next: usize,
+    /// `pages` before this have had their map entries prefetched.
+    prefetched: usize,
     /// The erase's cause (see `reclaim`).
     cause: Option<Cause>,
     /// Copies host writes to the plane have paid for and GC not yet made,
@@ -753,6 +755,7 @@ impl Default for GcJob {
             victim: NO_BLOCK,
             pages: Vec::new(),
             next: 0,
+            prefetched: 0,
             cause: None,
             debt: 0,
             rate: 0,
@@ -1906,6 +1909,7 @@ impl PageCore {
         let live = job.pages.len() as u32;
         job.victim = victim.0;
         job.next = 0;
+        job.prefetched = 0;
         job.debt = 0;
         job.run_booked = false;
         job.held = u32::MAX;
@@ -1968,11 +1972,14 @@ impl PageCore {
         let copied = copied?;
         if copied > 0 {
             // The next pages' entries, tested at the next step: cache misses
-            // at random places, so start them now.
-            let job = &self.jobs[p];
-            for &src in job.pages.iter().skip(job.next).take(8) {
+            // at random places, so start them now (those not started at an
+            // earlier step: a background step is often one copy).
+            let job = &mut self.jobs[p];
+            let to = (job.next + 8).min(job.pages.len());
+            for &src in &job.pages[job.next.max(job.prefetched).min(to)..to] {
                 map.prefetch(Lpn(dev.array.oob_unit_raw(src)));
             }
+            job.prefetched = to;
             return Ok(copied);
         }
         self.end_job(map, dev, plane, now)?;
