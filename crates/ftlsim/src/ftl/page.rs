@@ -411,29 +411,82 @@ impl Soonest {
     }
 }
 
+/// The words of `live` over `units`, each as the unit its bit 0 stands
+/// for and its bits of `units` (shifted down, the others cleared): a
+/// victim's 256 pages are four words.
+#[inline(always)]
+fn live_words(live: &[u64], units: Range<u32>) -> impl Iterator<Item = (u32, u64)> + '_ {
+    let mut p = units.start;
+    std::iter::from_fn(move || {
+        (p < units.end).then(|| {
+            let (w, bit) = (p as usize / 64, p % 64);
+            let n = (64 - bit).min(units.end - p);
+            let first = p;
+            p += n;
+            (first, live[w] >> bit & (u64::MAX >> (64 - n)))
+        })
+    })
+}
+
 /// Appends the units among `pages` whose bits are set in `live`
-/// ([`DramMap`]'s live bits) to `out`, in order, a word at a time: a
-/// victim's 256 pages are four words (GC's and functional
-/// preconditioning's lists of live units).
+/// ([`DramMap`]'s live bits) to `out`, in order, a word at a time
+/// (blocking GC's and functional preconditioning's lists of live units).
 fn live_in(live: &[u64], pages: Range<u32>, out: &mut Vec<u32>) {
     // Room for every page first, cut to the live after: a store a unit,
     // not a push's capacity check.
     let from = out.len();
     out.resize(from + pages.len(), 0);
     let (slots, mut found) = (&mut out[from..], 0);
-    let mut p = pages.start;
-    while p < pages.end {
-        let (w, bit) = (p as usize / 64, p % 64);
-        let n = (64 - bit).min(pages.end - p);
-        let mut bits = live[w] >> bit & (u64::MAX >> (64 - n));
+    for (p, mut bits) in live_words(live, pages) {
         while bits != 0 {
             slots[found] = p + bits.trailing_zeros();
             found += 1;
             bits &= bits - 1;
         }
-        p += n;
     }
     out.truncate(from + found);
+}
+
+/// How many of `pages` have their bit set in `live`, and one past the
+/// last of them (`pages.start` if none): a GC job's span of its victim.
+fn live_span(live: &[u64], pages: Range<u32>) -> (u32, u32) {
+    let (mut count, mut end) = (0, pages.start);
+    for (p, bits) in live_words(live, pages).filter(|&(_, bits)| bits != 0) {
+        count += bits.count_ones();
+        end = p + 64 - bits.leading_zeros();
+    }
+    (count, end)
+}
+
+/// Appends the units from `*next` up to `end` whose bits are set in
+/// `live`, in order, until `out` holds `limit`; `*next` moves past the
+/// last taken, or to `end` if they ran out first (untouched if `out` was
+/// full already).
+fn take_live(live: &[u64], next: &mut usize, end: usize, limit: usize, out: &mut Vec<u32>) {
+    if out.len() >= limit {
+        return;
+    }
+    for (p, mut bits) in live_words(live, *next as u32..end as u32) {
+        while bits != 0 {
+            let u = p + bits.trailing_zeros();
+            out.push(u);
+            if out.len() == limit {
+                *next = u as usize + 1;
+                return;
+            }
+            bits &= bits - 1;
+        }
+    }
+    *next = end;
+}
+
+/// The first unit from `*next` up to `end` whose bit is set in `live`,
+/// taken (`*next` moves past it, or to `end`).
+fn next_set(live: &[u64], next: &mut usize, end: usize) -> Option<u32> {
+    let found = live_words(live, *next as u32..end as u32).find(|&(_, bits)| bits != 0);
+    let u = found.map(|(p, bits)| p + bits.trailing_zeros());
+    *next = u.map_or(end, |u| u as usize + 1);
+    u
 }
 
 /// Sets (`on`) or clears unit `u`'s bit in `live`.
@@ -726,10 +779,19 @@ const COPY: u32 = 256;
 struct GcJob {
     /// The victim, or `NO_BLOCK` when the plane has no job.
     victim: u32,
-    /// Pages of the victim live when the job began; each is checked again
-    /// when its turn comes, as the host may have overwritten or trimmed it.
+    /// Pages of the victim live when the job began, where the map keeps
+    /// no live bits; each is checked again when its turn comes, as the
+    /// host may have overwritten or trimmed it.
     pages: Vec<u32>,
+    /// The next of `pages` to look at; where the map keeps live bits
+    /// ([`MapTable::live_bits`]), the next of the victim's units, the bits
+    /// saying which are live (a scanned victim's bits are only ever
+    /// cleared, so they list what `pages` would, without a list made at
+    /// the scan or a unit looked up that is no longer live).
     next: usize,
+    /// Where `next` runs out: `pages`' length, or one past the last unit
+    /// live when the job began.
+    end: usize,
     /// `pages` before this have had their map entries prefetched.
     prefetched: usize,
     /// The erase's cause (see `reclaim`).
@@ -755,6 +817,7 @@ impl Default for GcJob {
             victim: NO_BLOCK,
             pages: Vec::new(),
             next: 0,
+            end: 0,
             prefetched: 0,
             cause: None,
             debt: 0,
@@ -1703,6 +1766,30 @@ impl PageCore {
         self.scan_live_by_entry(map, dev, first..first + written, live)
     }
 
+    /// A new job's scan of `victim`: the span of its live units in the
+    /// map's live bits, or their list; sets the job's cause, `next` and
+    /// `end`. Returns how many units are live.
+    fn scan_job<M: MapTable>(&self, map: &M, dev: &Device, victim: BlockId, job: &mut GcJob) -> u32 {
+        job.pages.clear();
+        let Some(bits) = map.live_bits() else {
+            job.cause = Some(self.scan_live(map, dev, victim, &mut job.pages));
+            (job.next, job.end) = (0, job.pages.len());
+            return job.pages.len() as u32;
+        };
+        let written = dev.array.written_pages(victim) << self.unit_shift;
+        let first = self.geo.ppn(victim, 0).0 << self.unit_shift;
+        let (live, end) = live_span(bits, first..first + written);
+        if cfg!(debug_assertions) {
+            let mut by_entry = Vec::new();
+            let cause = self.scan_live_by_entry(map, dev, first..first + written, &mut by_entry);
+            let by_entry_span = (by_entry.len() as u32, by_entry.last().map_or(first, |&u| u + 1), cause);
+            assert_eq!((live, end, Cause::Gc), by_entry_span, "{victim}: live units by bit and by entry");
+        }
+        job.cause = Some(Cause::Gc);
+        (job.next, job.end) = (first as usize, end as usize);
+        live
+    }
+
     /// [`scan_live`](Self::scan_live) of units `units`, each asked
     /// [`MapTable::is_live`].
     fn scan_live_by_entry<M: MapTable>(&self, map: &M, dev: &Device, units: Range<u32>, live: &mut Vec<u32>) -> Cause {
@@ -1884,7 +1971,7 @@ impl PageCore {
                 .filter(|&q| !own_only || q == slot)
                 .min_by_key(|&q| (self.pool.free_count(PlaneId(first + q)), q != slot))?;
             let job = &mut self.jobs[(first + q) as usize];
-            if let Some(src) = next_live(map, dev, &job.pages, &mut job.next) {
+            if let Some(src) = next_live(map, dev, job) {
                 return Some(src);
             }
             *emptied |= 1 << q;
@@ -1905,10 +1992,8 @@ impl PageCore {
         self.stats.gc_invocations += 1;
         self.pool.start_reclaim(victim);
         let mut job = std::mem::take(&mut self.jobs[plane.idx()]);
-        job.cause = Some(self.scan_live(map, dev, victim, &mut job.pages));
-        let live = job.pages.len() as u32;
+        let live = self.scan_job(map, dev, victim, &mut job);
         job.victim = victim.0;
-        job.next = 0;
         job.prefetched = 0;
         job.debt = 0;
         job.run_booked = false;
@@ -1975,9 +2060,16 @@ impl PageCore {
             // at random places, so start them now (those not started at an
             // earlier step: a background step is often one copy).
             let job = &mut self.jobs[p];
-            let to = (job.next + 8).min(job.pages.len());
-            for &src in &job.pages[job.next.max(job.prefetched).min(to)..to] {
-                map.prefetch(Lpn(dev.array.oob_unit_raw(src)));
+            let to = (job.next + 8).min(job.end);
+            let from = job.next.max(job.prefetched).min(to);
+            if map.live_bits().is_some() {
+                for u in from..to {
+                    map.prefetch(Lpn(dev.array.oob_unit_raw(u as u32)));
+                }
+            } else {
+                for &src in &job.pages[from..to] {
+                    map.prefetch(Lpn(dev.array.oob_unit_raw(src)));
+                }
             }
             job.prefetched = to;
             return Ok(copied);
@@ -2035,8 +2127,7 @@ impl PageCore {
             let (first, stream) = match carried.take() {
                 Some(taken) => taken,
                 None => {
-                    let job = &mut self.jobs[p];
-                    let Some(src) = next_live(map, dev, &job.pages, &mut job.next) else { break };
+                    let Some(src) = next_live(map, dev, &mut self.jobs[p]) else { break };
                     (src, self.gc_stream(map, dev.array.oob_unit_raw(src)))
                 }
             };
@@ -2048,7 +2139,7 @@ impl PageCore {
                 .ok_or_else(|| Error::invariant("page", format!("GC of {victim} found no free page in its plane")))?;
             let room = ((self.geo.pages_per_block - self.geo.page_in_block(dst)) as usize) << self.unit_shift;
             let limit = if runs_of_one { 1 } else { left.min(room) };
-            if !streams {
+            if !streams && map.live_bits().is_none() {
                 // One stream, one run: gathered in place over the job's list
                 // (its pages before the job's next are done with), not
                 // pushed into `run`: 0.9% of the foundation run's
@@ -2072,16 +2163,22 @@ impl PageCore {
             // job is borrowed (the job once, not a page).
             let own_stream = self.own_gc_stream(map);
             let job = &mut self.jobs[p];
-            while run.len() < limit {
-                let Some(src) = next_live(map, dev, &job.pages, &mut job.next) else { break };
-                if streams {
-                    let next_stream = own_stream.unwrap_or_else(|| map.gc_stream(dev.array.oob_unit_raw(src)));
-                    if next_stream != stream {
-                        carried = Some((src, next_stream));
-                        break;
+            match map.live_bits() {
+                // One stream, one run: the live bits name its pages.
+                Some(bits) if !streams => take_live(bits, &mut job.next, job.end, limit, run),
+                _ => {
+                    while run.len() < limit {
+                        let Some(src) = next_live(map, dev, job) else { break };
+                        if streams {
+                            let next_stream = own_stream.unwrap_or_else(|| map.gc_stream(dev.array.oob_unit_raw(src)));
+                            if next_stream != stream {
+                                carried = Some((src, next_stream));
+                                break;
+                            }
+                        }
+                        run.push(src);
                     }
                 }
-                run.push(src);
             }
             let mut held = self.jobs[p].held;
             self.move_live(map, dev, victim, run, dst, now, &mut held)?;
@@ -2152,7 +2249,7 @@ impl PageCore {
             return;
         }
         job.debt += job.rate;
-        if job.next >= job.pages.len() {
+        if job.next >= job.end {
             // Every copy made: the erase is due now, not when the plane
             // next idles (a busy plane would otherwise open its next block
             // with the victim still unerased).
@@ -2859,11 +2956,14 @@ fn gather_live<M: MapTable>(
     (from, end - from)
 }
 
-/// The next of `pages` from `*next` still live (not overwritten or trimmed
-/// since its victim was scanned), taken.
-fn next_live<M: MapTable>(map: &M, dev: &Device, pages: &[u32], next: &mut usize) -> Option<u32> {
-    while let Some(&src) = pages.get(*next) {
-        *next += 1;
+/// The job's next unit still live (not overwritten or trimmed since its
+/// victim was scanned), taken.
+fn next_live<M: MapTable>(map: &M, dev: &Device, job: &mut GcJob) -> Option<u32> {
+    if let Some(bits) = map.live_bits() {
+        return next_set(bits, &mut job.next, job.end);
+    }
+    while let Some(&src) = job.pages.get(job.next) {
+        job.next += 1;
         if map.unit_is_live(dev, src) {
             return Some(src);
         }
@@ -2918,5 +3018,52 @@ mod tests {
         map.live[0] &= !(1 << 4);
         map.live[0] &= !(1 << 7);
         assert!(map.check(&dev).unwrap_err().to_string().contains("entry 1 maps to unit 4, not marked live"));
+    }
+
+    proptest::proptest! {
+        /// The word-at-a-time walks over live bits (a GC job's span, its
+        /// next runs, a victim's list) agree with reading the bits unit by
+        /// unit, over any range, from any point, into a list that may hold
+        /// entries already.
+        #[test]
+        fn live_bit_walks_read_the_bits_unit_by_unit(
+            words in proptest::collection::vec(proptest::num::u64::ANY, 1..5),
+            ends in (0u32..=320, 0u32..=320),
+            from in 0u32..=320,
+            limit in 0usize..24,
+            had in 0usize..3,
+        ) {
+            let units = words.len() as u32 * 64;
+            let (start, end) = (ends.0.min(ends.1).min(units), ends.0.max(ends.1).min(units));
+            let live_units = |from: u32| -> Vec<u32> {
+                (from..end).filter(|&u| words[u as usize / 64] >> (u % 64) & 1 == 1).collect()
+            };
+            let all = live_units(start);
+            let before = vec![u32::MAX; had];
+
+            let mut listed = before.clone();
+            live_in(&words, start..end, &mut listed);
+            proptest::prop_assert_eq!(&listed[had..], &all[..]);
+            proptest::prop_assert_eq!(live_span(&words, start..end), (all.len() as u32, all.last().map_or(start, |&u| u + 1)));
+
+            let next = start + from % (end - start + 1);
+            let rest = live_units(next);
+            let (mut taken, mut at) = (before.clone(), next as usize);
+            take_live(&words, &mut at, end as usize, limit, &mut taken);
+            let room = limit.saturating_sub(had);
+            let expected: Vec<u32> = rest.iter().copied().take(room).collect();
+            proptest::prop_assert_eq!(&taken[had..], &expected[..]);
+            let expected_at = match expected.last() {
+                _ if room == 0 => next as usize,
+                Some(&u) if expected.len() == room => u as usize + 1,
+                _ => end as usize,
+            };
+            proptest::prop_assert_eq!(at, expected_at);
+
+            let mut at = next as usize;
+            let first = next_set(&words, &mut at, end as usize);
+            proptest::prop_assert_eq!(first, rest.first().copied());
+            proptest::prop_assert_eq!(at, first.map_or(end as usize, |u| u as usize + 1));
+        }
     }
 }
