@@ -254,6 +254,14 @@ pub trait MapTable: Send + Sized + serde::Serialize + serde::de::DeserializeOwne
         }
     }
 
+    /// [`moved_run`](Self::moved_run) of a run that is every unit of
+    /// `span` still live (the victim's units it was taken from): a map
+    /// keeping live bits clears the span's at once, not a unit at a time.
+    fn moved_span(&mut self, dev: &mut Device, run: &[u32], first: u32, now: SimTime, span: Range<u32>) {
+        let _ = span;
+        self.moved_run(dev, run, first, now);
+    }
+
     /// Whether [`moved`](Self::moved) only changes tables in controller
     /// RAM (no flash or PCM operation): then a background GC step may
     /// book many copies as one run a host read can go before
@@ -364,6 +372,18 @@ impl DramMap {
     #[inline]
     fn set_live(&mut self, u: u32, live: bool) {
         set_unit(&mut self.live, u, live);
+    }
+
+    /// The entries of `run`'s units (GC's copies, the `i`-th to unit
+    /// `first + i`, whose OOB names its entry) moved to their copies.
+    #[inline(always)]
+    fn move_entries(&mut self, dev: &Device, run: &[u32], first: u32) {
+        self.ram_accesses += run.len() as u64;
+        let to = first..first + run.len() as u32;
+        for ((&from, &x), dst) in run.iter().zip(dev.array.oob_units_raw(to.clone())).zip(to) {
+            debug_assert_eq!(self.fwd[x as usize], from, "entry {x} moved from a unit it does not map to");
+            self.fwd[x as usize] = dst;
+        }
     }
 
     /// The live bits anew from the entries.
@@ -598,14 +618,22 @@ impl MapTable for DramMap {
     /// The destination's live bits a word at a time, as their units are
     /// consecutive.
     fn moved_run(&mut self, dev: &mut Device, run: &[u32], first: u32, _: SimTime) {
-        self.ram_accesses += run.len() as u64;
-        let to = first..first + run.len() as u32;
-        for ((&from, &x), dst) in run.iter().zip(dev.array.oob_units_raw(to.clone())).zip(to.clone()) {
-            debug_assert_eq!(self.fwd[x as usize], from, "entry {x} moved from a unit it does not map to");
-            self.fwd[x as usize] = dst;
+        self.move_entries(dev, run, first);
+        for &from in run {
             self.set_live(from, false);
         }
-        set_range(&mut self.live, to, true);
+        set_range(&mut self.live, first..first + run.len() as u32, true);
+    }
+
+    fn moved_span(&mut self, dev: &mut Device, run: &[u32], first: u32, _: SimTime, span: Range<u32>) {
+        debug_assert_eq!(
+            live_span(&self.live, span.clone()).0 as usize,
+            run.len(),
+            "a run of all the span's live units"
+        );
+        self.move_entries(dev, run, first);
+        set_range(&mut self.live, span, false);
+        set_range(&mut self.live, first..first + run.len() as u32, true);
     }
 
     fn placed(&mut self, _: &mut PageCore, _: &mut Device, lpn: Lpn, ppn: Ppn, _: SimTime) -> Result<()> {
@@ -2149,7 +2177,7 @@ impl PageCore {
                 let mut pages = std::mem::take(&mut job.pages);
                 let (from, len) = gather_live(map, dev, &mut pages, &mut job.next, limit);
                 let mut held = job.held;
-                let moved = self.move_live(map, dev, victim, &pages[from..from + len], dst, now, &mut held);
+                let moved = self.move_live(map, dev, victim, (&pages[from..from + len], None), dst, now, &mut held);
                 self.jobs[p].pages = pages;
                 moved?;
                 self.jobs[p].held = held;
@@ -2163,9 +2191,15 @@ impl PageCore {
             // job is borrowed (the job once, not a page).
             let own_stream = self.own_gc_stream(map);
             let job = &mut self.jobs[p];
+            // Every live unit from the run's first to the job's next, where
+            // the run was taken from the live bits.
+            let mut span = None;
             match map.live_bits() {
                 // One stream, one run: the live bits name its pages.
-                Some(bits) if !streams => take_live(bits, &mut job.next, job.end, limit, run),
+                Some(bits) if !streams => {
+                    take_live(bits, &mut job.next, job.end, limit, run);
+                    span = Some(first..job.next as u32);
+                }
                 _ => {
                     while run.len() < limit {
                         let Some(src) = next_live(map, dev, job) else { break };
@@ -2181,7 +2215,7 @@ impl PageCore {
                 }
             }
             let mut held = self.jobs[p].held;
-            self.move_live(map, dev, victim, run, dst, now, &mut held)?;
+            self.move_live(map, dev, victim, (run, span), dst, now, &mut held)?;
             self.jobs[p].held = held;
             copied += run.len() as u32;
             left = left.saturating_sub(run.len());
@@ -2202,7 +2236,7 @@ impl PageCore {
         map: &mut M,
         dev: &mut Device,
         victim: BlockId,
-        run: &[u32],
+        (run, span): (&[u32], Option<Range<u32>>),
         dst: Ppn,
         now: SimTime,
         held: &mut u32,
@@ -2217,7 +2251,10 @@ impl PageCore {
         };
         // Packed from `dst` on: the i-th unit lands at unit address
         // `dst × units per page + i` (the map's value, a PPN for page units).
-        map.moved_run(dev, run, dst.0 << self.unit_shift, now);
+        match span {
+            Some(span) => map.moved_span(dev, run, dst.0 << self.unit_shift, now, span),
+            None => map.moved_run(dev, run, dst.0 << self.unit_shift, now),
+        }
         self.pool.transfer_valid(victim, self.geo.block_of(dst), run.len() as u32, now);
         self.stats.gc_pages_copied += run.len() as u64;
         Ok(reads_done)
@@ -2421,7 +2458,7 @@ impl PageCore {
                 self.prefetch_entries(map, dev, b, prefetched..end);
                 prefetched = end;
             }
-            *reads_done = (*reads_done).max(self.move_live(map, dev, victim, run, dst, now, &mut held)?);
+            *reads_done = (*reads_done).max(self.move_live(map, dev, victim, (run, None), dst, now, &mut held)?);
             rest = after;
         }
         if let Some((b, written)) = next {
