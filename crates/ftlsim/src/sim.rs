@@ -889,7 +889,10 @@ impl Simulation {
         let window_ns = (self.cfg.report.window_ms * 1e6).round() as u64;
         let mut windows = WindowAccumulator::new(window_ns);
         let mut index = 0u64;
-        let mut next_progress = opts.progress_every;
+        // Told when the count reaches the next multiple (a TRIM's ranges
+        // count one each): a comparison a command, not a division.
+        let progress_every = opts.progress_every.max(1);
+        let mut next_progress = progress_every;
         let mut arrivals_span = ArrivalSpan::default();
         // Commands are read LOOKAHEAD ahead and their mappings prefetched, so
         // the forward map's cache miss has landed by the time each is served
@@ -970,11 +973,8 @@ impl Simulation {
                 windows.record(&cmd, latency, pages);
             }
             index += 1;
-            // A comparison a command, not a division.
             if index >= next_progress {
-                let every = opts.progress_every.max(1);
-                // The next multiple (a TRIM's ranges count one each).
-                next_progress = (index / every + 1) * every;
+                next_progress = (index / progress_every + 1) * progress_every;
                 if !on_progress(src.progress(), index) {
                     return Err(Error::Interrupted);
                 }

@@ -427,12 +427,7 @@ impl Booked {
     /// one before ends: one period (read start to program end) apart.
     #[inline(always)]
     fn nth(&self, k: u32) -> Booked {
-        self.later(Nanos((self.done.0 - self.read_start.0) * k as u64))
-    }
-
-    /// The same copy `d` later.
-    #[inline(always)]
-    fn later(&self, d: Nanos) -> Booked {
+        let d = Nanos((self.done.0 - self.read_start.0) * k as u64);
         Booked {
             read_start: self.read_start + d,
             read_bus: self.read_bus + d,

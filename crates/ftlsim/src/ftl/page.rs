@@ -257,8 +257,7 @@ pub trait MapTable: Send + Sized + serde::Serialize + serde::de::DeserializeOwne
     /// [`moved_run`](Self::moved_run) of a run that is every unit of
     /// `span` still live (the victim's units it was taken from): a map
     /// keeping live bits clears the span's at once, not a unit at a time.
-    fn moved_span(&mut self, dev: &mut Device, run: &[u32], first: u32, now: SimTime, span: Range<u32>) {
-        let _ = span;
+    fn moved_span(&mut self, dev: &mut Device, run: &[u32], first: u32, now: SimTime, _span: Range<u32>) {
         self.moved_run(dev, run, first, now);
     }
 
@@ -820,7 +819,7 @@ struct GcJob {
     /// Where `next` runs out: `pages`' length, or one past the last unit
     /// live when the job began.
     end: usize,
-    /// `pages` before this have had their map entries prefetched.
+    /// How far (as `next` counts) GC's steps have prefetched map entries.
     prefetched: usize,
     /// The erase's cause (see `reclaim`).
     cause: Option<Cause>,
@@ -1778,20 +1777,33 @@ impl PageCore {
     /// erase is counted under: a block written mostly with the map's own
     /// pages is the map's cost.
     fn scan_live<M: MapTable>(&self, map: &M, dev: &Device, victim: BlockId, live: &mut Vec<u32>) -> Cause {
-        // Unit addresses: with one unit a page, PPNs.
-        let written = dev.array.written_pages(victim) << self.unit_shift;
-        let first = self.geo.ppn(victim, 0).0 << self.unit_shift;
+        let units = self.written_units(dev, victim);
         if let Some(bits) = map.live_bits() {
             live.clear();
-            live_in(bits, first..first + written, live);
+            live_in(bits, units.clone(), live);
             if cfg!(debug_assertions) {
-                let mut by_entry = Vec::new();
-                let cause = self.scan_live_by_entry(map, dev, first..first + written, &mut by_entry);
-                assert_eq!((&live[..], Cause::Gc), (&by_entry[..], cause), "{victim}: live units by bit and by entry");
+                let by_entry = self.live_by_entry(map, dev, victim, units);
+                assert_eq!(live[..], by_entry[..], "{victim}: live units by bit and by entry");
             }
             return Cause::Gc;
         }
-        self.scan_live_by_entry(map, dev, first..first + written, live)
+        self.scan_live_by_entry(map, dev, units, live)
+    }
+
+    /// The unit addresses `victim` has written (with one unit a page, PPNs).
+    fn written_units(&self, dev: &Device, victim: BlockId) -> Range<u32> {
+        let first = self.geo.ppn(victim, 0).0 << self.unit_shift;
+        first..first + (dev.array.written_pages(victim) << self.unit_shift)
+    }
+
+    /// The live units among `units` of `victim` asked entry by entry, for
+    /// debug builds to check a map's live bits against (such a map keeps
+    /// no pages of its own, so the erase is GC's).
+    fn live_by_entry<M: MapTable>(&self, map: &M, dev: &Device, victim: BlockId, units: Range<u32>) -> Vec<u32> {
+        let mut by_entry = Vec::new();
+        let cause = self.scan_live_by_entry(map, dev, units, &mut by_entry);
+        assert_eq!(cause, Cause::Gc, "{victim}: a map with live bits holds pages of its own");
+        by_entry
     }
 
     /// A new job's scan of `victim`: the span of its live units in the
@@ -1804,17 +1816,15 @@ impl PageCore {
             (job.next, job.end) = (0, job.pages.len());
             return job.pages.len() as u32;
         };
-        let written = dev.array.written_pages(victim) << self.unit_shift;
-        let first = self.geo.ppn(victim, 0).0 << self.unit_shift;
-        let (live, end) = live_span(bits, first..first + written);
+        let units = self.written_units(dev, victim);
+        let (live, end) = live_span(bits, units.clone());
         if cfg!(debug_assertions) {
-            let mut by_entry = Vec::new();
-            let cause = self.scan_live_by_entry(map, dev, first..first + written, &mut by_entry);
-            let by_entry_span = (by_entry.len() as u32, by_entry.last().map_or(first, |&u| u + 1), cause);
-            assert_eq!((live, end, Cause::Gc), by_entry_span, "{victim}: live units by bit and by entry");
+            let by_entry = self.live_by_entry(map, dev, victim, units.clone());
+            let by_entry_span = (by_entry.len() as u32, by_entry.last().map_or(units.start, |&u| u + 1));
+            assert_eq!((live, end), by_entry_span, "{victim}: live units by bit and by entry");
         }
         job.cause = Some(Cause::Gc);
-        (job.next, job.end) = (first as usize, end as usize);
+        (job.next, job.end) = (units.start as usize, end as usize);
         live
     }
 
