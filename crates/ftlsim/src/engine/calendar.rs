@@ -450,6 +450,9 @@ impl Flat {
         let n = self.all.len();
         let from = if first < tail { self.first_ending_after_from(hint, first) } else { n };
         let (mut i, mut among, mut t, mut touches) = (from, 0, first, false);
+        // The first interval after the last booking among them: it and
+        // those after it only move up, all at once.
+        let mut after = from;
         while among < max && t < tail {
             // The last interval ends after `t`: `i` stays in bounds.
             while self.all[i].1 <= t {
@@ -461,6 +464,7 @@ impl Flat {
             }
             touches |= next == t + len || (i > self.head && self.all[i - 1].1 == t);
             among += 1;
+            after = i;
             t += period;
         }
         let booked = if among < max && t < tail { among } else { max };
@@ -473,10 +477,12 @@ impl Flat {
         if touches {
             held = self.merge_touching(from, among, at, len);
         } else if among > 0 {
-            // Merged from the back, each interval moved once.
+            // Merged from the back, each interval moved once: those after
+            // the last booking in one block move.
             self.all.resize(n + among, (0, 0));
             let all = &mut self.all[..];
-            let (mut src, mut dst) = (n, n + among);
+            all.copy_within(after..n, after + among);
+            let (mut src, mut dst) = (after, after + among);
             for k in (0..among).rev() {
                 let s = at(k);
                 while src > from && all[src - 1].0 > s {

@@ -1098,7 +1098,7 @@ impl Device {
         (ch_r, unit_r): (usize, usize),
         (ch_w, unit_w): (usize, usize),
         (src, dst): (BlockId, BlockId),
-        dst_page: u32,
+        (dst_page, first_in_block): (u32, u32),
         n: usize,
         not_before: SimTime,
         cause_of: impl CauseOf,
@@ -1121,7 +1121,7 @@ impl Device {
         });
         let (array, counters, served, busy, power) =
             (&self.array, &mut self.counters, &mut self.served, &mut self.busy, &mut self.power);
-        let tail = (&mut self.prog_tail[dst.idx()], array.geometry().page_in_block(Ppn(dst_page)));
+        let tail = (&mut self.prog_tail[dst.idx()], first_in_block);
         // Per page, what `time_op` would do besides booking. Inlined: out
         // of line (as the compiler left it where runs are kept, with a
         // write buffer), each copy paid a call (buffered foundation run
@@ -1393,13 +1393,11 @@ impl Device {
     /// LPN. Returns when the last page's data has left the source's plane, so
     /// the source block may be erased from then on.
     pub fn copy_run(&mut self, src: &[u32], dst: Ppn, not_before: SimTime, cause_of: impl CauseOf) -> Result<SimTime> {
-        let Some(&first) = src.first() else { return Ok(not_before) };
-        self.array.copy_run(src, dst)?;
-        let geo = self.array.geometry();
-        if geo.page_in_block(dst) == 0 {
+        let Some(placed) = self.array.copy_run(src, dst)? else { return Ok(not_before) };
+        if placed.dst_page == 0 {
             self.counters.blocks_opened += 1;
         }
-        let (src_block, dst_block) = (geo.block_of(Ppn(first)), geo.block_of(dst));
+        let (src_block, dst_block) = (placed.src, placed.dst);
         let (ch_r, unit_r) = self.resources(src_block);
         let (ch_w, unit_w) = self.resources(dst_block);
         let keep = if self.preempt.keeping && unit_r == unit_w { Keep::Run(src) } else { Keep::Nothing };
@@ -1409,11 +1407,12 @@ impl Device {
         }
         if !self.units_only && self.groups.is_empty() && src_block != dst_block {
             let ends = ((ch_r, unit_r), (ch_w, unit_w), (src_block, dst_block));
+            let dst = (dst.0, placed.dst_page);
             return Ok(match keep {
                 Keep::Nothing => {
-                    self.time_copy_run::<false>(ends.0, ends.1, ends.2, dst.0, src.len(), not_before, cause_of, keep)
+                    self.time_copy_run::<false>(ends.0, ends.1, ends.2, dst, src.len(), not_before, cause_of, keep)
                 }
-                _ => self.time_copy_run::<true>(ends.0, ends.1, ends.2, dst.0, src.len(), not_before, cause_of, keep),
+                _ => self.time_copy_run::<true>(ends.0, ends.1, ends.2, dst, src.len(), not_before, cause_of, keep),
             });
         }
         // A run kept only when timed as one (keeping is off in fast-forwards

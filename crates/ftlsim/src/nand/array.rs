@@ -61,6 +61,15 @@ pub enum PageOob {
     Programmed { lpn: Lpn, seq: u64 },
 }
 
+/// Where a copy run went ([`NandArray::copy_run`]): its source block,
+/// its destination block and the destination's first page in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CopyPlace {
+    pub src: BlockId,
+    pub dst: BlockId,
+    pub dst_page: u32,
+}
+
 #[derive(Serialize, Deserialize)]
 pub struct NandArray {
     geo: Geometry,
@@ -341,8 +350,10 @@ impl NandArray {
     /// consecutive pages of another from `dst` on: GC's copy loop as one
     /// call, with the checks of [`read`](Self::read) and
     /// [`program`](Self::program) made once per run where they can be.
-    pub fn copy_run(&mut self, src: &[u32], dst: Ppn) -> Result<()> {
-        let Some(&first_src) = src.first() else { return Ok(()) };
+    /// Returns where the run went (none for an empty one), which the
+    /// checks found anyway and the caller's timing needs.
+    pub fn copy_run(&mut self, src: &[u32], dst: Ppn) -> Result<Option<CopyPlace>> {
+        let Some(&first_src) = src.first() else { return Ok(None) };
         if self.unit_shift != 0 {
             return Err(Error::Physics("whole-page copy of pages holding sub-page units: copy units instead".into()));
         }
@@ -425,7 +436,7 @@ impl NandArray {
             }
         }
         self.write_ptr[block.idx()] += src.len() as u16;
-        Ok(())
+        Ok(Some(CopyPlace { src: src_block, dst: block, dst_page: page }))
     }
 
     /// The block and page of `ppn`, if it is the next page its block may
@@ -708,7 +719,10 @@ mod tests {
             a.program(Ppn(i as u32), Lpn(10 + i as u32), Payload::Bytes(&[byte; 512])).unwrap();
         }
         a.program(Ppn(4), Lpn(99), Payload::None).unwrap();
-        a.copy_run(&[2, 0], Ppn(5)).unwrap();
+        // Into block 1 from its second page (4 pages a block), out of block 0.
+        let placed = a.copy_run(&[2, 0], Ppn(5)).unwrap();
+        assert_eq!(placed, Some(CopyPlace { src: BlockId(0), dst: BlockId(1), dst_page: 1 }));
+        assert_eq!(a.copy_run(&[], Ppn(7)).unwrap(), None);
         assert_eq!(a.oob_lpn(Ppn(5)), Some(Lpn(12)));
         assert_eq!(a.oob_lpn(Ppn(6)), Some(Lpn(10)));
         assert_eq!(a.page_data(Ppn(5)).unwrap(), &[3; 512][..]);

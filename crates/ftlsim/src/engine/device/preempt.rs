@@ -347,7 +347,7 @@ impl Device {
                 (ch, unit),
                 (ch, unit),
                 (s.src, s.dst),
-                copies[0].dst,
+                (copies[0].dst, self.array.geometry().page_in_block(Ppn(copies[0].dst))),
                 copies.len(),
                 t,
                 |_| Cause::Gc,
