@@ -1317,7 +1317,7 @@ impl Device {
     /// completions later, so the time returned is provisional until
     /// [`end_batch`](Self::end_batch). Without a batch open, or without
     /// multi-plane groups, it is [`program`](Self::program).
-    #[inline]
+    #[inline(always)]
     pub fn program_batched(
         &mut self,
         ppn: Ppn,
