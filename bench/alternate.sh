@@ -15,7 +15,7 @@
 # moment, which on a shared VM moves by 2x within minutes). Workload:
 # FTLSIM_ALT_WORKLOAD, default 300,000 random 4 KiB writes at queue depth 32.
 # Noise: on the 2-core Intel VM of sessions 65-71, a build against a copy of
-# itself differed by up to 5% in these figures; smaller differences need
+# itself differed by 4-6% in these figures; smaller differences need
 # instruction counts (bench/instructions.sh) instead.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
