@@ -33,7 +33,10 @@ workload=${FTLSIM_ALT_WORKLOAD:-rw=randwrite,bs=4k,ios=300000,seed=7,iodepth=32}
 mkdir -p bench-out/alternate
 echo "load before: $(uptime)"
 python3 - "$a" "$b" "$rounds" "$workload" "$@" <<'PY'
-import hashlib, resource, statistics, subprocess, sys
+import hashlib, statistics, subprocess, sys
+
+sys.path.insert(0, "bench")
+from cputime import cpu_seconds
 
 a, b, rounds, workload, extra = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5:]
 
@@ -45,13 +48,6 @@ def command(binary):
             "-q", *extra]
 
 
-def cpu(cmd):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
 cmds = {"A": command(a), "B": command(b)}
 for cmd in cmds.values():
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)  # its snapshot, once
@@ -59,7 +55,7 @@ times = {"A": [], "B": []}
 ratios = []
 for i in range(rounds):
     order = ("A", "B") if i % 2 == 0 else ("B", "A")
-    got = {k: cpu(cmds[k]) for k in order}
+    got = {k: cpu_seconds(cmds[k]) for k in order}
     for k in got:
         times[k].append(got[k])
     ratios.append(got["B"] / got["A"])

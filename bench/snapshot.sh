@@ -25,7 +25,10 @@ snaps="$out/snapshots"
 rm -rf "$snaps"
 echo "load before: $(uptime)"
 python3 - "$bin" "$out" "$snaps" "$repeat" <<'PY'
-import json, os, resource, statistics, subprocess, sys
+import json, os, statistics, sys
+
+sys.path.insert(0, "bench")
+from cputime import cpu_seconds
 
 bin, out, snaps, repeat = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 pre = "fill=1.0,overwrite=1.0"
@@ -34,13 +37,10 @@ one = "rw=randwrite,bs=4k,ios=1,seed=7"
 
 
 def cpu(name, workload, *extra, pre=pre):
-    """CPU seconds of one ftlsim run (children's rusage delta) and its report."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """CPU seconds of one ftlsim run and its report."""
     path = f"{out}/snapshot-{name}.json"
-    subprocess.run([bin, "run", "-c", "bench/page-8ch-16g.toml", "--workload", workload, "--precondition", pre,
-                    "--json", path, "-q", *extra], check=True, stdout=subprocess.DEVNULL)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    secs = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    secs = cpu_seconds([bin, "run", "-c", "bench/page-8ch-16g.toml", "--workload", workload, "--precondition", pre,
+                        "--json", path, "-q", *extra])
     return secs, json.load(open(path))
 
 

@@ -1084,7 +1084,7 @@ impl Device {
 
     /// The copies of a run (multi-plane groups off, full timing): page by
     /// page, the read of a page of `src` on `from` (channel, unit), then its
-    /// program into `dst` from page `dst_page` on, on `to`, timed exactly as
+    /// program into `dst` from PPN `dst_page` (its `first_in_block`-th page) on, on `to`, timed exactly as
     /// [`time_op`](Self::time_op) for each would, but booked together (see
     /// [`CopyRun::pages`]). GC copies are most of a steady-state run's
     /// bookings; across units (a μ-Tree block's GC, a superblock's) they
@@ -1394,7 +1394,7 @@ impl Device {
     /// the source block may be erased from then on.
     pub fn copy_run(&mut self, src: &[u32], dst: Ppn, not_before: SimTime, cause_of: impl CauseOf) -> Result<SimTime> {
         let Some(placed) = self.array.copy_run(src, dst)? else { return Ok(not_before) };
-        if placed.dst_page == 0 {
+        if placed.first_in_block == 0 {
             self.counters.blocks_opened += 1;
         }
         let (src_block, dst_block) = (placed.src, placed.dst);
@@ -1407,7 +1407,7 @@ impl Device {
         }
         if !self.units_only && self.groups.is_empty() && src_block != dst_block {
             let ends = ((ch_r, unit_r), (ch_w, unit_w), (src_block, dst_block));
-            let dst = (dst.0, placed.dst_page);
+            let dst = (dst.0, placed.first_in_block);
             return Ok(match keep {
                 Keep::Nothing => {
                     self.time_copy_run::<false>(ends.0, ends.1, ends.2, dst, src.len(), not_before, cause_of, keep)

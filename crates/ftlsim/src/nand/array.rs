@@ -62,12 +62,12 @@ pub enum PageOob {
 }
 
 /// Where a copy run went ([`NandArray::copy_run`]): its source block,
-/// its destination block and the destination's first page in it.
+/// its destination block and the page in it the run starts at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CopyPlace {
     pub src: BlockId,
     pub dst: BlockId,
-    pub dst_page: u32,
+    pub first_in_block: u32,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -436,7 +436,7 @@ impl NandArray {
             }
         }
         self.write_ptr[block.idx()] += src.len() as u16;
-        Ok(Some(CopyPlace { src: src_block, dst: block, dst_page: page }))
+        Ok(Some(CopyPlace { src: src_block, dst: block, first_in_block: page }))
     }
 
     /// The block and page of `ppn`, if it is the next page its block may
@@ -721,7 +721,7 @@ mod tests {
         a.program(Ppn(4), Lpn(99), Payload::None).unwrap();
         // Into block 1 from its second page (4 pages a block), out of block 0.
         let placed = a.copy_run(&[2, 0], Ppn(5)).unwrap();
-        assert_eq!(placed, Some(CopyPlace { src: BlockId(0), dst: BlockId(1), dst_page: 1 }));
+        assert_eq!(placed, Some(CopyPlace { src: BlockId(0), dst: BlockId(1), first_in_block: 1 }));
         assert_eq!(a.copy_run(&[], Ppn(7)).unwrap(), None);
         assert_eq!(a.oob_lpn(Ppn(5)), Some(Lpn(12)));
         assert_eq!(a.oob_lpn(Ppn(6)), Some(Lpn(10)));
